@@ -1,0 +1,60 @@
+# The commands the README names. `make run` and `make test` are all a newcomer needs.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint typecheck contracts check-content pytest bench migrate schema vendor clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[executor,dev]'
+	touch $(STAMP)
+
+migrate: $(STAMP)
+	mkdir -p var
+	$(BIN)/ranklab db upgrade
+
+run: migrate
+	$(BIN)/ranklab serve --host 127.0.0.1 --port $(PORT)
+
+lint: $(STAMP)
+	$(BIN)/ruff check app executor tests alembic bench
+	$(BIN)/ruff format --check app executor tests alembic bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+contracts: $(STAMP)
+	$(BIN)/lint-imports
+
+check-content: $(STAMP)
+	$(BIN)/ranklab schema --check
+	$(BIN)/ranklab validate challenges
+
+pytest: $(STAMP)
+	$(BIN)/pytest -q
+
+test: lint typecheck contracts check-content pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_executor.py
+
+schema: $(STAMP)
+	$(BIN)/ranklab schema
+
+# Re-vendor the front-end files from the npm registry (see static/vendor/README.md).
+vendor:
+	rm -rf var/vendor && mkdir -p var/vendor
+	cd var/vendor && npm pack htmx.org@2.0.11 alpinejs@3.17.5 @picocss/pico@2.1.1 >/dev/null
+	cd var/vendor && for f in *.tgz; do mkdir -p "$${f%.tgz}" && tar xzf "$$f" -C "$${f%.tgz}"; done
+	cp var/vendor/htmx.org-2.0.11/package/dist/htmx.min.js static/vendor/htmx/
+	cp var/vendor/htmx.org-2.0.11/package/LICENSE static/vendor/htmx/
+	cp var/vendor/alpinejs-3.17.5/package/dist/cdn.min.js static/vendor/alpinejs/alpine.min.js
+	cp var/vendor/picocss-pico-2.1.1/package/css/pico.min.css static/vendor/pico/
+	cp var/vendor/picocss-pico-2.1.1/package/LICENSE.md static/vendor/pico/
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

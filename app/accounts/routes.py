@@ -1,0 +1,134 @@
+"""Guest start, sign-up (keeps a guest's progress), log in and log out."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from app.accounts import service as accounts
+from app.accounts.models import User
+from app.config import Settings
+from app.deps import SESSION_COOKIE, CsrfDep, NowDep, OptionalUser, SessionDep, SettingsDep
+from app.errors import BadRequest, Conflict
+
+router = APIRouter()
+TextField = Annotated[str, Form(max_length=1000)]
+NextField = Annotated[str, Form(max_length=500)]
+
+
+def _safe_next(target: str | None) -> str:
+    # Only same-site paths: an open redirect would let a link send learners elsewhere.
+    if target and target.startswith("/") and not target.startswith("//"):
+        return target
+    return "/"
+
+
+def _signed_in(response: Response, token: str, settings: Settings) -> Response:
+    response.set_cookie(
+        SESSION_COOKIE,
+        token,
+        max_age=settings.session_days * 86400,
+        httponly=True,
+        samesite="lax",
+        secure=settings.cookie_secure,
+    )
+    return response
+
+
+@router.post("/guest", dependencies=[CsrfDep])
+def start_as_guest(
+    session: SessionDep,
+    settings: SettingsDep,
+    now: NowDep,
+    user: OptionalUser,
+    next: NextField = "/",
+):
+    """One click: a guest account and a session cookie."""
+    response = RedirectResponse(_safe_next(next), status_code=303)
+    if user is not None:
+        return response
+    guest = accounts.create_guest(session, now)
+    return _signed_in(
+        response, accounts.open_session(session, guest, now, settings.session_days), settings
+    )
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_page(request: Request, next: str = "/"):
+    """The log-in page, with a one-click guest start."""
+    return request.app.state.templates.TemplateResponse(
+        request, "login.html", {"next": _safe_next(next), "error": None}
+    )
+
+
+@router.post("/login", dependencies=[CsrfDep])
+def login(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    now: NowDep,
+    username: TextField,
+    password: TextField,
+    next: NextField = "/",
+):
+    """Check the password and open a session."""
+    user = accounts.authenticate(session, username.strip(), password)
+    if user is None:
+        return request.app.state.templates.TemplateResponse(
+            request,
+            "login.html",
+            {"next": _safe_next(next), "error": "Wrong username or password."},
+            status_code=400,
+        )
+    response = RedirectResponse(_safe_next(next), status_code=303)
+    return _signed_in(
+        response, accounts.open_session(session, user, now, settings.session_days), settings
+    )
+
+
+@router.get("/register", response_class=HTMLResponse)
+def register_page(request: Request, user: OptionalUser):
+    """The sign-up page; a guest signing up keeps their progress."""
+    return request.app.state.templates.TemplateResponse(
+        request, "register.html", {"error": None, "is_guest": bool(user and user.is_guest)}
+    )
+
+
+@router.post("/register", dependencies=[CsrfDep])
+def register(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    now: NowDep,
+    user: OptionalUser,
+    username: TextField,
+    password: TextField,
+):
+    """Create an account (turning the current guest into it) and sign in."""
+    guest: User | None = user if user is not None and user.is_guest else None
+    try:
+        account = accounts.create_account(session, username.strip(), password, now, guest=guest)
+    except (BadRequest, Conflict) as error:
+        return request.app.state.templates.TemplateResponse(
+            request,
+            "register.html",
+            {"error": error.message, "is_guest": guest is not None},
+            status_code=error.status_code,
+        )
+    response = RedirectResponse("/me/progress", status_code=303)
+    if guest is not None:
+        return response  # the guest's session now belongs to the account
+    return _signed_in(
+        response, accounts.open_session(session, account, now, settings.session_days), settings
+    )
+
+
+@router.post("/logout", dependencies=[CsrfDep])
+def logout(request: Request, session: SessionDep):
+    """End the session."""
+    accounts.close_session(session, request.cookies.get(SESSION_COOKIE))
+    response = RedirectResponse("/", status_code=303)
+    response.delete_cookie(SESSION_COOKIE)
+    return response

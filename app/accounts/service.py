@@ -1,0 +1,131 @@
+"""Users, passwords (argon2) and browser sessions. Only services commit."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from datetime import datetime, timedelta
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from app.accounts import rules
+from app.accounts.models import Role, User, WebSession
+from app.errors import BadRequest, Conflict
+
+_hasher = PasswordHasher()
+# Verifying against a dummy hash when the user does not exist keeps the timing the same.
+_DUMMY_HASH = _hasher.hash("not-a-real-password")
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create_guest(session: Session, now: datetime) -> User:
+    """Create a guest learner (one click, no details)."""
+    user = User(role=Role.LEARNER, is_guest=True, created_at=now)
+    session.add(user)
+    session.commit()
+    session.refresh(user)
+    return user
+
+
+def create_account(
+    session: Session,
+    username: str,
+    password: str,
+    now: datetime,
+    role: Role = Role.LEARNER,
+    guest: User | None = None,
+) -> User:
+    """Create an account, or turn the current guest into one so their progress is kept."""
+    for problem in (rules.username_problem(username), rules.password_problem(password)):
+        if problem:
+            raise BadRequest(problem)
+    taken = session.exec(select(User).where(User.username == username)).first()
+    if taken is not None:
+        raise Conflict("That username is taken.")
+    user = guest if guest is not None and guest.is_guest else User(created_at=now, role=role)
+    user.username = username
+    user.password_hash = _hasher.hash(password)
+    user.is_guest = False
+    session.add(user)
+    try:
+        session.commit()
+    except IntegrityError as error:  # two sign-ups racing for one name
+        session.rollback()
+        raise Conflict("That username is taken.") from error
+    session.refresh(user)
+    return user
+
+
+def authenticate(session: Session, username: str, password: str) -> User | None:
+    """Return the user if the password is right, else None."""
+    user = session.exec(select(User).where(User.username == username)).first()
+    try:
+        _hasher.verify(user.password_hash if user and user.password_hash else _DUMMY_HASH, password)
+    except (VerificationError, InvalidHashError):
+        return None
+    if user is None or user.password_hash is None:
+        return None
+    if _hasher.check_needs_rehash(user.password_hash):
+        user.password_hash = _hasher.hash(password)
+        session.add(user)
+        session.commit()
+    return user
+
+
+def open_session(session: Session, user: User, now: datetime, days: int) -> str:
+    """Start a browser session for a user; return the cookie token (only its hash is stored)."""
+    token = secrets.token_urlsafe(32)
+    assert user.id is not None
+    session.add(
+        WebSession(
+            token_hash=_token_hash(token),
+            user_id=user.id,
+            created_at=now,
+            expires_at=now + timedelta(days=days),
+        )
+    )
+    session.commit()
+    return token
+
+
+def user_for_token(session: Session, token: str | None, now: datetime) -> User | None:
+    """Return the user of a live session token, or None."""
+    if not token:
+        return None
+    row = session.exec(
+        select(WebSession).where(WebSession.token_hash == _token_hash(token))
+    ).first()
+    if row is None or row.expires_at <= now:
+        return None
+    return session.get(User, row.user_id)
+
+
+def close_session(session: Session, token: str | None) -> None:
+    """End a browser session (log out)."""
+    if not token:
+        return
+    row = session.exec(
+        select(WebSession).where(WebSession.token_hash == _token_hash(token))
+    ).first()
+    if row is not None:
+        session.delete(row)
+        session.commit()
+
+
+def csrf_token(secret_key: str, seed: str) -> str:
+    """Derive the form token from the visitor's CSRF cookie (the raw cookie never enters HTML)."""
+    return hmac.new(secret_key.encode(), seed.encode(), hashlib.sha256).hexdigest()
+
+
+def csrf_valid(secret_key: str, seed: str | None, sent: str | None) -> bool:
+    """Check a submitted CSRF token against the visitor's cookie."""
+    if not seed or not sent:
+        return False
+    return hmac.compare_digest(csrf_token(secret_key, seed), sent)

@@ -1,0 +1,74 @@
+"""Tables for attempts: a learner's run through a set, its questions and every answer sent."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import UniqueConstraint
+from sqlmodel import Column, Field, SQLModel
+
+from app.attempts.rules import ItemStatus
+from app.db import UTCDateTime, string_enum
+
+
+class SetAttempt(SQLModel, table=True):
+    """One learner taking one set; refers to the set by its stable id."""
+
+    __tablename__ = "set_attempt"
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="user_account.id", index=True)
+    set_id: str = Field(max_length=100, index=True)
+    set_title: str = Field(max_length=200)
+    item_ids: str = Field(max_length=4000)  # the order fixed at start, comma-separated
+    current_position: int = Field(default=0)
+    started_at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
+    finished_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    correct_count: int = Field(default=0)
+    badge_earned: bool = Field(default=False)
+
+    @property
+    def item_id_list(self) -> list[str]:
+        """The items' stable ids in the order they are asked."""
+        return self.item_ids.split(",") if self.item_ids else []
+
+    @property
+    def finished(self) -> bool:
+        """Whether every question has been closed."""
+        return self.finished_at is not None
+
+
+class ItemAttempt(SQLModel, table=True):
+    """One question within an attempt; the server writes its start time, the deadline follows."""
+
+    __tablename__ = "item_attempt"
+    __table_args__ = (UniqueConstraint("set_attempt_id", "position"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    set_attempt_id: int = Field(foreign_key="set_attempt.id", index=True)
+    item_id: str = Field(max_length=100)
+    position: int
+    status: ItemStatus = Field(
+        default=ItemStatus.PENDING, sa_column=Column(string_enum(ItemStatus), nullable=False)
+    )
+    started_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    time_limit_s: float | None = Field(default=None)
+    attempts_allowed: int
+    attempts_used: int = Field(default=0)
+    hint_shown_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    closed_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    last_answer: str | None = Field(default=None, max_length=200)
+
+
+class Submission(SQLModel, table=True):
+    """Every judged answer; (item, number) is unique so an attempt can never be counted twice."""
+
+    __tablename__ = "submission"
+    __table_args__ = (UniqueConstraint("item_attempt_id", "number"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    item_attempt_id: int = Field(foreign_key="item_attempt.id", index=True)
+    number: int
+    answer: str = Field(max_length=200)
+    correct: bool
+    submitted_at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))

@@ -1,0 +1,277 @@
+"""The timed challenge: start, question pages, answers, hints, time-outs, results."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from app.attempts import rules
+from app.attempts import service as attempts
+from app.attempts.models import ItemAttempt, SetAttempt
+from app.challenges.catalog import Catalog
+from app.challenges.schema import ItemBase
+from app.deps import CatalogDep, CsrfDep, CurrentUser, NowDep, SessionDep, SettingsDep
+from app.errors import NotFound
+
+router = APIRouter()
+AnswerField = Annotated[list[str] | None, Form()]
+
+
+def _redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def _item(catalog: Catalog, attempt: SetAttempt, row: ItemAttempt) -> ItemBase:
+    found = catalog.item(attempt.set_id, row.item_id)
+    if found is None:
+        raise NotFound("This question is no longer part of the set.")
+    return found[1]
+
+
+def _question_context(
+    catalog: Catalog, attempt: SetAttempt, row: ItemAttempt, grace_s: float, now: Any
+) -> dict[str, Any]:
+    item = _item(catalog, attempt, row)
+    view = rules.public_question(
+        item,
+        row.status,
+        row.last_answer,
+        row.attempts_used,
+        row.attempts_allowed,
+        row.hint_shown_at is not None,
+    )
+    loaded = catalog.get(attempt.set_id)
+    code = loaded.code.get(item.id) if loaded else None
+    clock = attempts.clock(row, grace_s) if row.started_at else None
+    deadline = clock.deadline if clock else None
+    return {
+        "attempt": attempt,
+        "row": row,
+        "q": view,
+        "code": code,
+        "position": row.position,
+        "count": len(attempt.item_id_list),
+        "deadline_ms": int(deadline.timestamp() * 1000) if deadline else None,
+        "server_now_ms": int(now.timestamp() * 1000),
+        "seconds_left": clock.seconds_left(now) if clock else None,
+    }
+
+
+@router.post("/sets/{set_id}/start", dependencies=[CsrfDep])
+def start(set_id: str, catalog: CatalogDep, user: CurrentUser, session: SessionDep, now: NowDep):
+    """Start the set (or resume the unfinished attempt) and go to its current question."""
+    loaded = catalog.get(set_id)
+    if loaded is None:
+        raise NotFound(f"No challenge set {set_id!r}.")
+    assert user.id is not None
+    attempt = attempts.start_or_resume(session, user.id, loaded.challenge_set, now)
+    return _redirect(f"/attempts/{attempt.id}")
+
+
+@router.get("/attempts/{attempt_id}")
+def resume(attempt_id: int, user: CurrentUser, session: SessionDep):
+    """Send the learner to where the attempt stands: its current question or its results."""
+    assert user.id is not None
+    attempt = attempts.attempt_for_user(session, attempt_id, user.id)
+    if attempt.finished:
+        return _redirect(f"/attempts/{attempt.id}/results")
+    return _redirect(f"/attempts/{attempt.id}/q/{attempt.current_position + 1}")
+
+
+def _load(
+    session: Any, attempt_id: int, number: int, user_id: int
+) -> tuple[SetAttempt, ItemAttempt]:
+    attempt = attempts.attempt_for_user(session, attempt_id, user_id)
+    if number < 1:
+        raise NotFound("No such question in this attempt.")
+    return attempt, attempts.item_at(session, attempt_id, number - 1)
+
+
+@router.get("/attempts/{attempt_id}/q/{number}", response_class=HTMLResponse)
+def question(
+    request: Request,
+    attempt_id: int,
+    number: int,
+    user: CurrentUser,
+    session: SessionDep,
+    catalog: CatalogDep,
+    settings: SettingsDep,
+    now: NowDep,
+):
+    """Show a question: countdown, attempts left, hint on demand, options; feedback once closed."""
+    assert user.id is not None
+    attempt, row = _load(session, attempt_id, number, user.id)
+    if row.status is rules.ItemStatus.PENDING:
+        return _redirect(f"/attempts/{attempt.id}")
+    attempts.close_if_expired(session, row, settings.grace_seconds, now)
+    context = _question_context(catalog, attempt, row, settings.grace_seconds, now)
+    return request.app.state.templates.TemplateResponse(request, "question.html", context)
+
+
+@router.get("/api/attempts/{attempt_id}/q/{number}")
+def question_json(
+    attempt_id: int,
+    number: int,
+    user: CurrentUser,
+    session: SessionDep,
+    catalog: CatalogDep,
+    settings: SettingsDep,
+    now: NowDep,
+):
+    """The question as JSON (the key only once it is closed) with the server's deadline."""
+    assert user.id is not None
+    attempt, row = _load(session, attempt_id, number, user.id)
+    if row.status is rules.ItemStatus.PENDING:
+        raise NotFound("This question is not open yet.")
+    attempts.close_if_expired(session, row, settings.grace_seconds, now)
+    context = _question_context(catalog, attempt, row, settings.grace_seconds, now)
+    return JSONResponse(
+        {
+            "question": context["q"],
+            "position": number,
+            "count": context["count"],
+            "deadline_ms": context["deadline_ms"],
+            "server_now_ms": context["server_now_ms"],
+            "seconds_left": context["seconds_left"],
+        }
+    )
+
+
+@router.post("/attempts/{attempt_id}/q/{number}/answer", dependencies=[CsrfDep])
+def answer(
+    request: Request,
+    attempt_id: int,
+    number: int,
+    user: CurrentUser,
+    session: SessionDep,
+    catalog: CatalogDep,
+    settings: SettingsDep,
+    now: NowDep,
+    choice: AnswerField = None,
+):
+    """Judge an answer; the server refuses it when late or when no attempt is left (409)."""
+    assert user.id is not None
+    attempt, row = _load(session, attempt_id, number, user.id)
+    item = _item(catalog, attempt, row)
+    judgement = attempts.submit(session, row, item, choice or [], settings.grace_seconds, now)
+    if "application/json" in request.headers.get("accept", ""):
+        context = _question_context(catalog, attempt, row, settings.grace_seconds, now)
+        return JSONResponse(
+            {
+                "correct": judgement.correct,
+                "status": judgement.status.value,
+                "attempts_left": judgement.attempts_left,
+                "question": context["q"],
+            }
+        )
+    return _redirect(f"/attempts/{attempt.id}/q/{number}")
+
+
+@router.post("/attempts/{attempt_id}/q/{number}/hint", dependencies=[CsrfDep])
+def hint(
+    request: Request,
+    attempt_id: int,
+    number: int,
+    user: CurrentUser,
+    session: SessionDep,
+    catalog: CatalogDep,
+    now: NowDep,
+):
+    """Reveal the hint (recorded: hint use is part of item statistics)."""
+    assert user.id is not None
+    attempt, row = _load(session, attempt_id, number, user.id)
+    item = _item(catalog, attempt, row)
+    if item.hint is None:
+        raise NotFound("This question has no hint.")
+    attempts.show_hint(session, row, now)
+    if request.headers.get("hx-request") == "true":
+        return request.app.state.templates.TemplateResponse(
+            request, "_hint.html", {"hint": item.hint}
+        )
+    return _redirect(f"/attempts/{attempt.id}/q/{number}")
+
+
+@router.post("/attempts/{attempt_id}/q/{number}/expire", dependencies=[CsrfDep])
+def expire(
+    attempt_id: int,
+    number: int,
+    user: CurrentUser,
+    session: SessionDep,
+    catalog: CatalogDep,
+    settings: SettingsDep,
+    now: NowDep,
+):
+    """The browser's timer reached zero: record the time-out (if the server agrees), move on."""
+    assert user.id is not None
+    attempt, row = _load(session, attempt_id, number, user.id)
+    if attempts.close_if_expired(session, row, settings.grace_seconds, now):
+        attempts.advance(session, attempt, _set_of(catalog, attempt), settings.grace_seconds, now)
+        return _redirect(f"/attempts/{attempt.id}")
+    return _redirect(f"/attempts/{attempt.id}/q/{number}")
+
+
+def _set_of(catalog: Catalog, attempt: SetAttempt) -> Any:
+    loaded = catalog.get(attempt.set_id)
+    return loaded.challenge_set if loaded else None
+
+
+@router.post("/attempts/{attempt_id}/next", dependencies=[CsrfDep])
+def next_question(
+    attempt_id: int,
+    user: CurrentUser,
+    session: SessionDep,
+    catalog: CatalogDep,
+    settings: SettingsDep,
+    now: NowDep,
+):
+    """Open the next question (its clock starts now) or finish the attempt."""
+    assert user.id is not None
+    attempt = attempts.attempt_for_user(session, attempt_id, user.id)
+    attempts.advance(session, attempt, _set_of(catalog, attempt), settings.grace_seconds, now)
+    return _redirect(f"/attempts/{attempt.id}")
+
+
+@router.get("/attempts/{attempt_id}/results", response_class=HTMLResponse)
+def results(
+    request: Request, attempt_id: int, user: CurrentUser, session: SessionDep, catalog: CatalogDep
+) -> Response:
+    """Score, time used, a review of every question, and the badge for a perfect set."""
+    assert user.id is not None
+    attempt = attempts.attempt_for_user(session, attempt_id, user.id)
+    if not attempt.finished:
+        return _redirect(f"/attempts/{attempt.id}")
+    reviews = []
+    rows = attempts.items_of(session, attempt_id)
+    for row in rows:
+        found = catalog.item(attempt.set_id, row.item_id)
+        view = None
+        if found is not None:
+            view = rules.public_question(
+                found[1],
+                row.status,
+                row.last_answer,
+                row.attempts_used,
+                row.attempts_allowed,
+                row.hint_shown_at is not None,
+            )
+        used = (
+            (row.closed_at - row.started_at).total_seconds()
+            if (row.closed_at and row.started_at)
+            else None
+        )
+        reviews.append({"row": row, "q": view, "seconds": used})
+    loaded = catalog.get(attempt.set_id)
+    assert attempt.finished_at is not None
+    return request.app.state.templates.TemplateResponse(
+        request,
+        "results.html",
+        {
+            "attempt": attempt,
+            "reviews": reviews,
+            "badge": loaded.challenge_set.badge if loaded else None,
+            "elapsed": (attempt.finished_at - attempt.started_at).total_seconds(),
+            "score": rules.score(row.status for row in rows),
+        },
+    )

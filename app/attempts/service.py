@@ -1,0 +1,277 @@
+"""Attempts in the database: start, answer, hint, time out, advance, finish. Only services commit.
+
+Integrity lives here: every write that counts an attempt is one conditional UPDATE, so parallel
+submissions for one question can never use more attempts than allowed (on SQLite and PostgreSQL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from app.attempts import rules
+from app.attempts.models import ItemAttempt, SetAttempt, Submission
+from app.attempts.rules import Clock, ItemStatus, Refusal
+from app.challenges.schema import ChallengeSet, ItemBase
+from app.errors import BadRequest, Conflict, NotFound
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What happened to one submitted answer."""
+
+    correct: bool
+    status: ItemStatus
+    attempts_left: int
+    answer: str
+
+
+def clock(item_attempt: ItemAttempt, grace_s: float) -> Clock:
+    """Build the rules' clock from the row the server wrote."""
+    assert item_attempt.started_at is not None
+    return Clock(item_attempt.started_at, item_attempt.time_limit_s, grace_s)
+
+
+def active_attempt(session: Session, user_id: int, set_id: str) -> SetAttempt | None:
+    """Return the user's unfinished attempt at a set, if any."""
+    statement = (
+        select(SetAttempt)
+        .where(SetAttempt.user_id == user_id, SetAttempt.set_id == set_id)
+        .where(col(SetAttempt.finished_at).is_(None))
+        .order_by(col(SetAttempt.id).desc())
+    )
+    return session.exec(statement).first()
+
+
+def start_or_resume(
+    session: Session, user_id: int, challenge_set: ChallengeSet, now: datetime
+) -> SetAttempt:
+    """Resume the user's unfinished attempt at the set, or start one and open its first item."""
+    existing = active_attempt(session, user_id, challenge_set.id)
+    if existing is not None:
+        return existing
+    attempt = SetAttempt(
+        user_id=user_id,
+        set_id=challenge_set.id,
+        set_title=challenge_set.title,
+        item_ids=",".join(item.id for item in challenge_set.items),
+        started_at=now,
+    )
+    session.add(attempt)
+    session.flush()
+    assert attempt.id is not None
+    for position, item in enumerate(challenge_set.items):
+        session.add(
+            ItemAttempt(
+                set_attempt_id=attempt.id,
+                item_id=item.id,
+                position=position,
+                attempts_allowed=item.attempts,
+            )
+        )
+    session.flush()
+    _open(session, attempt.id, 0, challenge_set, now)
+    session.commit()
+    return attempt
+
+
+def _open(
+    session: Session, attempt_id: int, position: int, challenge_set: ChallengeSet, now: datetime
+) -> None:
+    """Start an item's clock now (the deadline is derived from this server-written time)."""
+    row = item_at(session, attempt_id, position)
+    item = challenge_set.item(row.item_id)
+    row.status = ItemStatus.OPEN
+    row.started_at = now
+    row.time_limit_s = float(item.time_limit) if item is not None else None
+    session.add(row)
+
+
+def attempt_for_user(session: Session, attempt_id: int, user_id: int) -> SetAttempt:
+    """Load an attempt that belongs to this user, or 404 (never reveal others' attempts)."""
+    attempt = session.get(SetAttempt, attempt_id)
+    if attempt is None or attempt.user_id != user_id:
+        raise NotFound("No such attempt.")
+    return attempt
+
+
+def item_at(session: Session, attempt_id: int, position: int) -> ItemAttempt:
+    """Load the item attempt at a position, or 404."""
+    statement = select(ItemAttempt).where(
+        ItemAttempt.set_attempt_id == attempt_id, ItemAttempt.position == position
+    )
+    row = session.exec(statement).first()
+    if row is None:
+        raise NotFound("No such question in this attempt.")
+    return row
+
+
+def items_of(session: Session, attempt_id: int) -> list[ItemAttempt]:
+    """Load every item attempt of an attempt, in order."""
+    statement = (
+        select(ItemAttempt)
+        .where(ItemAttempt.set_attempt_id == attempt_id)
+        .order_by(col(ItemAttempt.position))
+    )
+    return list(session.exec(statement))
+
+
+def close_if_expired(session: Session, row: ItemAttempt, grace_s: float, now: datetime) -> bool:
+    """Record a timeout if the item's time ran out; return whether it is (now) timed out."""
+    if row.status is not ItemStatus.OPEN or not clock(row, grace_s).expired(now):
+        return row.status is ItemStatus.TIMED_OUT
+    result = session.execute(
+        update(ItemAttempt)
+        .where(col(ItemAttempt.id) == row.id, col(ItemAttempt.status) == ItemStatus.OPEN)
+        .values(status=ItemStatus.TIMED_OUT, closed_at=now)
+    )
+    session.commit()
+    session.refresh(row)
+    return bool(result.rowcount) or row.status is ItemStatus.TIMED_OUT  # type: ignore[attr-defined]
+
+
+def submit(
+    session: Session,
+    row: ItemAttempt,
+    item: ItemBase,
+    raw_answer: Iterable[str],
+    grace_s: float,
+    now: datetime,
+) -> Judgement:
+    """Judge an answer, counting the attempt atomically; refuse late or surplus answers."""
+    answer = rules.parse_answer(item, raw_answer)
+    if answer is None:
+        raise BadRequest(Refusal.INVALID.value)
+    refused = rules.refusal(
+        row.status, clock(row, grace_s), row.attempts_used, row.attempts_allowed, now
+    )
+    if refused is Refusal.TIME_UP:
+        close_if_expired(session, row, grace_s, now)
+    if refused is not None:
+        raise Conflict(refused.value)
+    # One conditional UPDATE claims the attempt: under parallel requests only those that find an
+    # attempt left (and the item still open) succeed; PostgreSQL re-checks the row after the lock,
+    # SQLite's BEGIN IMMEDIATE serialises the writers.
+    claimed = session.execute(
+        update(ItemAttempt)
+        .where(
+            col(ItemAttempt.id) == row.id,
+            col(ItemAttempt.status) == ItemStatus.OPEN,
+            col(ItemAttempt.attempts_used) < col(ItemAttempt.attempts_allowed),
+        )
+        .values(attempts_used=col(ItemAttempt.attempts_used) + 1)
+        .returning(col(ItemAttempt.attempts_used))
+    ).first()
+    if claimed is None:
+        session.rollback()
+        session.refresh(row)
+        reason = Refusal.CLOSED if row.status.closed else Refusal.NO_ATTEMPTS
+        raise Conflict(reason.value)
+    used = int(claimed[0])
+    correct = rules.is_correct(item, answer)
+    status = rules.status_after(correct, used, row.attempts_allowed)
+    assert row.id is not None
+    session.add(
+        Submission(
+            item_attempt_id=row.id, number=used, answer=answer, correct=correct, submitted_at=now
+        )
+    )
+    values: dict[str, object] = {"status": status, "last_answer": answer}
+    if status.closed:
+        values["closed_at"] = now
+    session.execute(update(ItemAttempt).where(col(ItemAttempt.id) == row.id).values(**values))
+    try:
+        session.commit()
+    except IntegrityError as error:  # the unique (item, number) constraint is the last guard
+        session.rollback()
+        raise Conflict(Refusal.NO_ATTEMPTS.value) from error
+    session.refresh(row)
+    return Judgement(correct, status, row.attempts_allowed - used, answer)
+
+
+def show_hint(session: Session, row: ItemAttempt, now: datetime) -> None:
+    """Record that the learner opened the hint (first time only)."""
+    if row.hint_shown_at is None:
+        row.hint_shown_at = now
+        session.add(row)
+        session.commit()
+
+
+def advance(
+    session: Session,
+    attempt: SetAttempt,
+    challenge_set: ChallengeSet | None,
+    grace_s: float,
+    now: datetime,
+) -> SetAttempt:
+    """Move past the current item once it is closed: open the next one, or finish the attempt."""
+    assert attempt.id is not None
+    if attempt.finished:
+        return attempt
+    row = item_at(session, attempt.id, attempt.current_position)
+    close_if_expired(session, row, grace_s, now)
+    if not row.status.closed:
+        raise Conflict("Answer this question (or let its time run out) before moving on.")
+    rows = items_of(session, attempt.id)
+    next_position = attempt.current_position + 1
+    if next_position < len(rows) and challenge_set is not None:
+        # Conditional, so two tabs clicking "next" at once advance only one step.
+        moved = session.execute(
+            update(SetAttempt)
+            .where(
+                col(SetAttempt.id) == attempt.id,
+                col(SetAttempt.current_position) == attempt.current_position,
+            )
+            .values(current_position=next_position)
+        )
+        if moved.rowcount:  # type: ignore[attr-defined]
+            _open(session, attempt.id, next_position, challenge_set, now)
+    else:
+        result = rules.score(item.status for item in rows)
+        session.execute(
+            update(SetAttempt)
+            .where(col(SetAttempt.id) == attempt.id, col(SetAttempt.finished_at).is_(None))
+            .values(finished_at=now, correct_count=result.correct, badge_earned=result.perfect)
+        )
+    session.commit()
+    session.refresh(attempt)
+    return attempt
+
+
+def history(session: Session, user_id: int) -> list[SetAttempt]:
+    """Return the user's attempts, newest first."""
+    statement = (
+        select(SetAttempt)
+        .where(SetAttempt.user_id == user_id)
+        .order_by(col(SetAttempt.started_at).desc(), col(SetAttempt.id).desc())
+    )
+    return list(session.exec(statement))
+
+
+@dataclass
+class SetStanding:
+    """A user's standing on one set, for the home page."""
+
+    attempts: int = 0
+    best_correct: int = 0
+    badge: bool = False
+    active_attempt_id: int | None = None
+
+
+def standings(session: Session, user_id: int) -> dict[str, SetStanding]:
+    """Summarise the user's attempts per set id."""
+    result: dict[str, SetStanding] = {}
+    for attempt in history(session, user_id):
+        standing = result.setdefault(attempt.set_id, SetStanding())
+        standing.attempts += 1
+        if attempt.finished:
+            standing.best_correct = max(standing.best_correct, attempt.correct_count)
+            standing.badge = standing.badge or attempt.badge_earned
+        elif standing.active_attempt_id is None:
+            standing.active_attempt_id = attempt.id
+    return result

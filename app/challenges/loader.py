@@ -1,0 +1,205 @@
+"""Load challenge YAML files, collecting every error as `path:line:col: message`.
+
+ruamel.yaml keeps the position of every key and item, so schema errors point at the line that
+caused them, not only YAML syntax errors. Duplicate keys are errors (ruamel refuses them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError
+
+from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True, order=True)
+class LoadError:
+    """One problem in one file, with a 1-based position."""
+
+    path: str
+    line: int
+    column: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.column}: {self.message}"
+
+
+@dataclass
+class LoadedSet:
+    """A valid set with where it came from and its resolved snippets (item id -> code)."""
+
+    challenge_set: ChallengeSet
+    path: str
+    code: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class LoadReport:
+    """Everything a load found: the valid sets and every error."""
+
+    sets: list[LoadedSet] = field(default_factory=list)
+    errors: list[LoadError] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Whether no file had an error."""
+        return not self.errors
+
+
+def challenge_files(root: Path) -> list[Path]:
+    """List the challenge YAML files under a folder (or the file itself), sorted."""
+    if root.is_file():
+        return [root]
+    return sorted(p for p in root.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
+
+
+def load_path(root: Path, display_root: Path | None = None) -> LoadReport:
+    """Load every challenge file under root; never stop at the first error."""
+    report = LoadReport()
+    seen_ids: dict[str, str] = {}
+    for path in challenge_files(root):
+        shown = _display(path, display_root)
+        report.files.append(shown)
+        loaded, errors = load_file(path, shown)
+        report.errors.extend(errors)
+        if loaded is None:
+            continue
+        set_id = loaded.challenge_set.id
+        if set_id in seen_ids:
+            report.errors.append(
+                LoadError(shown, 1, 1, f"set id {set_id!r} is already used by {seen_ids[set_id]}")
+            )
+            continue
+        seen_ids[set_id] = shown
+        report.sets.append(loaded)
+    report.errors.sort()
+    return report
+
+
+def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]]:
+    """Parse and validate one file; return the set (if valid) and its errors."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        return None, [LoadError(shown, 1, 1, f"cannot read file: {error}")]
+    try:
+        document = YAML(typ="rt").load(text)
+    except MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = " ".join(str(part) for part in (error.context, error.problem) if part)
+        return None, [LoadError(shown, line, column, problem or str(error))]
+    if not isinstance(document, CommentedMap):
+        return None, [LoadError(shown, 1, 1, "a challenge file must be a mapping (id:, title:, …)")]
+    try:
+        challenge_set = ChallengeSet.model_validate(_plain(document))
+    except ValidationError as error:
+        return None, [_locate(shown, document, item) for item in error.errors()]
+    code, errors = _resolve_snippets(path, shown, document, challenge_set)
+    if errors:
+        return None, errors
+    return LoadedSet(challenge_set, shown, code), []
+
+
+def _resolve_snippets(
+    path: Path, shown: str, document: CommentedMap, challenge_set: ChallengeSet
+) -> tuple[dict[str, str], list[LoadError]]:
+    code: dict[str, str] = {}
+    errors: list[LoadError] = []
+    for index, item in enumerate(challenge_set.items):
+        source = getattr(item, "code", None)
+        code_file = getattr(item, "code_file", None)
+        if code_file is not None:
+            snippet_path = (path.parent / code_file).resolve()
+            if path.parent.resolve() not in snippet_path.parents:
+                message = f"code_file {code_file!r} must stay inside the set's folder"
+                errors.append(_at(shown, document, ("items", index, "code_file"), message))
+                continue
+            try:
+                source = snippet_path.read_text(encoding="utf-8")
+            except OSError:
+                message = f"code_file {code_file!r} not found beside {path.name}"
+                errors.append(_at(shown, document, ("items", index, "code_file"), message))
+                continue
+        if source is not None:
+            code[item.id] = source
+        elif isinstance(item, EXECUTABLE_KINDS):
+            errors.append(_at(shown, document, ("items", index), "executable item has no code"))
+    return code, errors
+
+
+def _plain(node: Any) -> Any:
+    """Turn ruamel's commented containers into plain dicts and lists for pydantic."""
+    if isinstance(node, dict):
+        return {str(key): _plain(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_plain(value) for value in node]
+    return node
+
+
+def _locate(shown: str, document: CommentedMap, error: Any) -> LoadError:
+    location = _keep_yaml_path(error["loc"])
+    message = error["msg"]
+    if error["type"] == "extra_forbidden":
+        message = f"unknown field {location[-1]!r}"
+    elif error["type"] == "missing":
+        message = f"missing required field {location[-1]!r}"
+    elif location:
+        message = f"{'.'.join(str(part) for part in location)}: {message}"
+    return _at(shown, document, location, message)
+
+
+def _keep_yaml_path(location: Sequence[Any]) -> tuple[Any, ...]:
+    """Drop the discriminator tags pydantic inserts (e.g. 'choice') so the path matches the YAML."""
+    kept: list[Any] = []
+    for part in location:
+        if isinstance(part, str) and kept and isinstance(kept[-1], int) and part in _KIND_TAGS:
+            continue
+        kept.append(part)
+    return tuple(kept)
+
+
+_KIND_TAGS = frozenset({"choice", "predict_output", "debug", "numeric"})
+
+
+def _at(shown: str, document: CommentedMap, location: Iterable[Any], message: str) -> LoadError:
+    line, column = _position(document, tuple(location))
+    return LoadError(shown, line, column, message)
+
+
+def _position(document: CommentedMap, location: tuple[Any, ...]) -> tuple[int, int]:
+    """Find the 1-based position of the deepest part of location present in the document."""
+    node: Any = document
+    line, column = 0, 0
+    for part in location:
+        if isinstance(node, CommentedMap) and part in node:
+            line, column = node.lc.key(part)
+            node = node[part]
+        elif isinstance(node, CommentedSeq) and isinstance(part, int) and part < len(node):
+            line, column = node.lc.item(part)
+            node = node[part]
+        else:
+            if isinstance(node, (CommentedMap, CommentedSeq)) and (line, column) == (0, 0):
+                line, column = node.lc.line, node.lc.col
+            break
+    return line + 1, column + 1
+
+
+def _display(path: Path, display_root: Path | None) -> str:
+    if display_root is not None:
+        try:
+            return str(path.resolve().relative_to(display_root.resolve()))
+        except ValueError:
+            pass
+    return str(path)

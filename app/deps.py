@@ -1,0 +1,98 @@
+"""FastAPI dependencies as Annotated aliases: the one place routes get what they need."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlmodel import Session
+
+from app.accounts import service as accounts
+from app.accounts.models import User
+from app.challenges.catalog import Catalog
+from app.config import Settings
+from app.db import session_scope, utcnow
+from app.errors import Forbidden, LoginRequired
+from app.executor_client import ExecutorClient
+
+SESSION_COOKIE = "ranklab_session"
+CSRF_COOKIE = "ranklab_csrf"
+
+
+def get_settings(request: Request) -> Settings:
+    """Return the app's settings (set by create_app)."""
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    """Yield a database session for one request."""
+    yield from session_scope(request.app.state.engine)
+
+
+def get_catalog(request: Request) -> Catalog:
+    """Return the loaded challenge catalog."""
+    catalog: Catalog = request.app.state.catalog
+    return catalog
+
+
+def get_executor(request: Request) -> ExecutorClient:
+    """Return the executor client (tests inject a fake one)."""
+    client: ExecutorClient = request.app.state.executor
+    return client
+
+
+def get_now() -> datetime:
+    """Return the server's clock; tests override this one dependency to move time."""
+    return utcnow()
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+SessionDep = Annotated[Session, Depends(get_session)]
+CatalogDep = Annotated[Catalog, Depends(get_catalog)]
+ExecutorDep = Annotated[ExecutorClient, Depends(get_executor)]
+NowDep = Annotated[datetime, Depends(get_now)]
+
+
+def get_optional_user(request: Request, session: SessionDep, now: NowDep) -> User | None:
+    """Return the signed-in user (guest or account), or None."""
+    user = accounts.user_for_token(session, request.cookies.get(SESSION_COOKIE), now)
+    if user is not None:
+        # Detached with its columns loaded: a rollback later in the request (a refused answer)
+        # must not expire the object that error pages still render.
+        session.expunge(user)
+    request.state.user = user
+    return user
+
+
+OptionalUser = Annotated[User | None, Depends(get_optional_user)]
+
+
+def get_current_user(user: OptionalUser) -> User:
+    """Return the signed-in user or refuse (HTML pages redirect to the start page)."""
+    if user is None:
+        raise LoginRequired()
+    return user
+
+
+CurrentUser = Annotated[User, Depends(get_current_user)]
+
+
+async def verify_csrf(request: Request, settings: SettingsDep) -> None:
+    """Refuse a state-changing request whose CSRF token does not match the visitor's cookie."""
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return
+    sent = request.headers.get("x-csrf-token")
+    if sent is None:
+        content_type = request.headers.get("content-type", "")
+        if content_type.startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
+            form = await request.form()
+            value = form.get("csrf_token")
+            sent = value if isinstance(value, str) else None
+    if not accounts.csrf_valid(settings.secret_key, request.cookies.get(CSRF_COOKIE), sent):
+        raise Forbidden("The form expired or did not come from this site; reload and try again.")
+
+
+CsrfDep = Depends(verify_csrf)

@@ -1,0 +1,59 @@
+"""One documented error tree, rendered by one handler as an HTML page or JSON.
+
+RankLabError             500  something went wrong on our side
+├── BadRequest           400  the request itself is malformed or invalid
+├── LoginRequired        401  a page needs a signed-in user (HTML: redirect to log in)
+├── Forbidden            403  signed in, but not allowed (also a failed CSRF check)
+├── NotFound             404  no such set, attempt or question (for this user)
+└── Conflict             409  the request clashes with the state: time up, no attempts left
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class RankLabError(Exception):
+    """Base of every error the app raises on purpose."""
+
+    status_code: ClassVar[int] = 500
+    title: ClassVar[str] = "Something went wrong"
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or self.title)
+        self.message = message or self.title
+
+
+class BadRequest(RankLabError):
+    """The request is malformed or a value is invalid."""
+
+    status_code = 400
+    title = "Bad request"
+
+
+class LoginRequired(RankLabError):
+    """The page needs a user; the HTML handler redirects to the log-in page."""
+
+    status_code = 401
+    title = "Please start as a guest or log in"
+
+
+class Forbidden(RankLabError):
+    """The user may not do this."""
+
+    status_code = 403
+    title = "Not allowed"
+
+
+class NotFound(RankLabError):
+    """The thing asked for does not exist, or does not belong to this user."""
+
+    status_code = 404
+    title = "Not found"
+
+
+class Conflict(RankLabError):
+    """The request clashes with the current state (late answer, no attempts left)."""
+
+    status_code = 409
+    title = "Refused"

@@ -1,0 +1,6 @@
+"""Import every table so that SQLModel.metadata knows them all (for Alembic and tests)."""
+
+from app.accounts.models import User, WebSession
+from app.attempts.models import ItemAttempt, SetAttempt, Submission
+
+__all__ = ["ItemAttempt", "SetAttempt", "Submission", "User", "WebSession"]

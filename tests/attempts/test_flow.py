@@ -1,0 +1,141 @@
+"""The timed challenge over HTTP, on SQLite and PostgreSQL: start to badge, refusals, no leaks."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session, select
+
+from app.attempts.models import ItemAttempt, Submission
+from app.db import make_engine
+from tests.support.learner import Learner
+
+SECRETS = ("KEY-EXPLANATION", "FEEDBACK-")
+
+
+@pytest.fixture
+def learner(app_factory, database_url):
+    with TestClient(app_factory(database_url)) as client:
+        learner = Learner(client)
+        learner.start_as_guest()
+        yield learner
+
+
+def test_a_learner_takes_the_set_and_earns_the_badge(learner, clock):
+    attempt = learner.start("test-basics")
+    page = learner.get(f"{attempt}/q/1")
+    assert "World size" in page.text and 'role="timer"' in page.text
+    assert learner.answer(attempt, 1, "B").status_code == 303
+    closed = learner.get(f"{attempt}/q/1").text
+    assert "✓ Correct" in closed and "KEY-EXPLANATION-WORLD" in closed and "FEEDBACK-B" in closed
+    learner.next(attempt)
+    clock.advance(20)
+    assert learner.answer(attempt, 2, "3.33").status_code == 303
+    assert learner.next(attempt).headers["location"] == attempt
+    results = learner.get(f"{attempt}/results").text
+    assert "2 / 2 correct" in results and "Badge earned: Test Badge" in results
+    progress = learner.get("/me/progress").text
+    assert "Test Badge" in progress
+    assert 'data-testid="status">Badge earned' in learner.get("/").text
+
+
+def test_a_wrong_answer_then_a_right_one_is_correct_but_a_third_is_refused(learner):
+    attempt = learner.start("test-basics")
+    learner.answer(attempt, 1, "A")
+    retry = learner.get(f"{attempt}/q/1").text
+    assert "Attempts: 1 left" in retry and "FEEDBACK-A-WORLD" in retry
+    assert "KEY-EXPLANATION" not in retry and "FEEDBACK-B" not in retry
+    learner.answer(attempt, 1, "C")
+    third = learner.answer(attempt, 1, "B")
+    assert third.status_code == 409
+    assert "already closed" in third.text
+    assert "✗ Incorrect" in learner.get(f"{attempt}/q/1").text
+
+
+def test_a_late_answer_is_refused_and_recorded_as_a_timeout(learner, clock):
+    attempt = learner.start("test-basics")
+    clock.advance(60 + 3 + 1)  # limit 60 s, grace 3 s
+    late = learner.answer(attempt, 1, "B")
+    assert late.status_code == 409 and "Time is up" in late.text
+    page = learner.get(f"{attempt}/q/1").text
+    assert "Time ran out" in page and "KEY-EXPLANATION-WORLD" in page
+
+
+def test_an_answer_inside_the_grace_period_counts(learner, clock):
+    attempt = learner.start("test-basics")
+    clock.advance(62)
+    assert learner.answer(attempt, 1, "B").status_code == 303
+
+
+def test_the_browser_timer_expiry_moves_on_only_when_the_server_agrees(learner, clock):
+    attempt = learner.start("test-basics")
+    early = learner.post(f"{attempt}/q/1/expire", follow_redirects=False)
+    assert early.headers["location"] == f"{attempt}/q/1"  # not yet: still answerable
+    clock.advance(64)
+    learner.post(f"{attempt}/q/1/expire", follow_redirects=False)
+    assert learner.get(attempt).url.path == f"{attempt}/q/2"
+
+
+def test_no_key_feedback_or_explanation_reaches_the_browser_before_answering(learner):
+    attempt = learner.start("test-basics")
+    html = learner.get(f"{attempt}/q/1").text
+    as_json = learner.get(f"/api{attempt}/q/1").text
+    for secret in SECRETS:
+        assert secret not in html
+        assert secret not in as_json
+    assert "key-mark" not in html
+    assert "answer" not in json.loads(as_json)["question"]
+
+
+def test_the_hint_is_given_on_demand_and_recorded(learner, app_factory):
+    attempt = learner.start("test-basics")
+    assert "Count the processes" not in learner.get(f"{attempt}/q/1").text
+    fragment = learner.post(f"{attempt}/q/1/hint", headers={"HX-Request": "true"})
+    assert "Count the processes" in fragment.text
+    assert "Count the processes" in learner.get(f"{attempt}/q/1").text
+
+
+def test_questions_cannot_be_skipped_or_seen_before_they_open(learner):
+    attempt = learner.start("test-basics")
+    assert learner.get(f"{attempt}/q/2", follow_redirects=False).headers["location"] == attempt
+    assert learner.get(f"/api{attempt}/q/2").status_code == 404
+    refused = learner.next(attempt)
+    assert refused.status_code == 409
+
+
+def test_resuming_keeps_the_clock_running_from_the_server_start(learner, clock):
+    attempt = learner.start("test-basics")
+    clock.advance(45)
+    assert learner.start("test-basics") == attempt  # resumed, not restarted
+    state = learner.get(f"/api{attempt}/q/1").json()
+    assert state["seconds_left"] == pytest.approx(15)
+
+
+def test_parallel_submissions_never_use_more_attempts_than_allowed(learner, database_url):
+    attempt = learner.start("test-basics")
+
+    def submit(_: int) -> int:
+        return learner.answer(attempt, 1, "A").status_code
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        statuses = list(pool.map(submit, range(12)))
+    assert statuses.count(303) == 2
+    assert all(status == 409 for status in statuses if status != 303)
+    engine = make_engine(database_url)
+    with Session(engine) as session:
+        row = session.exec(select(ItemAttempt).where(ItemAttempt.position == 0)).one()
+        submissions = session.exec(select(Submission)).all()
+    engine.dispose()
+    assert row.attempts_used == 2 and len(submissions) == 2
+
+
+def test_another_learners_attempt_is_not_found(learner, app_factory, database_url):
+    attempt = learner.start("test-basics")
+    with TestClient(app_factory(database_url)) as other_client:
+        other = Learner(other_client)
+        other.start_as_guest()
+        assert other.get(f"{attempt}/q/1").status_code == 404
+        assert other.answer(attempt, 1, "B").status_code == 404

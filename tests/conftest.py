@@ -1,0 +1,95 @@
+"""Shared fixtures: a migrated throwaway database (SQLite, or PostgreSQL too), an app, a clock."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app import migrations
+from app.config import Settings
+from app.deps import get_now
+from app.main import create_app
+from tests.support.postgres import postgres_database_url
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TEST_CHALLENGES = FIXTURES / "challenges"
+
+
+class FakeClock:
+    """The one fake clock: tests move time on purpose."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward."""
+        self.now += timedelta(seconds=seconds)
+
+
+def _sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'test.db'}"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A freshly migrated database: SQLite file, and PostgreSQL where a server can be had."""
+    url = _sqlite_url(tmp_path) if request.param == "sqlite" else postgres_database_url(request)
+    migrations.upgrade(url)
+    yield url
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A migrated SQLite database only (for tests that need not run twice)."""
+    url = _sqlite_url(tmp_path)
+    migrations.upgrade(url)
+    return url
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """A clock the test controls."""
+    return FakeClock()
+
+
+def make_settings(database_url: str, **overrides: object) -> Settings:
+    """Settings for a test app: test challenges, no executor."""
+    values: dict[str, object] = {
+        "environment": "test",
+        "database_url": database_url,
+        "challenges_dir": TEST_CHALLENGES,
+        "executor_url": None,
+        "secret_key": "test-secret",
+    }
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def app_factory(clock: FakeClock):
+    """Build apps on a given database with the fake clock."""
+
+    def build(database_url: str, **overrides: object):
+        app = create_app(make_settings(database_url, **overrides))
+        app.dependency_overrides[get_now] = clock
+        return app
+
+    return build
+
+
+@pytest.fixture
+def client(app_factory, sqlite_url: str) -> Iterator[TestClient]:
+    """A browser-like client on SQLite with the fake clock."""
+    with TestClient(app_factory(sqlite_url)) as test_client:
+        yield test_client
+
+
+os.environ.setdefault("RANKLAB_ENVIRONMENT", "test")

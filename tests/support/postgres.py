@@ -1,0 +1,130 @@
+"""A throwaway PostgreSQL for tests: a given server, or a private one from Debian's binaries.
+
+RANKLAB_TEST_POSTGRES_URL names an existing server (a fresh database is created per test).
+Otherwise a cluster is initialised in a temporary folder and started on a Unix socket; as root
+it runs as the `postgres` user, because PostgreSQL refuses to run as root.
+Where neither is possible the PostgreSQL tests are skipped, except under CI=true, where they fail.
+"""
+
+from __future__ import annotations
+
+import atexit
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+_server_url: str | None = None
+_server_error: str | None = None
+
+
+def _bindir() -> Path | None:
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
+    for candidate in candidates:
+        if Path(candidate, "initdb").exists():
+            return Path(candidate)
+    found = shutil.which("initdb")
+    return Path(found).parent if found else None
+
+
+def _as_postgres(command: list[str]) -> list[str]:
+    if os.geteuid() == 0:
+        return ["runuser", "-u", "postgres", "--", *command]
+    return command
+
+
+def _start_private_server() -> str:
+    bindir = _bindir()
+    if bindir is None:
+        raise RuntimeError("no PostgreSQL binaries (apt-get install postgresql)")
+    base = Path(tempfile.mkdtemp(prefix="ranklab-pg-"))
+    data, sockets = base / "data", base / "sock"
+    sockets.mkdir()
+    if os.geteuid() == 0:
+        shutil.chown(base, "postgres")
+        shutil.chown(sockets, "postgres")
+    subprocess.run(
+        _as_postgres(
+            [str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "--no-sync"]
+        ),
+        check=True,
+        capture_output=True,
+    )
+    options = f"-k {sockets} -c listen_addresses='' -c fsync=off -c max_connections=100"
+    subprocess.run(
+        _as_postgres(
+            [
+                str(bindir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-o",
+                options,
+                "-w",
+                "-l",
+                str(base / "log"),
+                "start",
+            ]
+        ),
+        check=True,
+        capture_output=True,
+    )
+
+    def stop() -> None:
+        subprocess.run(
+            _as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
+            capture_output=True,
+        )
+        shutil.rmtree(base, ignore_errors=True)
+
+    atexit.register(stop)
+    return f"postgresql+psycopg://postgres@/postgres?host={sockets}"
+
+
+def _server() -> str:
+    global _server_url, _server_error
+    if _server_url is None and _server_error is None:
+        given = os.environ.get("RANKLAB_TEST_POSTGRES_URL")
+        try:
+            _server_url = (
+                given.replace("postgresql://", "postgresql+psycopg://", 1)
+                if given
+                else _start_private_server()
+            )
+        except (RuntimeError, OSError, subprocess.CalledProcessError) as error:
+            detail = getattr(error, "stderr", b"") or b""
+            _server_error = f"{error} {detail.decode(errors='replace')}".strip()
+    if _server_url is None:
+        raise RuntimeError(_server_error or "no PostgreSQL")
+    return _server_url
+
+
+def postgres_database_url(request: pytest.FixtureRequest) -> str:
+    """Create a fresh database on the test server and return its URL (dropped afterwards)."""
+    try:
+        server = _server()
+    except RuntimeError as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL is required in CI: {error}")
+        pytest.skip(f"PostgreSQL unavailable: {error}")
+    name = f"ranklab_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+
+    def drop() -> None:
+        engine = create_engine(server, isolation_level="AUTOCOMMIT")
+        with engine.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        engine.dispose()
+
+    request.addfinalizer(drop)
+    base, _, query = server.partition("?")
+    database_url = base.rsplit("/", 1)[0] + "/" + name
+    return database_url + (f"?{query}" if query else "")

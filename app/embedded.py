@@ -24,13 +24,23 @@ def _start_executor(settings: Settings) -> subprocess.Popen[bytes] | None:
     parts = urlsplit(settings.executor_url)
     if parts.hostname not in ("127.0.0.1", "localhost"):
         return None  # a remote executor is someone else's to run
-    command = [sys.executable, "-m", "app.cli", "executor", "serve",
-               "--host", parts.hostname, "--port", str(parts.port or 8001)]
+    command = [
+        sys.executable,
+        "-m",
+        "app.cli",
+        "executor",
+        "serve",
+        "--host",
+        parts.hostname,
+        "--port",
+        str(parts.port or 8001),
+    ]
     try:
         return subprocess.Popen(command, start_new_session=True)
     except OSError as error:
-        print(f"ranklab: executor did not start ({error}); runs will be unavailable",
-              file=sys.stderr)
+        print(
+            f"ranklab: executor did not start ({error}); runs will be unavailable", file=sys.stderr
+        )
         return None
 
 

@@ -1,0 +1,86 @@
+"""A live app on a real port and Debian's chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from app import migrations
+from app.config import ROOT
+from app.main import create_app
+from tests.conftest import FIXTURES, make_settings
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Serve the real challenges plus a quick-clock set over HTTP from a background thread."""
+    folder = tmp_path_factory.mktemp("live")
+    challenges = folder / "challenges"
+    shutil.copytree(ROOT / "challenges", challenges)
+    shutil.copytree(FIXTURES / "quick", challenges / "quick")
+    url = f"sqlite:///{folder / 'live.db'}"
+    migrations.upgrade(url)
+    app = create_app(make_settings(url, challenges_dir=challenges))
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("live server did not start")
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Debian's chromium, headless (Playwright cannot download its own browser here)."""
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is required in CI (apt-get install chromium)")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser, live_server):
+    """A fresh browser context (no cookies) per test."""
+    context = browser.new_context(base_url=live_server)
+    context.set_default_timeout(15_000)
+    yield context.new_page()
+    context.close()

@@ -1,0 +1,97 @@
+"""A learner in a real browser: takes a whole set to the badge, runs out of time, comes back."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from app.challenges.loader import load_path
+from app.challenges.schema import ChoiceBase, NumericItem
+from app.config import ROOT
+
+pytestmark = pytest.mark.browser
+SET_ID = "ddp-mastery"
+
+
+def shipped_set():
+    report = load_path(ROOT / "challenges")
+    return next(loaded.challenge_set for loaded in report.sets if loaded.challenge_set.id == SET_ID)
+
+
+def seconds(label: str) -> int:
+    minutes, secs = label.strip().split(":")
+    return int(minutes) * 60 + int(secs)
+
+
+def start_set(page, set_id: str) -> None:
+    page.goto("/")
+    page.get_by_test_id("start-guest").click()
+    page.goto(f"/sets/{set_id}")
+    page.get_by_test_id("start").click()
+
+
+def test_a_learner_takes_a_whole_set_and_earns_the_badge(page):
+    challenge_set = shipped_set()
+    start_set(page, SET_ID)
+    for number, item in enumerate(challenge_set.items, start=1):
+        page.wait_for_url(re.compile(rf"/q/{number}$"))
+        expect(page.get_by_role("heading", name=item.title)).to_be_visible()
+        # Before answering: no key, no explanation, no feedback anywhere in the page.
+        assert page.get_by_test_id("key-mark").count() == 0
+        assert page.get_by_test_id("explanation").count() == 0
+        assert item.explanation[:60] not in page.content()
+        if number == 1:
+            first = seconds(page.get_by_test_id("timer").inner_text())
+            page.wait_for_timeout(2200)
+            assert seconds(page.get_by_test_id("timer").inner_text()) < first  # it ticks
+        if item.hint is not None and page.get_by_test_id("show-hint").count():
+            page.get_by_test_id("show-hint").click()
+            expect(page.get_by_test_id("hint")).to_be_visible()
+        if isinstance(item, NumericItem):
+            page.get_by_test_id("numeric-input").fill(str(item.answer))
+        else:
+            assert isinstance(item, ChoiceBase)
+            for letter in sorted(item.answer_ids):
+                page.locator(f'[data-option="{letter}"] input').check()
+        page.get_by_test_id("submit").click()
+        expect(page.get_by_test_id("verdict")).to_have_text(re.compile("^✓ Correct"))
+        expect(page.get_by_test_id("explanation")).to_be_visible()
+        page.get_by_test_id("next").click()
+    page.wait_for_url(re.compile(r"/results$"))
+    expect(page.get_by_test_id("badge")).to_be_visible()
+    assert challenge_set.badge.name in page.get_by_test_id("badge").inner_text()
+    page.goto("/me/progress")
+    assert challenge_set.badge.name in page.get_by_test_id("badges").inner_text()
+
+
+def test_when_time_runs_out_the_question_closes_and_the_next_one_opens(page):
+    start_set(page, "test-quick")
+    page.wait_for_url(re.compile(r"/q/1$"))
+    assert seconds(page.get_by_test_id("timer").inner_text()) <= 10
+    page.wait_for_url(re.compile(r"/q/2$"), timeout=20_000)  # the timer hit 0:00 by itself
+    page.goto(page.url.replace("/q/2", "/q/1"))
+    assert "Time ran out" in page.get_by_test_id("verdict").inner_text()
+    assert page.get_by_test_id("submit").count() == 0
+
+
+def test_closing_the_browser_and_coming_back_resumes_with_the_clock_still_right(
+    page, browser, live_server
+):
+    start_set(page, SET_ID)
+    page.wait_for_url(re.compile(r"/q/1$"))
+    before = seconds(page.get_by_test_id("timer").inner_text())
+    state = page.context.storage_state()
+    page.context.close()
+    time.sleep(3)
+    context = browser.new_context(base_url=live_server, storage_state=state)
+    again = context.new_page()
+    again.goto(f"/sets/{SET_ID}")
+    assert again.get_by_test_id("start").inner_text() == "Resume"
+    again.get_by_test_id("start").click()
+    again.wait_for_url(re.compile(r"/q/1$"))
+    after = seconds(again.get_by_test_id("timer").inner_text())
+    assert before - 6 <= after <= before - 3
+    context.close()

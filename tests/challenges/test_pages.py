@@ -1,0 +1,62 @@
+"""The home and set pages: what learners and staff see."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+from sqlmodel import Session, select
+
+from app.accounts.models import Role, User
+from app.db import make_engine
+from tests.conftest import TEST_CHALLENGES
+from tests.support.learner import Learner
+
+
+def with_broken_file(tmp_path: Path) -> Path:
+    folder = tmp_path / "challenges"
+    shutil.copytree(TEST_CHALLENGES, folder)
+    (folder / "broken.yaml").write_text("id: broken\ntitle: [\n")
+    return folder
+
+
+def promote(database_url: str, username: str, role: Role) -> None:
+    engine = make_engine(database_url)
+    with Session(engine) as session:
+        user = session.exec(select(User).where(User.username == username)).one()
+        user.role = role
+        session.add(user)
+        session.commit()
+    engine.dispose()
+
+
+def test_home_lists_each_set_with_its_facts(client):
+    page = client.get("/").text
+    assert "Test basics" in page and "Collectives" in page
+    assert "2 questions" in page and "3:00 in all" in page
+    assert "1 beginner" in page and "1 intermediate" in page
+    assert "Test Badge" in page and "Not started" in page
+
+
+def test_a_broken_file_is_shown_to_staff_and_not_to_learners(app_factory, sqlite_url, tmp_path):
+    app = app_factory(sqlite_url, challenges_dir=with_broken_file(tmp_path))
+    with TestClient(app) as client:
+        visitor = Learner(client)
+        visitor.get("/")
+        visitor.post("/register", {"username": "teacher", "password": "instructs"})
+        home = visitor.get("/").text
+        assert "Test basics" in home  # the valid set is still served
+        assert "content-errors" not in home and "broken.yaml" not in home
+        promote(sqlite_url, "teacher", Role.INSTRUCTOR)
+        staff_home = visitor.get("/").text
+        assert 'data-testid="content-errors"' in staff_home
+        assert "challenges/broken.yaml:3:1:" in staff_home
+
+
+def test_the_home_page_shows_my_status_per_set(client):
+    learner = Learner(client)
+    learner.start_as_guest()
+    learner.start("test-basics")
+    assert 'data-testid="status">In progress' in learner.get("/").text
+    assert ">Resume<" in learner.get("/sets/test-basics").text

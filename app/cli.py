@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -45,6 +47,26 @@ def _parser() -> argparse.ArgumentParser:
     database = commands.add_parser("db", help="database migrations")
     database.add_argument("action", choices=["upgrade", "check"])
     database.set_defaults(handler=_database)
+
+    verify = commands.add_parser(
+        "verify", help="run every executable item and prove its key; exit 1 on any mismatch"
+    )
+    verify.add_argument("path", nargs="?", type=Path, default=ROOT / "challenges")
+    verify.add_argument(
+        "--executor", metavar="URL", help="an executor to use (default: start one for this command)"
+    )
+    verify.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="runs per item, to catch output that varies (default 3)",
+    )
+    verify.add_argument(
+        "--trusted",
+        action="store_true",
+        help="start the executor unsandboxed (instructor content only)",
+    )
+    verify.set_defaults(handler=_verify)
 
     serve = commands.add_parser("serve", help="serve the web app (and the embedded executor)")
     serve.add_argument("--host", default="127.0.0.1")
@@ -96,6 +118,41 @@ def _database(args: argparse.Namespace) -> int:
         print("database is at the latest revision")
         return 0
     return migrations.check(settings.database_url)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from app import embedded
+    from app.executor_client import HttpExecutorClient
+    from app.verification import service as verification
+    from app.verification.rules import Verdict
+
+    report = loader.load_path(args.path)
+    for error in report.errors:
+        print(error, file=sys.stderr)
+    context = (
+        contextlib.nullcontext(args.executor)
+        if args.executor
+        else embedded.temporary_executor(trusted=args.trusted)
+    )
+    counts: Counter[str] = Counter()
+    with context as url:
+        client = HttpExecutorClient(url)
+        for loaded, item_report in verification.verify_sets(client, report.sets, args.repeats):
+            counts[item_report.verdict.value] += 1
+            if item_report.verdict is Verdict.NOT_EXECUTABLE:
+                continue
+            label = {"pass": "PASS", "fail": "FAIL", "needs_gpus": "GPU "}[item_report.verdict]
+            print(f"{label} {loaded.path} {item_report.item_id}")
+            for line in item_report.problems + item_report.notes:
+                print(f"     {line}")
+            if item_report.verdict is Verdict.FAIL and item_report.observations:
+                observed = item_report.observations[0].result
+                print(f"     observed ({observed.status.value}, {observed.duration_ms} ms):")
+                for rank in observed.ranks:
+                    print(f"       {verification.describe_rank(rank)}")
+    summary = ", ".join(f"{count} {verdict}" for verdict, count in sorted(counts.items()))
+    print(f"verify: {summary or 'nothing to run'}; {len(report.errors)} file error(s)")
+    return 1 if counts["fail"] or report.errors else 0
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""`ranklab serve`: the web app, plus the embedded executor next to it (the `make run` default).
+"""The embedded executor: started next to the app by `ranklab serve` and by `ranklab verify`.
 
 The executor is its own process and HTTP service (it owns torch); the app only talks to it over
 HTTP. If it cannot start, the app still serves challenges and pages say runs are unavailable.
@@ -8,22 +8,27 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO
 from urllib.parse import urlsplit
 
 import uvicorn
 
 from app.config import Settings
+from app.executor_client import HttpExecutorClient
 from app.main import create_app
 
 
-def _start_executor(settings: Settings) -> subprocess.Popen[bytes] | None:
-    if not settings.executor_url:
-        return None
-    parts = urlsplit(settings.executor_url)
-    if parts.hostname not in ("127.0.0.1", "localhost"):
-        return None  # a remote executor is someone else's to run
+def spawn_executor(
+    host: str, port: int, trusted: bool = False, log: IO[bytes] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start `ranklab executor serve` in its own process group (so it can be stopped whole)."""
     command = [
         sys.executable,
         "-m",
@@ -31,29 +36,70 @@ def _start_executor(settings: Settings) -> subprocess.Popen[bytes] | None:
         "executor",
         "serve",
         "--host",
-        parts.hostname,
+        host,
         "--port",
-        str(parts.port or 8001),
+        str(port),
     ]
+    if trusted:
+        command.append("--trusted")
+    return subprocess.Popen(
+        command, start_new_session=True, stdout=log, stderr=subprocess.STDOUT if log else None
+    )
+
+
+def stop_executor(process: subprocess.Popen[bytes]) -> None:
+    """Stop an executor and everything it started."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
     try:
-        return subprocess.Popen(command, start_new_session=True)
-    except OSError as error:
-        print(
-            f"ranklab: executor did not start ({error}); runs will be unavailable", file=sys.stderr
-        )
-        return None
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def free_port() -> int:
+    """Return a TCP port free on loopback right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def temporary_executor(trusted: bool = False, wait_s: float = 180.0) -> Iterator[str]:
+    """Run a private executor for the duration of a command; yield its URL once it is warm."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    # Its access log would drown the command's own output; kept to explain a failed start.
+    with tempfile.TemporaryFile() as log:
+        process = spawn_executor("127.0.0.1", port, trusted, log)
+        try:
+            client = HttpExecutorClient(url)
+            deadline = time.monotonic() + wait_s
+            while client.health() is None:
+                if process.poll() is not None:
+                    log.seek(0)
+                    tail = log.read().decode(errors="replace")[-2000:]
+                    raise RuntimeError(f"the executor exited ({process.returncode}):\n{tail}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the executor was not warm after {wait_s:.0f} s")
+                time.sleep(0.2)
+            yield url
+        finally:
+            stop_executor(process)
 
 
 def serve(settings: Settings, host: str, port: int, with_executor: bool = True) -> int:
     """Start the executor (if embedded), then serve the app until interrupted."""
-    executor = _start_executor(settings) if with_executor else None
+    executor = None
+    if with_executor and settings.executor_url:
+        parts = urlsplit(settings.executor_url)
+        if parts.hostname in ("127.0.0.1", "localhost"):  # a remote executor runs elsewhere
+            executor = spawn_executor(parts.hostname, parts.port or 8001)
     try:
         uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
     finally:
-        if executor is not None and executor.poll() is None:
-            os.killpg(executor.pid, signal.SIGTERM)
-            try:
-                executor.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(executor.pid, signal.SIGKILL)
+        if executor is not None:
+            stop_executor(executor)
     return 0

@@ -6,27 +6,41 @@ production). If it is down, challenges keep working and pages say runs are unava
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
 
+from executor.contract import OutputEvent, RunRequest, RunResult
+
+RunEvent = OutputEvent | RunResult
+
+
+class ExecutorUnavailable(Exception):
+    """The executor could not be reached or refused the request (busy, bad request)."""
+
 
 class ExecutorClient(Protocol):
     """What the app needs from an executor; tests inject a fake one."""
 
-    def available(self) -> bool:
-        """Return whether the executor answers its health check."""
+    def health(self) -> dict[str, Any] | None:
+        """Return the executor's health document when it is up and warm, else None."""
         ...
 
-    def run(self, code: str, nproc: int, backend: str, timeout_s: float) -> dict[str, Any]:
-        """Run a snippet and return the RunResult as a dict."""
+    def run(self, request: RunRequest) -> RunResult:
+        """Run a snippet and return its RunResult."""
+        ...
+
+    def stream(self, request: RunRequest) -> Iterator[RunEvent]:
+        """Run a snippet, yielding each rank's output as it arrives, then the RunResult."""
         ...
 
 
 @dataclass
 class HttpExecutorClient:
-    """Talks to the executor's HTTP API (`POST /v1/runs`, `GET /healthz`)."""
+    """Talks to the executor's HTTP API (`POST /v1/runs`, `/v1/runs/stream`, `GET /healthz`)."""
 
     base_url: str
     timeout_s: float = 60.0
@@ -35,33 +49,88 @@ class HttpExecutorClient:
     def _client(self, timeout: httpx.Timeout) -> httpx.Client:
         return httpx.Client(base_url=self.base_url, timeout=timeout, transport=self.transport)
 
-    def available(self) -> bool:
-        """Return whether the executor is up and warm (a short timeout: pages must not stall)."""
-        try:
-            with self._client(httpx.Timeout(0.5)) as client:
-                return client.get("/healthz").status_code == 200
-        except httpx.HTTPError:
-            return False
+    def _run_timeout(self, request: RunRequest) -> httpx.Timeout:
+        # The run's own limit plus time to queue and to fork; connecting must be quick.
+        return httpx.Timeout(self.timeout_s + request.timeout_s, connect=2.0)
 
-    def run(self, code: str, nproc: int, backend: str, timeout_s: float) -> dict[str, Any]:
-        """Run a snippet; the HTTP timeout allows for the run's own limit plus queueing."""
-        payload = {"code": code, "nproc": nproc, "backend": backend, "timeout_s": timeout_s}
-        timeout = httpx.Timeout(self.timeout_s + timeout_s, connect=2.0)
-        with self._client(timeout) as client:
-            response = client.post("/v1/runs", json=payload)
-            response.raise_for_status()
-            result: dict[str, Any] = response.json()
-            return result
+    def health(self) -> dict[str, Any] | None:
+        """Ask /healthz with a short timeout: pages must not stall on a dead executor."""
+        try:
+            with self._client(httpx.Timeout(1.0)) as client:
+                response = client.get("/healthz")
+        except httpx.HTTPError:
+            return None
+        if response.status_code != 200:
+            return None
+        document: dict[str, Any] = response.json()
+        return document
+
+    def run(self, request: RunRequest) -> RunResult:
+        """Run a snippet and return the RunResult."""
+        try:
+            with self._client(self._run_timeout(request)) as client:
+                response = client.post("/v1/runs", json=request.model_dump(mode="json"))
+        except httpx.HTTPError as error:
+            raise ExecutorUnavailable(f"executor unreachable: {error}") from error
+        _raise_for_status(response)
+        return RunResult.model_validate(response.json())
+
+    def stream(self, request: RunRequest) -> Iterator[RunEvent]:
+        """Run a snippet over SSE, yielding OutputEvents as they arrive, then the RunResult."""
+        try:
+            with (
+                self._client(self._run_timeout(request)) as client,
+                client.stream(
+                    "POST", "/v1/runs/stream", json=request.model_dump(mode="json")
+                ) as response,
+            ):
+                if response.status_code != 200:
+                    response.read()
+                    _raise_for_status(response)
+                yield from parse_sse(response.iter_lines())
+        except httpx.HTTPError as error:
+            raise ExecutorUnavailable(f"executor unreachable: {error}") from error
+
+
+def _raise_for_status(response: httpx.Response) -> None:
+    if response.status_code >= 400:
+        try:
+            detail = response.json().get("detail", response.text)
+        except ValueError:
+            detail = response.text
+        raise ExecutorUnavailable(f"executor answered {response.status_code}: {detail}")
+
+
+def parse_sse(lines: Iterator[str]) -> Iterator[RunEvent]:
+    """Turn the executor's SSE lines into OutputEvents and the final RunResult."""
+    event, data = "message", list[str]()
+    for line in lines:
+        if line == "":
+            if data:
+                payload = json.loads("\n".join(data))
+                if event == "output":
+                    yield OutputEvent.model_validate(payload)
+                elif event == "result":
+                    yield RunResult.model_validate(payload)
+            event, data = "message", list[str]()
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())
 
 
 @dataclass
 class NoExecutor:
     """Used when no executor URL is configured: runs are simply unavailable."""
 
-    def available(self) -> bool:
-        """Return False: there is no executor."""
-        return False
+    def health(self) -> dict[str, Any] | None:
+        """Return None: there is no executor."""
+        return None
 
-    def run(self, code: str, nproc: int, backend: str, timeout_s: float) -> dict[str, Any]:
+    def run(self, request: RunRequest) -> RunResult:
         """Refuse: there is no executor."""
-        raise httpx.ConnectError("no executor is configured")
+        raise ExecutorUnavailable("no executor is configured")
+
+    def stream(self, request: RunRequest) -> Iterator[RunEvent]:
+        """Refuse: there is no executor."""
+        raise ExecutorUnavailable("no executor is configured")

@@ -93,3 +93,12 @@ def client(app_factory, sqlite_url: str) -> Iterator[TestClient]:
 
 
 os.environ.setdefault("RANKLAB_ENVIRONMENT", "test")
+
+
+@pytest.fixture(scope="session")
+def executor_url() -> Iterator[str]:
+    """A real executor service (warm pool, real ranks) shared by the whole test session."""
+    from app.embedded import temporary_executor
+
+    with temporary_executor() as url:
+        yield url

@@ -1,0 +1,106 @@
+"""The executor contract: request and result models shared by the CLI, the service and clients.
+
+Pure pydantic; the web app imports this module, so it must never import torch or fastapi.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Backend = Literal["auto", "gloo", "nccl"]
+
+
+class RunStatus(StrEnum):
+    """How a whole run ended."""
+
+    OK = "ok"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    MEMORY_LIMIT = "memory_limit"
+    OUTPUT_LIMIT = "output_limit"
+    REJECTED = "rejected"
+    INTERNAL_ERROR = "internal_error"
+
+
+class RankStatus(StrEnum):
+    """How one rank ended."""
+
+    OK = "ok"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    KILLED = "killed"
+
+
+class RunRequest(BaseModel):
+    """A snippet and how to launch it; ranges are checked by `executor.limits`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code: str = Field(description="Python source run by every rank as its __main__.")
+    nproc: int = Field(default=2, description="Number of ranks (torchrun --nproc_per_node).")
+    backend: Backend = Field(
+        default="auto", description="auto = nccl when there are nproc CUDA devices, else gloo."
+    )
+    timeout_s: float = Field(default=10.0, description="Wall-clock limit for the whole run.")
+    use_cache: bool = Field(
+        default=True, description="Serve a cached observation if one exists (verify sets False)."
+    )
+
+
+class ExceptionInfo(BaseModel):
+    """The uncaught exception a rank's snippet raised."""
+
+    type: str = Field(description="Exception class name, e.g. RuntimeError.")
+    message: str = Field(description="str() of the exception.")
+
+
+class RankResult(BaseModel):
+    """What one rank did."""
+
+    rank: int
+    status: RankStatus
+    exit_code: int | None = Field(
+        default=None,
+        description="Process exit code; -N when killed by signal N; None if never ended.",
+    )
+    stdout: str = ""
+    stderr: str = ""
+    truncated: bool = Field(default=False, description="Output was cut at the output limit.")
+    exception: ExceptionInfo | None = None
+
+
+class Environment(BaseModel):
+    """Where a result was observed."""
+
+    torch: str
+    backend: str
+    device: str
+    nproc: int
+    python: str
+
+
+class RunResult(BaseModel):
+    """The outcome of one run: a failing snippet is data, never an HTTP error."""
+
+    status: RunStatus
+    duration_ms: int
+    ranks: list[RankResult] = Field(default_factory=list)
+    environment: Environment | None = None
+    message: str | None = Field(
+        default=None, description="Why a run was rejected or failed inside the executor."
+    )
+    observed_at: str | None = Field(
+        default=None, description="ISO 8601 UTC time at which this result was observed."
+    )
+    cached: bool = Field(default=False, description="Served from the result cache.")
+
+
+class OutputEvent(BaseModel):
+    """A chunk of output from one rank, streamed as it arrives."""
+
+    rank: int
+    stream: Literal["stdout", "stderr"]
+    text: str

@@ -1,0 +1,178 @@
+"""Judging keys against observed runs, with no executor: observations are built by hand."""
+
+from __future__ import annotations
+
+from app.challenges.schema import DebugItem, PredictOutputItem
+from app.verification.rules import Observation, Verdict, judge, normalise
+from executor.contract import Environment, ExceptionInfo, RankResult, RunResult
+
+ENV = Environment(torch="2.13.0+cpu", backend="gloo", device="cpu", nproc=2, python="3.11.7")
+
+
+def run(*stdouts: str, status: str = "ok", exception: ExceptionInfo | None = None) -> RunResult:
+    ranks = [
+        RankResult(
+            rank=i,
+            status="ok" if status == "ok" else "error",
+            exit_code=0,
+            stdout=text,
+            exception=exception if i == 1 else None,
+        )
+        for i, text in enumerate(stdouts)
+    ]
+    return RunResult(status=status, duration_ms=90, ranks=ranks, environment=ENV)
+
+
+def predict(options: list[dict], answer: str = "A") -> PredictOutputItem:
+    return PredictOutputItem.model_validate(
+        {
+            "id": "p",
+            "kind": "predict_output",
+            "category": "Predict Output",
+            "difficulty": "beginner",
+            "title": "T",
+            "prompt": "P",
+            "explanation": "E",
+            "code": "print(1)",
+            "launch": {"nproc": 2},
+            "options": options,
+            "answer": answer,
+        }
+    )
+
+
+def rank_outcome(**ranks: str) -> dict:
+    return {"ranks": {key.removeprefix("r"): {"stdout": text} for key, text in ranks.items()}}
+
+
+def test_trailing_whitespace_and_blank_lines_do_not_count():
+    assert normalise("a  \nb\n\n") == "a\nb"
+
+
+def test_a_key_that_matches_every_run_passes():
+    item = predict(
+        [
+            {"id": "A", "text": "1", "outcome": rank_outcome(rall="1\n")},
+            {"id": "B", "text": "2", "outcome": rank_outcome(rall="2\n")},
+        ]
+    )
+    report = judge(item, [Observation(run("1\n", "1\n"), (0, 1))] * 3)
+    assert report.verdict is Verdict.PASS and report.problems == []
+
+
+def test_a_wrong_key_fails_and_says_what_was_printed():
+    item = predict(
+        [
+            {"id": "A", "text": "1", "outcome": rank_outcome(rall="1\n")},
+            {"id": "B", "text": "2", "outcome": rank_outcome(rall="2\n")},
+        ]
+    )
+    report = judge(item, [Observation(run("2\n", "2\n"))])
+    assert report.verdict is Verdict.FAIL
+    assert "rank 0 printed '2\\n', expected '1\\n'" in report.problems[0]
+    assert any("distractor B also matches" in problem for problem in report.problems)
+
+
+def test_a_key_without_an_outcome_cannot_be_proven():
+    item = predict([{"id": "A", "text": "1"}, {"id": "B", "text": "2"}])
+    report = judge(item, [Observation(run("1\n", "1\n"))])
+    assert report.verdict is Verdict.FAIL
+    assert "no outcome to verify" in report.problems[0]
+
+
+def test_rank_order_that_varies_must_be_declared():
+    outcome = rank_outcome(r0="a\n", r1="b\n")
+    item = predict(
+        [
+            {"id": "A", "text": "a then b", "outcome": outcome},
+            {"id": "B", "text": "x", "outcome": rank_outcome(r0="x\n")},
+        ]
+    )
+    observations = [Observation(run("a\n", "b\n"), (0, 1)), Observation(run("a\n", "b\n"), (1, 0))]
+    report = judge(item, observations)
+    assert report.verdict is Verdict.FAIL
+    assert "order_varies: true" in report.problems[-1]
+    declared = predict(
+        [
+            {"id": "A", "text": "a", "outcome": {**outcome, "order_varies": True}},
+            {"id": "B", "text": "x", "outcome": rank_outcome(r0="x\n")},
+        ]
+    )
+    assert judge(declared, observations).verdict is Verdict.PASS
+
+
+def test_rank_order_does_not_matter_when_every_rank_prints_the_same():
+    item = predict(
+        [
+            {"id": "A", "text": "same", "outcome": rank_outcome(rall="same\n")},
+            {"id": "B", "text": "x", "outcome": rank_outcome(r0="x\n")},
+        ]
+    )
+    observations = [
+        Observation(run("same\n", "same\n"), (0, 1)),
+        Observation(run("same\n", "same\n"), (1, 0)),
+    ]
+    assert judge(item, observations).verdict is Verdict.PASS
+
+
+def test_unseeded_output_cannot_be_keyed_as_fixed_text():
+    item = predict(
+        [
+            {"id": "A", "text": "r", "outcome": rank_outcome(r0="0.1\n")},
+            {"id": "B", "text": "x", "outcome": rank_outcome(r0="x\n")},
+        ]
+    )
+    report = judge(item, [Observation(run("0.1\n", "")), Observation(run("0.7\n", ""))])
+    assert any("varies between runs" in problem for problem in report.problems)
+    regex = predict(
+        [
+            {"id": "A", "text": "r", "outcome": {"ranks": {"0": {"stdout_regex": r"0\.\d"}}}},
+            {"id": "B", "text": "x"},
+        ]
+    )
+    assert (
+        judge(regex, [Observation(run("0.1\n", "")), Observation(run("0.7\n", ""))]).verdict
+        is Verdict.PASS
+    )
+
+
+def test_a_debug_item_must_observe_the_claimed_exception_on_the_claimed_rank():
+    item = DebugItem.model_validate(
+        {
+            "id": "d",
+            "kind": "debug",
+            "category": "Debug",
+            "difficulty": "advanced",
+            "title": "T",
+            "prompt": "P",
+            "explanation": "E",
+            "code": "x",
+            "launch": {"nproc": 2},
+            "failure": {"ranks": {"1": {"exception": "RuntimeError", "message_regex": "size"}}},
+            "options": [{"id": "A", "text": "a"}, {"id": "B", "text": "b"}],
+            "answer": "A",
+        }
+    )
+    boom = ExceptionInfo(type="RuntimeError", message="size mismatch")
+    assert (
+        judge(item, [Observation(run("", "", status="error", exception=boom))]).verdict
+        is Verdict.PASS
+    )
+    other = ExceptionInfo(type="ValueError", message="size")
+    failing = judge(item, [Observation(run("", "", status="error", exception=other))])
+    assert "rank 1 raised ValueError, expected RuntimeError" in failing.problems[0]
+    assert judge(item, [Observation(run("", ""))]).verdict is Verdict.FAIL
+
+
+def test_a_claimed_hang_must_time_out_and_a_hang_must_be_claimed():
+    hang = {"hangs": True}
+    item = predict(
+        [
+            {"id": "A", "text": "hangs", "outcome": hang},
+            {"id": "B", "text": "prints", "outcome": rank_outcome(rall="done\n")},
+        ]
+    )
+    assert judge(item, [Observation(run("", "", status="timeout"))]).verdict is Verdict.PASS
+    finished = judge(item, [Observation(run("done\n", "done\n"))])
+    assert "expected a hang" in finished.problems[0]
+    assert any("distractor B also matches" in p for p in finished.problems)

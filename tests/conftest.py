@@ -77,8 +77,8 @@ def make_settings(database_url: str, **overrides: object) -> Settings:
 def app_factory(clock: FakeClock):
     """Build apps on a given database with the fake clock."""
 
-    def build(database_url: str, **overrides: object):
-        app = create_app(make_settings(database_url, **overrides))
+    def build(database_url: str, executor: object = None, **overrides: object):
+        app = create_app(make_settings(database_url, **overrides), executor=executor)  # type: ignore[arg-type]
         app.dependency_overrides[get_now] = clock
         return app
 

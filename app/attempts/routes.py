@@ -5,15 +5,31 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 
 from app.attempts import rules
 from app.attempts import service as attempts
 from app.attempts.models import ItemAttempt, SetAttempt
 from app.challenges.catalog import Catalog
-from app.challenges.schema import ItemBase
-from app.deps import CatalogDep, CsrfDep, CurrentUser, NowDep, SessionDep, SettingsDep
-from app.errors import NotFound
+from app.challenges.schema import EXECUTABLE_KINDS, ItemBase
+from app.deps import (
+    CatalogDep,
+    CsrfDep,
+    CurrentUser,
+    ExecutorDep,
+    NowDep,
+    SessionDep,
+    SettingsDep,
+)
+from app.errors import Conflict, NotFound
+from app.runs import service as runs
+from executor.contract import RunRequest
 
 router = APIRouter()
 AnswerField = Annotated[list[str] | None, Form()]
@@ -99,6 +115,7 @@ def question(
     catalog: CatalogDep,
     settings: SettingsDep,
     now: NowDep,
+    executor: ExecutorDep,
 ):
     """Show a question: countdown, attempts left, hint on demand, options; feedback once closed."""
     assert user.id is not None
@@ -107,6 +124,9 @@ def question(
         return _redirect(f"/attempts/{attempt.id}")
     attempts.close_if_expired(session, row, settings.grace_seconds, now)
     context = _question_context(catalog, attempt, row, settings.grace_seconds, now)
+    item = _item(catalog, attempt, row)
+    if isinstance(item, EXECUTABLE_KINDS) and row.status.closed:
+        context["run"] = {"nproc": item.launch.nproc, "available": runs.available(executor)}
     return request.app.state.templates.TemplateResponse(request, "question.html", context)
 
 
@@ -274,4 +294,34 @@ def results(
             "elapsed": (attempt.finished_at - attempt.started_at).total_seconds(),
             "score": rules.score(row.status for row in rows),
         },
+    )
+
+
+@router.get("/attempts/{attempt_id}/q/{number}/run")
+def run_snippet(
+    attempt_id: int,
+    number: int,
+    user: CurrentUser,
+    session: SessionDep,
+    catalog: CatalogDep,
+    executor: ExecutorDep,
+) -> StreamingResponse:
+    """Run it: stream each rank's output (SSE) once the question is closed, then the result."""
+    assert user.id is not None
+    attempt, row = _load(session, attempt_id, number, user.id)
+    item = _item(catalog, attempt, row)
+    loaded = catalog.get(attempt.set_id)
+    if not isinstance(item, EXECUTABLE_KINDS) or loaded is None:
+        raise NotFound("This question has no snippet to run.")
+    if not row.status.closed:
+        raise Conflict("Answer the question first: the run shows the answer.")
+    request = RunRequest(
+        code=loaded.code[item.id],
+        nproc=item.launch.nproc,
+        backend=item.launch.backend.value,
+        timeout_s=item.launch.timeout_s,
+    )
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(
+        runs.sse_events(executor, request), media_type="text/event-stream", headers=headers
     )

@@ -28,15 +28,16 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Serve the real challenges plus a quick-clock set over HTTP from a background thread."""
+def live_server(tmp_path_factory: pytest.TempPathFactory, executor_url: str) -> Iterator[str]:
+    """Serve the real challenges plus test sets, with a real executor, from a background thread."""
     folder = tmp_path_factory.mktemp("live")
     challenges = folder / "challenges"
     shutil.copytree(ROOT / "challenges", challenges)
     shutil.copytree(FIXTURES / "quick", challenges / "quick")
+    shutil.copytree(FIXTURES / "challenges" / "runs", challenges / "runs")
     url = f"sqlite:///{folder / 'live.db'}"
     migrations.upgrade(url)
-    app = create_app(make_settings(url, challenges_dir=challenges))
+    app = create_app(make_settings(url, challenges_dir=challenges, executor_url=executor_url))
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)

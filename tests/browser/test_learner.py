@@ -95,3 +95,16 @@ def test_closing_the_browser_and_coming_back_resumes_with_the_clock_still_right(
     after = seconds(again.get_by_test_id("timer").inner_text())
     assert before - 6 <= after <= before - 3
     context.close()
+
+
+def test_after_answering_the_learner_runs_the_snippet_and_sees_each_rank(page):
+    start_set(page, "test-runs")
+    page.wait_for_url(re.compile(r"/q/1$"))
+    assert page.get_by_test_id("run-it").count() == 0  # not before answering
+    page.locator('[data-option="A"] input').check()
+    page.get_by_test_id("submit").click()
+    page.get_by_test_id("run-button").click()
+    expect(page.get_by_test_id("run-summary")).to_contain_text("ok ·", timeout=30_000)
+    for rank in (0, 1):
+        expect(page.get_by_test_id(f"rank-{rank}")).to_contain_text("1.0")
+    expect(page.get_by_test_id("run-summary")).to_contain_text("torch 2.13.0")

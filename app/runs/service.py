@@ -1,0 +1,32 @@
+"""Run it: relay the executor's live per-rank output to the browser as server-sent events."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from app.executor_client import ExecutorClient, ExecutorUnavailable
+from executor.contract import OutputEvent, RunRequest
+
+UNAVAILABLE = "Runs are unavailable right now; the question and its explanation still work."
+
+
+def _event(name: str, payload: object) -> str:
+    return f"event: {name}\ndata: {json.dumps(payload)}\n\n"
+
+
+def sse_events(executor: ExecutorClient, request: RunRequest) -> Iterator[str]:
+    """Yield SSE frames: `output` per chunk, then `result` (or `unavailable` on failure)."""
+    try:
+        for event in executor.stream(request):
+            if isinstance(event, OutputEvent):
+                yield _event("output", event.model_dump(mode="json"))
+            else:
+                yield _event("result", event.model_dump(mode="json"))
+    except ExecutorUnavailable:
+        yield _event("unavailable", {"message": UNAVAILABLE})
+
+
+def available(executor: ExecutorClient) -> bool:
+    """Whether the executor answers its health check (a short timeout)."""
+    return executor.health() is not None

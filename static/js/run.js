@@ -1,0 +1,49 @@
+// "Run it": open the app's SSE stream and show each rank's output side by side as it arrives.
+document.addEventListener("alpine:init", () => {
+  window.Alpine.data("runIt", (url, nproc) => ({
+    running: false,
+    started: false,
+    summary: "",
+    ranks: [],
+    start() {
+      this.running = true;
+      this.started = true;
+      this.summary = "Running…";
+      this.ranks = Array.from({ length: nproc }, (_, rank) => ({ rank, status: "running", stdout: "", stderr: "" }));
+      const source = new EventSource(url);
+      source.addEventListener("output", (message) => {
+        const chunk = JSON.parse(message.data);
+        const rank = this.ranks[chunk.rank];
+        if (rank) rank[chunk.stream] += chunk.text;
+      });
+      source.addEventListener("result", (message) => {
+        const result = JSON.parse(message.data);
+        for (const observed of result.ranks) {
+          const rank = this.ranks[observed.rank];
+          if (!rank) continue;
+          rank.status = observed.status;
+          // The final result is authoritative (a cached run streams nothing before it).
+          rank.stdout = observed.stdout;
+          rank.stderr = observed.exception ? `${observed.exception.type}: ${observed.exception.message}` : observed.stderr;
+        }
+        const env = result.environment || {};
+        const when = result.observed_at ? ` · observed ${result.observed_at}` : "";
+        const cached = result.cached ? " (cached)" : "";
+        this.summary = `${result.status} · ${result.duration_ms} ms · torch ${env.torch} · ${env.backend} on ${env.device}, ${env.nproc} rank(s)${when}${cached}`;
+        this.finish(source);
+      });
+      source.addEventListener("unavailable", (message) => {
+        this.summary = JSON.parse(message.data).message;
+        this.finish(source);
+      });
+      source.onerror = () => {
+        if (this.running) this.summary = "The run was interrupted; try again.";
+        this.finish(source);
+      };
+    },
+    finish(source) {
+      source.close();
+      this.running = false;
+    },
+  }));
+});

@@ -1,0 +1,57 @@
+"""A fake executor at the seam: canned events, and a record of what it was asked to run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.executor_client import ExecutorUnavailable, RunEvent
+from executor.contract import (
+    Environment,
+    OutputEvent,
+    RankResult,
+    RunRequest,
+    RunResult,
+)
+
+
+def canned_result(*stdouts: str) -> RunResult:
+    """A successful run in which rank i printed stdouts[i]."""
+    return RunResult(
+        status="ok",
+        duration_ms=97,
+        ranks=[
+            RankResult(rank=i, status="ok", exit_code=0, stdout=text)
+            for i, text in enumerate(stdouts)
+        ],
+        environment=Environment(
+            torch="2.13.0+cpu", backend="gloo", device="cpu", nproc=len(stdouts), python="3.11.7"
+        ),
+        observed_at="2026-11-22T09:00:00Z",
+    )
+
+
+@dataclass
+class FakeExecutor:
+    """Answers like the executor service would, without running anything."""
+
+    up: bool = True
+    requests: list[RunRequest] = field(default_factory=list)
+
+    def health(self) -> dict[str, Any] | None:
+        return {"status": "ok", "torch": "2.13.0+cpu"} if self.up else None
+
+    def run(self, request: RunRequest) -> RunResult:
+        self.requests.append(request)
+        if not self.up:
+            raise ExecutorUnavailable("down")
+        return canned_result(*["1.0\n"] * request.nproc)
+
+    def stream(self, request: RunRequest) -> Iterator[RunEvent]:
+        self.requests.append(request)
+        if not self.up:
+            raise ExecutorUnavailable("down")
+        for rank in range(request.nproc):
+            yield OutputEvent(rank=rank, stream="stdout", text="1.0\n")
+        yield canned_result(*["1.0\n"] * request.nproc)

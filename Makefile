@@ -48,13 +48,15 @@ schema: $(STAMP)
 # Re-vendor the front-end files from the npm registry (see static/vendor/README.md).
 vendor:
 	rm -rf var/vendor && mkdir -p var/vendor
-	cd var/vendor && npm pack htmx.org@2.0.11 alpinejs@3.17.5 @picocss/pico@2.1.1 >/dev/null
+	cd var/vendor && npm pack htmx.org@2.0.11 alpinejs@3.17.5 @picocss/pico@2.1.1 chart.js@4.6.1 >/dev/null
 	cd var/vendor && for f in *.tgz; do mkdir -p "$${f%.tgz}" && tar xzf "$$f" -C "$${f%.tgz}"; done
 	cp var/vendor/htmx.org-2.0.11/package/dist/htmx.min.js static/vendor/htmx/
 	cp var/vendor/htmx.org-2.0.11/package/LICENSE static/vendor/htmx/
 	cp var/vendor/alpinejs-3.17.5/package/dist/cdn.min.js static/vendor/alpinejs/alpine.min.js
 	cp var/vendor/picocss-pico-2.1.1/package/css/pico.min.css static/vendor/pico/
 	cp var/vendor/picocss-pico-2.1.1/package/LICENSE.md static/vendor/pico/
+	cp var/vendor/chart.js-4.6.1/package/dist/chart.umd.min.js static/vendor/chartjs/
+	cp var/vendor/chart.js-4.6.1/package/LICENSE.md static/vendor/chartjs/
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

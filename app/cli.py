@@ -48,6 +48,18 @@ def _parser() -> argparse.ArgumentParser:
     database.add_argument("action", choices=["upgrade", "check"])
     database.set_defaults(handler=_database)
 
+    users = commands.add_parser("users", help="manage accounts")
+    user_actions = users.add_subparsers(title="actions", metavar="ACTION")
+    create = user_actions.add_parser("create", help="create an account (e.g. the first admin)")
+    create.add_argument("username")
+    create.add_argument("--role", choices=["learner", "instructor", "admin"], default="learner")
+    create.add_argument(
+        "--password-stdin",
+        action="store_true",
+        help="read the password from standard input instead of prompting",
+    )
+    create.set_defaults(handler=_create_user)
+
     verify = commands.add_parser(
         "verify", help="run every executable item and prove its key; exit 1 on any mismatch"
     )
@@ -118,6 +130,38 @@ def _database(args: argparse.Namespace) -> int:
         print("database is at the latest revision")
         return 0
     return migrations.check(settings.database_url)
+
+
+def _create_user(args: argparse.Namespace) -> int:
+    import getpass
+
+    from sqlmodel import Session
+
+    from app.accounts import service as accounts
+    from app.accounts.models import Role
+    from app.db import make_engine, utcnow
+    from app.errors import RankLabError
+
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = getpass.getpass(f"Password for {args.username}: ")
+        if getpass.getpass("Repeat it: ") != password:
+            print("ranklab users create: the passwords differ", file=sys.stderr)
+            return 1
+    engine = make_engine(Settings().database_url)
+    try:
+        with Session(engine) as session:
+            user = accounts.create_account(
+                session, args.username, password, utcnow(), role=Role(args.role)
+            )
+    except RankLabError as error:
+        print(f"ranklab users create: {error.message}", file=sys.stderr)
+        return 1
+    finally:
+        engine.dispose()
+    print(f"created {user.username} ({user.role.value})")
+    return 0
 
 
 def _verify(args: argparse.Namespace) -> int:

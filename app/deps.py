@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from sqlmodel import Session
 
 from app.accounts import service as accounts
-from app.accounts.models import User
+from app.accounts.models import Role, User
 from app.challenges.catalog import Catalog
 from app.config import Settings
 from app.db import session_scope, utcnow
@@ -78,6 +78,21 @@ def get_current_user(user: OptionalUser) -> User:
 
 
 CurrentUser = Annotated[User, Depends(get_current_user)]
+
+
+def require_role(*roles: Role) -> Any:
+    """A dependency that lets through only users with one of these roles (guests log in, 403)."""
+
+    def check(user: CurrentUser) -> User:
+        if user.role not in roles:
+            raise Forbidden("This page is for " + " and ".join(f"{r.value}s" for r in roles) + ".")
+        return user
+
+    return Depends(check)
+
+
+StaffUser = Annotated[User, require_role(Role.INSTRUCTOR, Role.ADMIN)]
+AdminUser = Annotated[User, require_role(Role.ADMIN)]
 
 
 async def verify_csrf(request: Request, settings: SettingsDep) -> None:

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.accounts import routes as account_routes
 from app.accounts import service as accounts
+from app.analytics import routes as analytics_routes
 from app.attempts import routes as attempt_routes
 from app.challenges import routes as challenge_routes
 from app.challenges.catalog import Catalog
@@ -25,6 +26,7 @@ from app.deps import CSRF_COOKIE
 from app.errors import LoginRequired, RankLabError
 from app.executor_client import ExecutorClient, HttpExecutorClient, NoExecutor
 from app.progress import routes as progress_routes
+from app.staff import routes as staff_routes
 from app.templating import build_templates
 
 log = logging.getLogger("ranklab")
@@ -57,7 +59,14 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
     app.state.executor = executor
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    for module in (challenge_routes, attempt_routes, account_routes, progress_routes):
+    for module in (
+        challenge_routes,
+        attempt_routes,
+        account_routes,
+        progress_routes,
+        staff_routes,
+        analytics_routes,
+    ):
         app.include_router(module.router)
     _install_csrf_cookie(app, settings)
     _install_error_handlers(app)

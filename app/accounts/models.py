@@ -18,6 +18,30 @@ class Role(StrEnum):
     ADMIN = "admin"
 
 
+class TimeAccommodation(StrEnum):
+    """Extra time an admin grants a learner (WCAG 2.2.1 Timing Adjustable)."""
+
+    STANDARD = "standard"
+    EXTENDED_1_5 = "x1.5"
+    EXTENDED_2 = "x2"
+    UNTIMED = "untimed"
+
+    @property
+    def multiplier(self) -> float | None:
+        """Factor applied to every time limit; None means no limit at all."""
+        return {"standard": 1.0, "x1.5": 1.5, "x2": 2.0, "untimed": None}[self.value]
+
+    @property
+    def label(self) -> str:
+        """How the accommodation is shown to people."""
+        return {
+            "standard": "standard time",
+            "x1.5": "time × 1.5",
+            "x2": "time × 2",
+            "untimed": "untimed",
+        }[self.value]
+
+
 class User(SQLModel, table=True):
     """A learner or staff member; a guest has no username until they create an account."""
 
@@ -28,6 +52,10 @@ class User(SQLModel, table=True):
     password_hash: str | None = Field(default=None, max_length=200)
     role: Role = Field(default=Role.LEARNER, sa_column=Column(string_enum(Role), nullable=False))
     is_guest: bool = Field(default=True)
+    time_accommodation: TimeAccommodation = Field(
+        default=TimeAccommodation.STANDARD,
+        sa_column=Column(string_enum(TimeAccommodation), nullable=False, server_default="standard"),
+    )
     created_at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
 
     @property

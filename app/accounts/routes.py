@@ -8,9 +8,17 @@ from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from app.accounts import service as accounts
-from app.accounts.models import User
+from app.accounts.models import Role, TimeAccommodation, User
 from app.config import Settings
-from app.deps import SESSION_COOKIE, CsrfDep, NowDep, OptionalUser, SessionDep, SettingsDep
+from app.deps import (
+    SESSION_COOKIE,
+    AdminUser,
+    CsrfDep,
+    NowDep,
+    OptionalUser,
+    SessionDep,
+    SettingsDep,
+)
 from app.errors import BadRequest, Conflict
 
 router = APIRouter()
@@ -132,3 +140,30 @@ def logout(request: Request, session: SessionDep):
     response = RedirectResponse("/", status_code=303)
     response.delete_cookie(SESSION_COOKIE)
     return response
+
+
+@router.get("/admin/users", response_class=HTMLResponse)
+def users_page(request: Request, admin: AdminUser, session: SessionDep):
+    """Admins see every user, change roles and grant timing accommodations."""
+    return request.app.state.templates.TemplateResponse(
+        request,
+        "staff/users.html",
+        {
+            "users": accounts.list_users(session),
+            "roles": list(Role),
+            "accommodations": list(TimeAccommodation),
+        },
+    )
+
+
+@router.post("/admin/users/{user_id}", dependencies=[CsrfDep])
+def update_user(
+    user_id: int,
+    admin: AdminUser,
+    session: SessionDep,
+    role: Annotated[Role | None, Form()] = None,
+    accommodation: Annotated[TimeAccommodation | None, Form()] = None,
+):
+    """Change one user's role and/or time accommodation."""
+    accounts.update_user(session, user_id, role=role, accommodation=accommodation)
+    return RedirectResponse("/admin/users", status_code=303)

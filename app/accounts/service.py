@@ -10,11 +10,11 @@ from datetime import datetime, timedelta
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from app.accounts import rules
-from app.accounts.models import Role, User, WebSession
-from app.errors import BadRequest, Conflict
+from app.accounts.models import Role, TimeAccommodation, User, WebSession
+from app.errors import BadRequest, Conflict, NotFound
 
 _hasher = PasswordHasher()
 # Verifying against a dummy hash when the user does not exist keeps the timing the same.
@@ -129,3 +129,35 @@ def csrf_valid(secret_key: str, seed: str | None, sent: str | None) -> bool:
     if not seed or not sent:
         return False
     return hmac.compare_digest(csrf_token(secret_key, seed), sent)
+
+
+def list_users(session: Session) -> list[User]:
+    """Return every account (guests last), for the admin's user page."""
+    statement = select(User).order_by(col(User.is_guest), col(User.username), col(User.id))
+    return list(session.exec(statement))
+
+
+def update_user(
+    session: Session,
+    user_id: int,
+    role: Role | None = None,
+    accommodation: TimeAccommodation | None = None,
+) -> User:
+    """Change a user's role or time accommodation; the last admin cannot be demoted."""
+    user = session.get(User, user_id)
+    if user is None:
+        raise NotFound("No such user.")
+    if role is not None and role is not user.role:
+        if user.is_guest and role is not Role.LEARNER:
+            raise BadRequest("Guests cannot be staff: they need an account first.")
+        if user.role is Role.ADMIN:
+            admins = session.exec(select(User).where(User.role == Role.ADMIN)).all()
+            if len(admins) <= 1:
+                raise Conflict("This is the last admin; promote another admin first.")
+        user.role = role
+    if accommodation is not None:
+        user.time_accommodation = accommodation
+    session.add(user)
+    session.commit()
+    session.refresh(user)
+    return user

@@ -82,7 +82,8 @@ def start(set_id: str, catalog: CatalogDep, user: CurrentUser, session: SessionD
     if loaded is None:
         raise NotFound(f"No challenge set {set_id!r}.")
     assert user.id is not None
-    attempt = attempts.start_or_resume(session, user.id, loaded.challenge_set, now)
+    multiplier = user.time_accommodation.multiplier
+    attempt = attempts.start_or_resume(session, user.id, loaded.challenge_set, now, multiplier)
     return _redirect(f"/attempts/{attempt.id}")
 
 
@@ -227,7 +228,14 @@ def expire(
     assert user.id is not None
     attempt, row = _load(session, attempt_id, number, user.id)
     if attempts.close_if_expired(session, row, settings.grace_seconds, now):
-        attempts.advance(session, attempt, _set_of(catalog, attempt), settings.grace_seconds, now)
+        attempts.advance(
+            session,
+            attempt,
+            _set_of(catalog, attempt),
+            settings.grace_seconds,
+            now,
+            user.time_accommodation.multiplier,
+        )
         return _redirect(f"/attempts/{attempt.id}")
     return _redirect(f"/attempts/{attempt.id}/q/{number}")
 
@@ -249,7 +257,14 @@ def next_question(
     """Open the next question (its clock starts now) or finish the attempt."""
     assert user.id is not None
     attempt = attempts.attempt_for_user(session, attempt_id, user.id)
-    attempts.advance(session, attempt, _set_of(catalog, attempt), settings.grace_seconds, now)
+    attempts.advance(
+        session,
+        attempt,
+        _set_of(catalog, attempt),
+        settings.grace_seconds,
+        now,
+        user.time_accommodation.multiplier,
+    )
     return _redirect(f"/attempts/{attempt.id}")
 
 

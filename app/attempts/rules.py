@@ -67,6 +67,11 @@ class Clock:
         return max(0.0, (deadline - now).total_seconds())
 
 
+def effective_time_limit(limit_s: float, multiplier: float | None) -> float | None:
+    """Apply a learner's time accommodation: a factor on the limit, or None for untimed."""
+    return None if multiplier is None else limit_s * multiplier
+
+
 def refusal(
     status: ItemStatus, clock: Clock, attempts_used: int, attempts_allowed: int, now: datetime
 ) -> Refusal | None:

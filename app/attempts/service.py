@@ -49,7 +49,11 @@ def active_attempt(session: Session, user_id: int, set_id: str) -> SetAttempt | 
 
 
 def start_or_resume(
-    session: Session, user_id: int, challenge_set: ChallengeSet, now: datetime
+    session: Session,
+    user_id: int,
+    challenge_set: ChallengeSet,
+    now: datetime,
+    time_multiplier: float | None = 1.0,
 ) -> SetAttempt:
     """Resume the user's unfinished attempt at the set, or start one and open its first item."""
     existing = active_attempt(session, user_id, challenge_set.id)
@@ -75,20 +79,27 @@ def start_or_resume(
             )
         )
     session.flush()
-    _open(session, attempt.id, 0, challenge_set, now)
+    _open(session, attempt.id, 0, challenge_set, now, time_multiplier)
     session.commit()
     return attempt
 
 
 def _open(
-    session: Session, attempt_id: int, position: int, challenge_set: ChallengeSet, now: datetime
+    session: Session,
+    attempt_id: int,
+    position: int,
+    challenge_set: ChallengeSet,
+    now: datetime,
+    time_multiplier: float | None,
 ) -> None:
     """Start an item's clock now (the deadline is derived from this server-written time)."""
     row = item_at(session, attempt_id, position)
     item = challenge_set.item(row.item_id)
     row.status = ItemStatus.OPEN
     row.started_at = now
-    row.time_limit_s = float(item.time_limit) if item is not None else None
+    row.time_limit_s = (
+        rules.effective_time_limit(item.time_limit, time_multiplier) if item is not None else None
+    )
     session.add(row)
 
 
@@ -208,6 +219,7 @@ def advance(
     challenge_set: ChallengeSet | None,
     grace_s: float,
     now: datetime,
+    time_multiplier: float | None = 1.0,
 ) -> SetAttempt:
     """Move past the current item once it is closed: open the next one, or finish the attempt."""
     assert attempt.id is not None
@@ -230,7 +242,7 @@ def advance(
             .values(current_position=next_position)
         )
         if moved.rowcount:  # type: ignore[attr-defined]
-            _open(session, attempt.id, next_position, challenge_set, now)
+            _open(session, attempt.id, next_position, challenge_set, now, time_multiplier)
     else:
         result = rules.score(item.status for item in rows)
         session.execute(

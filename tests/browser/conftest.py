@@ -28,14 +28,26 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def live_server(tmp_path_factory: pytest.TempPathFactory, executor_url: str) -> Iterator[str]:
+def live_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the live server keeps its database (tests make staff users in it)."""
+    return tmp_path_factory.mktemp("live")
+
+
+@pytest.fixture(scope="session")
+def live_database_url(live_folder: Path) -> str:
+    """The live server's SQLite database."""
+    return f"sqlite:///{live_folder / 'live.db'}"
+
+
+@pytest.fixture(scope="session")
+def live_server(live_folder: Path, live_database_url: str, executor_url: str) -> Iterator[str]:
     """Serve the real challenges plus test sets, with a real executor, from a background thread."""
-    folder = tmp_path_factory.mktemp("live")
+    folder = live_folder
     challenges = folder / "challenges"
     shutil.copytree(ROOT / "challenges", challenges)
     shutil.copytree(FIXTURES / "quick", challenges / "quick")
     shutil.copytree(FIXTURES / "challenges" / "runs", challenges / "runs")
-    url = f"sqlite:///{folder / 'live.db'}"
+    url = live_database_url
     migrations.upgrade(url)
     app = create_app(make_settings(url, challenges_dir=challenges, executor_url=executor_url))
     port = _free_port()

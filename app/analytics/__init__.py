@@ -1,0 +1,1 @@
+"""Admin dashboards: item analysis, activity and learners' progress, with CSV exports."""

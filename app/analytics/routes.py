@@ -1,0 +1,262 @@
+"""Admin dashboards: overview, item analysis per set, learners' progress, CSV exports."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Sequence
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from app.analytics import rules
+from app.analytics import service as analytics
+from app.deps import AdminUser, CatalogDep, SessionDep
+
+router = APIRouter(prefix="/admin")
+
+FINISHED_ONLY = "Statistics count finished attempts only; unfinished attempts appear in the counts."
+
+
+def _one_decimal(value: float | None) -> float | None:
+    # Charts and tables show the same rounded numbers, so a reader can check one against the other.
+    return None if value is None else round(value, 1)
+
+
+def _chart(
+    kind: str, labels: Sequence[str], series: dict[str, Sequence[float | None]]
+) -> dict[str, object]:
+    """Describe a Chart.js chart as JSON-ready data (drawn by static/js/charts.js)."""
+    return {
+        "type": kind,
+        "labels": list(labels),
+        "datasets": [{"label": label, "data": list(data)} for label, data in series.items()],
+    }
+
+
+def _page(request: Request, template: str, context: dict[str, object]) -> HTMLResponse:
+    response: HTMLResponse = request.app.state.templates.TemplateResponse(
+        request, template, {"finished_only": FINISHED_ONLY, **context}
+    )
+    return response
+
+
+@router.get("", response_class=HTMLResponse)
+def overview(request: Request, _admin: AdminUser, session: SessionDep, catalog: CatalogDep):
+    """Show learners, attempts, completions and badges, per day and per set."""
+    records = analytics.attempt_records(session)
+    days = rules.daily_activity(records)
+    sets = analytics.set_rows(session, catalog)
+    totals = {
+        "learners": analytics.learner_count(session),
+        "attempts": len(records),
+        "completions": sum(record.finished_at is not None for record in records),
+        "badges": len(rules.first_badges(records)),
+    }
+    daily_chart = _chart(
+        "bar",
+        [day.day.isoformat() for day in days],
+        {
+            "Attempts started": [day.started for day in days],
+            "Attempts completed": [day.completed for day in days],
+            "Badges awarded": [day.badges for day in days],
+        },
+    )
+    sets_chart = _chart(
+        "bar",
+        [row.title for row in sets],
+        {
+            "Mean score (%)": [_one_decimal(row.summary.mean_score) for row in sets],
+            "Badge rate (%)": [_one_decimal(row.summary.badge_rate) for row in sets],
+        },
+    )
+    return _page(
+        request,
+        "admin/overview.html",
+        {
+            "totals": totals,
+            "days": days,
+            "sets": sets,
+            "daily_chart": daily_chart,
+            "sets_chart": sets_chart,
+        },
+    )
+
+
+@router.get("/sets/{set_id}", response_class=HTMLResponse)
+def set_report(
+    request: Request, set_id: str, _admin: AdminUser, session: SessionDep, catalog: CatalogDep
+):
+    """Show one set's summary and, per item, facility, discrimination, time, hints and options."""
+    title = analytics.set_title(session, catalog, set_id)
+    items = analytics.item_rows(session, catalog, set_id)
+    summary = rules.set_summary(analytics.attempt_records(session, set_id=set_id))
+    labels = [row.statistics.item_id for row in items]
+    index_chart = _chart(
+        "bar",
+        labels,
+        {
+            "Facility index": [_one_decimal(row.statistics.facility) for row in items],
+            "Discrimination index": [_one_decimal(row.statistics.discrimination) for row in items],
+        },
+    )
+    time_chart = _chart(
+        "bar",
+        labels,
+        {"Mean time to answer (s)": [_one_decimal(row.statistics.mean_seconds) for row in items]},
+    )
+    return _page(
+        request,
+        "admin/set.html",
+        {
+            "set_id": set_id,
+            "title": title,
+            "summary": summary,
+            "items": items,
+            "index_chart": index_chart,
+            "time_chart": time_chart,
+        },
+    )
+
+
+@router.get("/learners", response_class=HTMLResponse)
+def learners(request: Request, _admin: AdminUser, session: SessionDep):
+    """List every user with their attempts, completions, badges and mean score."""
+    grouped: dict[int, list[rules.AttemptRecord]] = {}
+    for record in analytics.attempt_records(session):
+        grouped.setdefault(record.user_id, []).append(record)
+    rows = [
+        (user, rules.learner_summary(grouped.get(user.id or 0, [])))
+        for user in analytics.users(session)
+    ]
+    return _page(request, "admin/learners.html", {"rows": rows})
+
+
+@router.get("/learners/{user_id}", response_class=HTMLResponse)
+def learner(
+    request: Request, user_id: int, _admin: AdminUser, session: SessionDep, catalog: CatalogDep
+):
+    """Show one learner's progress: per set, then every attempt."""
+    person = analytics.user_or_404(session, user_id)
+    attempts = analytics.set_attempts(session, user_id=user_id)
+    records = analytics.attempt_records(session, user_id=user_id)
+    titles = {attempt.set_id: attempt.set_title for attempt in attempts}
+    per_set = [
+        (set_id, titles[set_id], rules.set_summary(group))
+        for set_id, group in rules.by_set(records).items()
+    ]
+    return _page(
+        request,
+        "admin/learner.html",
+        {
+            "person": person,
+            "summary": rules.learner_summary(records),
+            "per_set": per_set,
+            "attempts": list(reversed(attempts)),
+        },
+    )
+
+
+def spreadsheet_text(value: str | None) -> str:
+    """Return text for a CSV cell that no spreadsheet program will run as a formula."""
+    # A cell starting with = + - @ is run as a formula by spreadsheet programs (CSV injection).
+    text = value or ""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:.1f}"
+
+
+def _csv(filename: str, header: Sequence[str], rows: Iterable[Sequence[object]]) -> Response:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")  # RFC 4180 line endings
+    writer.writerow(header)
+    writer.writerows(rows)
+    return Response(
+        buffer.getvalue(),
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+ATTEMPT_COLUMNS = (
+    "attempt_id",
+    "user_id",
+    "username",
+    "set_id",
+    "set_title",
+    "started_at",
+    "finished_at",
+    "items",
+    "correct",
+    "score_percent",
+    "badge_earned",
+)
+
+
+@router.get("/export/attempts.csv")
+def export_attempts(_admin: AdminUser, session: SessionDep) -> Response:
+    """Download every set attempt as CSV, oldest first."""
+    names = {user.id: user.username for user in analytics.users(session)}
+    rows = []
+    for attempt in analytics.set_attempts(session):
+        items = len(attempt.item_id_list)
+        finished = attempt.finished_at is not None
+        rows.append(
+            (
+                attempt.id,
+                attempt.user_id,
+                spreadsheet_text(names.get(attempt.user_id)),
+                spreadsheet_text(attempt.set_id),
+                spreadsheet_text(attempt.set_title),
+                attempt.started_at.isoformat(),
+                attempt.finished_at.isoformat() if attempt.finished_at else "",
+                items,
+                attempt.correct_count if finished else "",
+                _number(100 * attempt.correct_count / items) if finished and items else "",
+                "true" if attempt.badge_earned else "false",
+            )
+        )
+    return _csv("attempts.csv", ATTEMPT_COLUMNS, rows)
+
+
+ITEM_COLUMNS = (
+    "set_id",
+    "item_id",
+    "item_title",
+    "kind",
+    "finished_attempts",
+    "facility_index",
+    "discrimination_index",
+    "mean_seconds",
+    "timeouts",
+    "hints_shown",
+    "option_counts",
+)
+
+
+@router.get("/export/items.csv")
+def export_items(_admin: AdminUser, session: SessionDep, catalog: CatalogDep) -> Response:
+    """Download every item's statistics (finished attempts only) as CSV."""
+    rows = []
+    for set_row in analytics.set_rows(session, catalog):
+        for item in analytics.item_rows(session, catalog, set_row.set_id):
+            stats = item.statistics
+            counts = ";".join(f"{option}={count}" for option, count in stats.option_counts.items())
+            rows.append(
+                (
+                    spreadsheet_text(set_row.set_id),
+                    spreadsheet_text(stats.item_id),
+                    spreadsheet_text(item.title),
+                    item.kind,
+                    stats.attempts,
+                    _number(stats.facility),
+                    _number(stats.discrimination),
+                    _number(stats.mean_seconds),
+                    stats.timeouts,
+                    stats.hints,
+                    spreadsheet_text(counts),
+                )
+            )
+    return _csv("items.csv", ITEM_COLUMNS, rows)

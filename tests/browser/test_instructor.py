@@ -1,0 +1,44 @@
+"""An instructor in a real browser: sees a broken file, previews a set, verifies it for real."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from app.accounts.models import Role
+from tests.support.accounts import set_role
+
+pytestmark = pytest.mark.browser
+
+
+def sign_up_as_instructor(page, database_url: str) -> None:
+    page.goto("/register")
+    page.get_by_label("Username").fill("browser-teacher")
+    page.get_by_label("Password").fill("teaches-ddp")
+    page.get_by_test_id("register").click()
+    page.wait_for_url(re.compile(r"/me/progress$"))
+    set_role(database_url, "browser-teacher", Role.INSTRUCTOR)
+
+
+def test_an_instructor_previews_and_verifies_a_set_against_real_runs(page, live_database_url):
+    sign_up_as_instructor(page, live_database_url)
+    page.goto("/")
+    page.get_by_test_id("nav-content").click()
+    files = page.get_by_test_id("content-file")
+    expect(files.first).to_be_visible()
+    page.locator('[data-path$="ddp-mastery/set.yaml"]').get_by_test_id("preview-link").click()
+    expect(page.get_by_test_id("preview-item")).to_have_count(5)
+    expect(page.locator('[data-item-id="ddp-forward-output"] .key-mark')).to_have_count(1)
+    page.get_by_test_id("verify-set").click()
+    results = page.get_by_test_id("verify-result")
+    expect(results).to_have_count(2, timeout=90_000)
+    for verdict in results.all():
+        expect(verdict).to_have_attribute("data-verdict", "pass")
+    expect(
+        page.locator('[data-item-id="ddp-forward-output"][data-testid="verify-result"]')
+    ).to_contain_text("tensor([[ 0.4810, -1.4331]]")
+    expect(
+        page.locator('[data-item-id="uneven-iterations-hang"][data-testid="verify-result"]')
+    ).to_contain_text("timeout")

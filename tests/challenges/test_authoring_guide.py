@@ -1,0 +1,24 @@
+"""The annotated example in docs/authoring.md is a valid challenge set."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from app.challenges.loader import load_path
+from app.config import ROOT
+
+
+def test_the_guides_example_validates(tmp_path: Path):
+    guide = (ROOT / "docs" / "authoring.md").read_text()
+    example = re.search(r"````yaml\n(# yaml-language-server.*?)````", guide, re.DOTALL)
+    assert example is not None
+    folder = tmp_path / "collectives-basics"
+    folder.mkdir()
+    (folder / "set.yaml").write_text(example[1])
+    for snippet in re.findall(r"code_file: (\S+\.py)", example[1]):
+        (folder / snippet).write_text("import torch.distributed as dist\n")
+    report = load_path(tmp_path)
+    assert report.errors == []
+    kinds = [item.kind for item in report.sets[0].challenge_set.items]
+    assert kinds == ["choice", "predict_output", "debug", "numeric"]

@@ -1,0 +1,90 @@
+"""Instructors: the content page, reloading without a restart, previews and verification."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.accounts.models import Role
+from tests.conftest import TEST_CHALLENGES
+from tests.support.accounts import sign_up
+from tests.support.fake_executor import FakeExecutor
+from tests.support.learner import Learner
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    target = tmp_path / "challenges"
+    shutil.copytree(TEST_CHALLENGES, target)
+    return target
+
+
+@pytest.fixture
+def executor() -> FakeExecutor:
+    return FakeExecutor()
+
+
+@pytest.fixture
+def instructor(app_factory, sqlite_url, folder, executor):
+    with TestClient(app_factory(sqlite_url, executor=executor, challenges_dir=folder)) as client:
+        person = Learner(client)
+        sign_up(person, "teacher", sqlite_url, Role.INSTRUCTOR)
+        yield person
+
+
+def test_the_content_page_lists_every_file_with_its_errors(instructor, folder):
+    (folder / "broken.yaml").write_text("id: broken\ntitle: Broken\ncolour: red\n")
+    instructor.post("/staff/content/reload")
+    page = instructor.get("/staff/content").text
+    assert "challenges/basics/set.yaml" in page and "✓ valid" in page
+    assert "challenges/broken.yaml:3:1: unknown field &#39;colour&#39;" in page
+    assert "/staff/sets/test-basics/preview" in page
+
+
+def test_reloading_picks_up_edits_and_keeps_learners_history(instructor, folder, app_factory):
+    attempt = instructor.start("test-basics")
+    instructor.answer(attempt, 1, "B")
+    set_file = folder / "basics" / "set.yaml"
+    text = set_file.read_text()
+    cut = text.index("  - id: speedup")
+    set_file.write_text(text[:cut].replace("title: Test basics", "title: Renamed basics"))
+    instructor.post("/staff/content/reload")
+    assert "Renamed basics" in instructor.get("/").text
+    assert instructor.start("test-basics") == attempt  # same stable id: the attempt resumes
+    assert "✓ Correct" in instructor.get(f"{attempt}/q/1").text
+    assert "Test basics" in instructor.get("/me/progress").text  # history keeps its title
+
+
+def test_the_preview_shows_keys_feedback_and_explanations(instructor):
+    page = instructor.get("/staff/sets/test-basics/preview").text
+    assert "KEY-EXPLANATION-WORLD" in page and "FEEDBACK-A-WORLD" in page
+    assert 'data-option="B"' in page and "key-mark" in page
+    assert "Key: <strong>3.333</strong>" in page
+
+
+def test_verifying_an_item_shows_the_observation_beside_the_key(instructor, executor):
+    response = instructor.post(
+        "/staff/sets/test-runs/items/all-reduce/verify", headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 200
+    assert 'data-verdict="pass"' in response.text and "✓ key proven" in response.text
+    assert 'data-testid="observed-rank-1"' in response.text and "1.0" in response.text
+    assert [request.use_cache for request in executor.requests] == [False, False]
+
+
+def test_verifying_a_set_with_a_wrong_key_shows_why(instructor, folder):
+    set_file = folder / "runs" / "set.yaml"
+    set_file.write_text(set_file.read_text().replace("    answer: A", "    answer: B"))
+    instructor.post("/staff/content/reload")
+    response = instructor.post("/staff/sets/test-runs/verify", headers={"HX-Request": "true"})
+    assert 'data-verdict="fail"' in response.text
+    assert "distractor A also matches" in response.text
+
+
+def test_without_an_executor_the_preview_says_runs_are_unavailable(instructor, executor):
+    executor.up = False
+    page = instructor.get("/staff/sets/test-runs/preview").text
+    assert "Runs are unavailable right now" in page and "verify-set" not in page

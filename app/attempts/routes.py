@@ -227,7 +227,9 @@ def expire(
     """The browser's timer reached zero: record the time-out (if the server agrees), move on."""
     assert user.id is not None
     attempt, row = _load(session, attempt_id, number, user.id)
-    if attempts.close_if_expired(session, row, settings.grace_seconds, now):
+    # The grace exists for answers still travelling at 0:00; a learner whose own page reports
+    # the time-out has nothing in flight, so the server's deadline alone decides.
+    if attempts.close_if_expired(session, row, 0.0, now):
         attempts.advance(
             session,
             attempt,

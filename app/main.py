@@ -26,6 +26,7 @@ from app.deps import CSRF_COOKIE
 from app.errors import LoginRequired, RankLabError
 from app.executor_client import ExecutorClient, HttpExecutorClient, NoExecutor
 from app.progress import routes as progress_routes
+from app.runs import routes as run_routes
 from app.staff import routes as staff_routes
 from app.templating import build_templates
 
@@ -65,6 +66,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         account_routes,
         progress_routes,
         staff_routes,
+        run_routes,
         analytics_routes,
     ):
         app.include_router(module.router)

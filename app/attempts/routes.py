@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request
@@ -10,14 +11,16 @@ from fastapi.responses import (
     JSONResponse,
     RedirectResponse,
     Response,
-    StreamingResponse,
 )
+from sqlmodel import Session
 
+from app.accounts.models import User
 from app.attempts import rules
 from app.attempts import service as attempts
 from app.attempts.models import ItemAttempt, SetAttempt
 from app.challenges.catalog import Catalog
-from app.challenges.schema import EXECUTABLE_KINDS, ItemBase
+from app.challenges.schema import EXECUTABLE_KINDS
+from app.config import Settings
 from app.deps import (
     CatalogDep,
     CsrfDep,
@@ -27,9 +30,8 @@ from app.deps import (
     SessionDep,
     SettingsDep,
 )
-from app.errors import Conflict, NotFound
+from app.errors import NotFound
 from app.runs import service as runs
-from executor.contract import RunRequest
 
 router = APIRouter()
 AnswerField = Annotated[list[str] | None, Form()]
@@ -39,17 +41,10 @@ def _redirect(url: str) -> RedirectResponse:
     return RedirectResponse(url, status_code=303)
 
 
-def _item(catalog: Catalog, attempt: SetAttempt, row: ItemAttempt) -> ItemBase:
-    found = catalog.item(attempt.set_id, row.item_id)
-    if found is None:
-        raise NotFound("This question is no longer part of the set.")
-    return found[1]
-
-
 def _question_context(
     catalog: Catalog, attempt: SetAttempt, row: ItemAttempt, grace_s: float, now: Any
 ) -> dict[str, Any]:
-    item = _item(catalog, attempt, row)
+    item = attempts.catalog_item(catalog, attempt, row)
     view = rules.public_question(
         item,
         row.status,
@@ -97,15 +92,6 @@ def resume(attempt_id: int, user: CurrentUser, session: SessionDep):
     return _redirect(f"/attempts/{attempt.id}/q/{attempt.current_position + 1}")
 
 
-def _load(
-    session: Any, attempt_id: int, number: int, user_id: int
-) -> tuple[SetAttempt, ItemAttempt]:
-    attempt = attempts.attempt_for_user(session, attempt_id, user_id)
-    if number < 1:
-        raise NotFound("No such question in this attempt.")
-    return attempt, attempts.item_at(session, attempt_id, number - 1)
-
-
 @router.get("/attempts/{attempt_id}/q/{number}", response_class=HTMLResponse)
 def question(
     request: Request,
@@ -120,12 +106,12 @@ def question(
 ):
     """Show a question: countdown, attempts left, hint on demand, options; feedback once closed."""
     assert user.id is not None
-    attempt, row = _load(session, attempt_id, number, user.id)
+    attempt, row = attempts.question_for_user(session, attempt_id, number, user.id)
     if row.status is rules.ItemStatus.PENDING:
         return _redirect(f"/attempts/{attempt.id}")
     attempts.close_if_expired(session, row, settings.grace_seconds, now)
     context = _question_context(catalog, attempt, row, settings.grace_seconds, now)
-    item = _item(catalog, attempt, row)
+    item = attempts.catalog_item(catalog, attempt, row)
     if isinstance(item, EXECUTABLE_KINDS) and row.status.closed:
         context["run"] = {"nproc": item.launch.nproc, "available": runs.available(executor)}
     return request.app.state.templates.TemplateResponse(request, "question.html", context)
@@ -143,7 +129,7 @@ def question_json(
 ):
     """The question as JSON (the key only once it is closed) with the server's deadline."""
     assert user.id is not None
-    attempt, row = _load(session, attempt_id, number, user.id)
+    attempt, row = attempts.question_for_user(session, attempt_id, number, user.id)
     if row.status is rules.ItemStatus.PENDING:
         raise NotFound("This question is not open yet.")
     attempts.close_if_expired(session, row, settings.grace_seconds, now)
@@ -174,8 +160,8 @@ def answer(
 ):
     """Judge an answer; the server refuses it when late or when no attempt is left (409)."""
     assert user.id is not None
-    attempt, row = _load(session, attempt_id, number, user.id)
-    item = _item(catalog, attempt, row)
+    attempt, row = attempts.question_for_user(session, attempt_id, number, user.id)
+    item = attempts.catalog_item(catalog, attempt, row)
     judgement = attempts.submit(session, row, item, choice or [], settings.grace_seconds, now)
     if "application/json" in request.headers.get("accept", ""):
         context = _question_context(catalog, attempt, row, settings.grace_seconds, now)
@@ -202,8 +188,8 @@ def hint(
 ):
     """Reveal the hint (recorded: hint use is part of item statistics)."""
     assert user.id is not None
-    attempt, row = _load(session, attempt_id, number, user.id)
-    item = _item(catalog, attempt, row)
+    attempt, row = attempts.question_for_user(session, attempt_id, number, user.id)
+    item = attempts.catalog_item(catalog, attempt, row)
     if item.hint is None:
         raise NotFound("This question has no hint.")
     attempts.show_hint(session, row, now)
@@ -226,25 +212,33 @@ def expire(
 ):
     """The browser's timer reached zero: record the time-out (if the server agrees), move on."""
     assert user.id is not None
-    attempt, row = _load(session, attempt_id, number, user.id)
+    attempt, row = attempts.question_for_user(session, attempt_id, number, user.id)
     # The grace exists for answers still travelling at 0:00; a learner whose own page reports
     # the time-out has nothing in flight, so the server's deadline alone decides.
     if attempts.close_if_expired(session, row, 0.0, now):
-        attempts.advance(
-            session,
-            attempt,
-            _set_of(catalog, attempt),
-            settings.grace_seconds,
-            now,
-            user.time_accommodation.multiplier,
-        )
+        _advance(session, attempt, catalog, settings, now, user)
         return _redirect(f"/attempts/{attempt.id}")
     return _redirect(f"/attempts/{attempt.id}/q/{number}")
 
 
-def _set_of(catalog: Catalog, attempt: SetAttempt) -> Any:
+def _advance(
+    session: Session,
+    attempt: SetAttempt,
+    catalog: Catalog,
+    settings: Settings,
+    now: datetime,
+    user: User,
+) -> None:
+    """Move on with the learner's own time accommodation for the next question's clock."""
     loaded = catalog.get(attempt.set_id)
-    return loaded.challenge_set if loaded else None
+    attempts.advance(
+        session,
+        attempt,
+        loaded.challenge_set if loaded else None,
+        settings.grace_seconds,
+        now,
+        user.time_accommodation.multiplier,
+    )
 
 
 @router.post("/attempts/{attempt_id}/next", dependencies=[CsrfDep])
@@ -259,14 +253,7 @@ def next_question(
     """Open the next question (its clock starts now) or finish the attempt."""
     assert user.id is not None
     attempt = attempts.attempt_for_user(session, attempt_id, user.id)
-    attempts.advance(
-        session,
-        attempt,
-        _set_of(catalog, attempt),
-        settings.grace_seconds,
-        now,
-        user.time_accommodation.multiplier,
-    )
+    _advance(session, attempt, catalog, settings, now, user)
     return _redirect(f"/attempts/{attempt.id}")
 
 
@@ -311,34 +298,4 @@ def results(
             "elapsed": (attempt.finished_at - attempt.started_at).total_seconds(),
             "score": rules.score(row.status for row in rows),
         },
-    )
-
-
-@router.get("/attempts/{attempt_id}/q/{number}/run")
-def run_snippet(
-    attempt_id: int,
-    number: int,
-    user: CurrentUser,
-    session: SessionDep,
-    catalog: CatalogDep,
-    executor: ExecutorDep,
-) -> StreamingResponse:
-    """Run it: stream each rank's output (SSE) once the question is closed, then the result."""
-    assert user.id is not None
-    attempt, row = _load(session, attempt_id, number, user.id)
-    item = _item(catalog, attempt, row)
-    loaded = catalog.get(attempt.set_id)
-    if not isinstance(item, EXECUTABLE_KINDS) or loaded is None:
-        raise NotFound("This question has no snippet to run.")
-    if not row.status.closed:
-        raise Conflict("Answer the question first: the run shows the answer.")
-    request = RunRequest(
-        code=loaded.code[item.id],
-        nproc=item.launch.nproc,
-        backend=item.launch.backend.value,
-        timeout_s=item.launch.timeout_s,
-    )
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(
-        runs.sse_events(executor, request), media_type="text/event-stream", headers=headers
     )

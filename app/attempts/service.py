@@ -17,6 +17,7 @@ from sqlmodel import Session, col, select
 from app.attempts import rules
 from app.attempts.models import ItemAttempt, SetAttempt, Submission
 from app.attempts.rules import Clock, ItemStatus, Refusal
+from app.challenges.catalog import Catalog
 from app.challenges.schema import ChallengeSet, ItemBase
 from app.errors import BadRequest, Conflict, NotFound
 
@@ -109,6 +110,24 @@ def attempt_for_user(session: Session, attempt_id: int, user_id: int) -> SetAtte
     if attempt is None or attempt.user_id != user_id:
         raise NotFound("No such attempt.")
     return attempt
+
+
+def question_for_user(
+    session: Session, attempt_id: int, number: int, user_id: int
+) -> tuple[SetAttempt, ItemAttempt]:
+    """Load question `number` (1-based) of one of this user's attempts, or 404."""
+    attempt = attempt_for_user(session, attempt_id, user_id)
+    if number < 1:
+        raise NotFound("No such question in this attempt.")
+    return attempt, item_at(session, attempt_id, number - 1)
+
+
+def catalog_item(catalog: Catalog, attempt: SetAttempt, row: ItemAttempt) -> ItemBase:
+    """Return the catalog's item for a question, or 404 if the set no longer has it."""
+    found = catalog.item(attempt.set_id, row.item_id)
+    if found is None:
+        raise NotFound("This question is no longer part of the set.")
+    return found[1]
 
 
 def item_at(session: Session, attempt_id: int, position: int) -> ItemAttempt:

@@ -4,27 +4,18 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 
 from app import migrations
 from app.config import ROOT
 from app.main import create_app
 from tests.conftest import FIXTURES, make_settings
+from tests.support.live import serving
 
 CHROMIUM = "/usr/bin/chromium"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="session")
@@ -50,18 +41,8 @@ def live_server(live_folder: Path, live_database_url: str, executor_url: str) ->
     url = live_database_url
     migrations.upgrade(url)
     app = create_app(make_settings(url, challenges_dir=challenges, executor_url=executor_url))
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("live server did not start")
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(app) as base_url:
+        yield base_url
 
 
 @pytest.fixture(scope="session")

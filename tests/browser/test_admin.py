@@ -3,30 +3,21 @@
 from __future__ import annotations
 
 import itertools
-import socket
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
-import uvicorn
 from playwright.sync_api import expect
 
 from app import migrations
 from app.accounts.models import Role
 from app.main import create_app
 from tests.analytics import dataset
-from tests.challenges.test_pages import promote
 from tests.conftest import FakeClock, make_settings
+from tests.support.accounts import set_role
+from tests.support.live import serving
 
 pytestmark = pytest.mark.browser
 ADMIN_NUMBERS = itertools.count(1)  # one account per test: the server outlives each test
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -36,18 +27,8 @@ def admin_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     migrations.upgrade(url)
     dataset.build(url, FakeClock())
     app = create_app(make_settings(url, challenges_dir=dataset.FIXTURES))
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("admin server did not start")
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", url
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(app) as base_url:
+        yield base_url, url
 
 
 @pytest.fixture
@@ -63,7 +44,7 @@ def admin_page(browser, admin_server):
     page.get_by_label("Password").fill("administers")
     page.get_by_role("button", name="Create account").click()
     expect(page.get_by_test_id("who")).to_have_text(username)
-    promote(database_url, username, Role.ADMIN)
+    set_role(database_url, username, Role.ADMIN)
     yield page
     context.close()
 

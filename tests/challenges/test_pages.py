@@ -6,11 +6,9 @@ import shutil
 from pathlib import Path
 
 from fastapi.testclient import TestClient
-from sqlmodel import Session, select
-
-from app.accounts.models import Role, User
-from app.db import make_engine
+from app.accounts.models import Role
 from tests.conftest import TEST_CHALLENGES
+from tests.support.accounts import set_role
 from tests.support.learner import Learner
 
 
@@ -19,16 +17,6 @@ def with_broken_file(tmp_path: Path) -> Path:
     shutil.copytree(TEST_CHALLENGES, folder)
     (folder / "broken.yaml").write_text("id: broken\ntitle: [\n")
     return folder
-
-
-def promote(database_url: str, username: str, role: Role) -> None:
-    engine = make_engine(database_url)
-    with Session(engine) as session:
-        user = session.exec(select(User).where(User.username == username)).one()
-        user.role = role
-        session.add(user)
-        session.commit()
-    engine.dispose()
 
 
 def test_home_lists_each_set_with_its_facts(client):
@@ -48,7 +36,7 @@ def test_a_broken_file_is_shown_to_staff_and_not_to_learners(app_factory, sqlite
         home = visitor.get("/").text
         assert "Test basics" in home  # the valid set is still served
         assert "content-errors" not in home and "broken.yaml" not in home
-        promote(sqlite_url, "teacher", Role.INSTRUCTOR)
+        set_role(sqlite_url, "teacher", Role.INSTRUCTOR)
         staff_home = visitor.get("/").text
         assert 'data-testid="content-errors"' in staff_home
         assert "challenges/broken.yaml:3:1:" in staff_home

@@ -22,6 +22,31 @@ INSTRUCTOR_POSTS = [
 ADMIN_PAGES = ["/admin/users"]
 
 
+def create_user_cli(
+    database_url: str, username: str, password: str, role: str = "learner"
+) -> subprocess.CompletedProcess[str]:
+    """Run `ranklab users create` as an admin would, the password on standard input."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "users",
+            "create",
+            username,
+            "--role",
+            role,
+            "--password-stdin",
+        ],
+        input=f"{password}\n",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        env={"DATABASE_URL": database_url, "PATH": "/usr/bin:/bin"},
+    )
+
+
 def staff_routes(app) -> set[str]:
     return {path for path in app.openapi()["paths"] if path.startswith(("/staff", "/admin"))}
 
@@ -91,25 +116,7 @@ def test_the_first_admin_comes_from_the_cli_and_promotes_an_instructor(app_facto
 
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     migrations.upgrade(url)
-    created = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "app.cli",
-            "users",
-            "create",
-            "root-admin",
-            "--role",
-            "admin",
-            "--password-stdin",
-        ],
-        input="s3cret-admin\n",
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-        env={"DATABASE_URL": url, "PATH": "/usr/bin:/bin"},
-    )
+    created = create_user_cli(url, "root-admin", "s3cret-admin", role="admin")
     assert created.returncode == 0, created.stderr
     assert created.stdout.strip() == "created root-admin (admin)"
     with TestClient(app_factory(url)) as client:
@@ -144,25 +151,7 @@ def test_creating_a_user_twice_fails_clearly(tmp_path):
 
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     migrations.upgrade(url)
-    command = [sys.executable, "-m", "app.cli", "users", "create", "dup", "--password-stdin"]
-    env = {"DATABASE_URL": url, "PATH": "/usr/bin:/bin"}
-    first = subprocess.run(
-        command,
-        input="long-enough\n",
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=60,
-    )
+    first = create_user_cli(url, "dup", "long-enough")
     assert first.returncode == 0, first.stderr
-    again = subprocess.run(
-        command,
-        input="long-enough\n",
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=60,
-    )
+    again = create_user_cli(url, "dup", "long-enough")
     assert again.returncode == 1 and "taken" in again.stderr

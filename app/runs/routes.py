@@ -1,0 +1,45 @@
+"""Run it: the learner's live view of a snippet running across real ranks."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import StreamingResponse
+
+from app.attempts import service as attempts
+from app.challenges.schema import EXECUTABLE_KINDS
+from app.deps import CatalogDep, CurrentUser, ExecutorDep, SessionDep
+from app.errors import Conflict, NotFound
+from app.runs import service as runs
+from executor.contract import RunRequest
+
+router = APIRouter()
+
+
+@router.get("/attempts/{attempt_id}/q/{number}/run")
+def run_snippet(
+    attempt_id: int,
+    number: int,
+    user: CurrentUser,
+    session: SessionDep,
+    catalog: CatalogDep,
+    executor: ExecutorDep,
+) -> StreamingResponse:
+    """Run it: stream each rank's output (SSE) once the question is closed, then the result."""
+    assert user.id is not None
+    attempt, row = attempts.question_for_user(session, attempt_id, number, user.id)
+    item = attempts.catalog_item(catalog, attempt, row)
+    loaded = catalog.get(attempt.set_id)
+    if not isinstance(item, EXECUTABLE_KINDS) or loaded is None:
+        raise NotFound("This question has no snippet to run.")
+    if not row.status.closed:
+        raise Conflict("Answer the question first: the run shows the answer.")
+    request = RunRequest(
+        code=loaded.code[item.id],
+        nproc=item.launch.nproc,
+        backend=item.launch.backend.value,
+        timeout_s=item.launch.timeout_s,
+    )
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(
+        runs.sse_events(executor, request), media_type="text/event-stream", headers=headers
+    )

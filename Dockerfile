@@ -15,9 +15,8 @@ COPY static ./static
 COPY challenges ./challenges
 
 FROM base AS executor
-# bubblewrap provides the per-run namespaces; the executor refuses untrusted code without them.
-RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap \
-    && rm -rf /var/lib/apt/lists/*
+# The sandbox needs root in the container and cgroup v1 memory/pids hierarchies (see
+# executor/README.md); without them the executor refuses untrusted code instead of running it bare.
 # Pass --build-arg TORCH_INDEX=<your PyTorch CPU wheel index> for the small CPU-only build.
 ARG TORCH_INDEX=""
 RUN pip install ${TORCH_INDEX:+--index-url "$TORCH_INDEX"} "torch==2.13.*" \

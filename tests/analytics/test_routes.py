@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from app.accounts.models import Role
 from tests.analytics import dataset
-from tests.challenges.test_pages import promote
+from tests.support.accounts import set_role
 from tests.support.learner import Learner
 
 ROUTES = [
@@ -33,7 +33,7 @@ def admin(app_factory, database_url: str, clock):
         person = Learner(client)
         person.get("/")
         person.post("/register", {"username": "root", "password": "administers"})
-        promote(database_url, "root", Role.ADMIN)
+        set_role(database_url, "root", Role.ADMIN)
         yield person
 
 
@@ -50,7 +50,7 @@ def test_learners_are_refused_and_visitors_are_sent_to_log_in(app_factory, sqlit
         assert refused.status_code == 403
         assert "This page is for admins." in refused.text
         assert "nav-admin" not in learner.get("/").text
-        promote(sqlite_url, "lena", Role.INSTRUCTOR)
+        set_role(sqlite_url, "lena", Role.INSTRUCTOR)
         assert learner.get(url).status_code == 403  # instructors are not admins either
 
 

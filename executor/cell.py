@@ -1,0 +1,369 @@
+"""One run's cell: its init process (pid 1 of the run's namespaces), the ranks, and their pipes.
+
+The cell is staged before its request arrives; then it forks the ranks, pumps their output,
+enforces the deadline and the output/memory caps, and judges each rank.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import select
+import signal
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from executor import rank as rank_module
+from executor import sandbox
+from executor.contract import RankStatus, RunStatus
+from executor.limits import RunBudget, rank_status, run_budget, run_status
+
+if TYPE_CHECKING:
+    from executor.supervisor import ZygoteContext
+
+# torchrun stops every worker once one fails; the others get this long to report their own
+# error (gloo notices a dead peer at once), then they are killed.
+GRACE_AFTER_FAILURE_S = 1.0
+# Each sandboxed run has its own network namespace, so a fixed port cannot collide.
+SANDBOX_MASTER_PORT = 29500
+READ_CHUNK = 65536
+
+Send = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class RankIO:
+    rank: int
+    fds: dict[str, tuple[int, int]]  # stream name -> (read end, write end)
+    text: dict[str, list[str]] = field(default_factory=lambda: {"stdout": [], "stderr": []})
+    decoders: dict[str, Any] = field(default_factory=dict)
+    record: bytes = b""
+    bytes_seen: int = 0
+    truncated: bool = False
+
+    @classmethod
+    def open(cls, rank: int) -> RankIO:
+        """Create the rank's stdout, stderr and result pipes."""
+        return cls(rank, {name: os.pipe() for name in ("stdout", "stderr", "result")})
+
+
+class Cell:
+    """One run's init process and pipes: created ahead of the request, used once."""
+
+    def __init__(
+        self,
+        ctx: ZygoteContext,
+        plan: sandbox.SandboxPlan | None,
+        cgroups: sandbox.SlotCgroups | None,
+    ) -> None:
+        self.ctx = ctx
+        self.plan = plan
+        self.cgroups = cgroups
+        self.sandboxed = not ctx.trusted
+        self.ranks = [RankIO.open(r) for r in range(ctx.limits.max_nproc)]
+        self.status_r, self.status_w = os.pipe()
+        self.request_r, self.request_w = os.pipe()
+        self.wait_codes: dict[int, int] = {}
+        self.setup_error: str | None = None
+        self.total_bytes = 0
+        self.timed_out = self.output_exceeded = self.memory_exceeded = self.orphaned = False
+        self.init_pid = 0
+        self.oom_before = 0
+        self.budget = run_budget(1, 1.0, ctx.limits)
+
+    @classmethod
+    def start(
+        cls,
+        ctx: ZygoteContext,
+        plan: sandbox.SandboxPlan | None,
+        cgroups: sandbox.SlotCgroups | None,
+        own_pid_namespace: int,
+    ) -> Cell:
+        """Fork the run's init (in new namespaces when sandboxed); it waits for a request."""
+        cell = cls(ctx, plan, cgroups)
+        if cell.plan is not None:
+            sandbox.detach_pid_namespace()  # the init forked next is pid 1 of a new namespace
+        cell.init_pid = os.fork()
+        if cell.init_pid == 0:
+            cell._init_main()
+        if cell.plan is not None:
+            sandbox.restore_pid_namespace(own_pid_namespace)
+        for io in cell.ranks:
+            for _, write_end in io.fds.values():
+                os.close(write_end)
+        os.close(cell.status_w)
+        os.close(cell.request_r)
+        return cell
+
+    def execute(
+        self, request: dict[str, Any], budget: RunBudget, send: Send, deadline: float
+    ) -> dict[str, Any]:
+        """Hand the request to init, pump output until the ranks end or a limit hits, judge."""
+        self.budget = budget
+        nproc = int(request["nproc"])
+        for io in self.ranks[nproc:]:
+            for read_end, _ in io.fds.values():
+                os.close(read_end)
+        self.ranks = self.ranks[:nproc]
+        port = SANDBOX_MASTER_PORT if self.plan is not None else free_port()
+        order = json.dumps({"code": request["code"], "nproc": nproc, "port": port,
+                            "timeout_s": request["timeout_s"]})  # fmt: skip
+        cgroups = self.cgroups
+        self.oom_before = cgroups.oom_kills() if cgroups is not None else 0
+        try:
+            _write_all(self.request_w, order.encode())
+        except OSError:
+            pass  # init died while waiting: its status pipe says why, or the run ends killed
+        finally:
+            os.close(self.request_w)
+        try:
+            self._pump(send, deadline)
+        finally:
+            self._kill()
+            os.waitpid(self.init_pid, 0)
+            self._drain(send)
+            self.memory_exceeded |= self._oom_killed()
+        if self.setup_error is not None:
+            return {"status": RunStatus.REJECTED, "message": f"sandbox setup: {self.setup_error}"}
+        return self._outcome()
+
+    def _init_main(self) -> NoReturn:
+        """Become the run's init: isolate, wait for the request, fork the ranks, report, exit."""
+        try:
+            os.close(self.status_r)
+            os.close(self.request_w)
+            for io in self.ranks:
+                for read_end, _ in io.fds.values():
+                    os.close(read_end)
+            if self.plan is not None:
+                sandbox.die_with_parent()  # init's death takes the whole pid namespace with it
+                limits = self.ctx.limits
+                sandbox.isolate_init(self.plan, limits.tmp_bytes, limits.shm_bytes)
+            else:
+                os.setsid()  # trusted mode: the deadline kills this process group
+        except BaseException as error:
+            os.write(self.status_w, (json.dumps({"setup_error": str(error)}) + "\n").encode())
+            os._exit(70)
+        with os.fdopen(self.request_r, "rb") as source:
+            payload = source.read()
+        if not payload:
+            os._exit(0)  # the slot went away before sending a request
+        order = json.loads(payload)
+        budget = run_budget(order["nproc"], order["timeout_s"], self.ctx.limits)
+        pids: dict[int, int] = {}
+        for io in self.ranks[: order["nproc"]]:
+            pid = os.fork()
+            if pid == 0:
+                rank_module.run_rank(
+                    rank_module.RankLaunch(
+                        code=order["code"],
+                        rank=io.rank,
+                        nproc=order["nproc"],
+                        master_port=order["port"],
+                        stdout_fd=io.fds["stdout"][1],
+                        stderr_fd=io.fds["stderr"][1],
+                        result_fd=io.fds["result"][1],
+                        budget=budget,
+                        plan=self.plan,
+                        exception_chars=self.ctx.limits.exception_message_chars,
+                    )
+                )
+            pids[pid] = io.rank
+        for io in self.ranks:
+            for _, write_end in io.fds.values():
+                os.close(write_end)
+        while pids:
+            pid, wait_status = os.wait()  # also reaps orphans re-parented to init
+            if pid in pids:
+                code = os.waitstatus_to_exitcode(wait_status)
+                line = json.dumps({"rank": pids.pop(pid), "wait": code}) + "\n"
+                os.write(self.status_w, line.encode())
+        if self.plan is None:
+            os.killpg(0, signal.SIGKILL)  # trusted: stragglers in the group die (setsid escapes)
+        os._exit(0)
+
+    def _pump(self, send: Send, deadline: float) -> None:
+        poller = select.poll()
+        sources = self._sources()
+        for fd in sources:
+            poller.register(fd, select.POLLIN)
+        init_fd = os.pidfd_open(self.init_pid)
+        poller.register(init_fd, select.POLLIN)
+        status_buffer = b""
+        grace_deadline: float | None = None
+        try:
+            while True:
+                now = time.monotonic()
+                if now >= deadline:
+                    self.timed_out = True
+                    return
+                if grace_deadline is not None and now >= grace_deadline:
+                    return
+                limit = min(deadline, grace_deadline or deadline) - now
+                for fd, _ in poller.poll(max(1, int(limit * 1000))):
+                    if fd == init_fd:
+                        return
+                    data = os.read(fd, READ_CHUNK)
+                    if not data:
+                        poller.unregister(fd)
+                        continue
+                    source = sources[fd]
+                    if source is None:
+                        status_buffer = self._status_lines(status_buffer + data)
+                    else:
+                        self._take(source[0], source[1], data, send)
+                failed = any(code != 0 for code in self.wait_codes.values())
+                if failed and grace_deadline is None:
+                    grace_deadline = time.monotonic() + GRACE_AFTER_FAILURE_S
+                if self.setup_error or self.output_exceeded or self.orphaned:
+                    return
+                killed = any(code == -signal.SIGKILL for code in self.wait_codes.values())
+                if killed and self._oom_killed():
+                    self.memory_exceeded = True
+                    return
+        finally:
+            os.close(init_fd)
+
+    def _oom_killed(self) -> bool:
+        cgroups = self.cgroups
+        return cgroups is not None and cgroups.oom_kills() > self.oom_before
+
+    def _sources(self) -> dict[int, tuple[RankIO, str] | None]:
+        sources: dict[int, tuple[RankIO, str] | None] = {self.status_r: None}
+        for io in self.ranks:
+            for name, (read_end, _) in io.fds.items():
+                sources[read_end] = (io, name)
+        return sources
+
+    def _status_lines(self, buffer: bytes) -> bytes:
+        *lines, rest = buffer.split(b"\n")
+        for line in lines:
+            message = json.loads(line)
+            if "setup_error" in message:
+                self.setup_error = message["setup_error"]
+            else:
+                self.wait_codes[message["rank"]] = message["wait"]
+        return rest
+
+    def _take(self, io: RankIO, stream: str, data: bytes, send: Send) -> None:
+        if stream == "result":
+            io.record += data
+            return
+        room = min(
+            self.budget.output_bytes_per_rank - io.bytes_seen,
+            self.budget.output_bytes_total - self.total_bytes,
+        )
+        if len(data) > room:
+            data = data[: max(room, 0)]
+            io.truncated = self.output_exceeded = True
+        io.bytes_seen += len(data)
+        self.total_bytes += len(data)
+        decoder = io.decoders.setdefault(stream, codecs.getincrementaldecoder("utf-8")("replace"))
+        text = decoder.decode(data)
+        if text:
+            io.text[stream].append(text)
+            self._send(send, {"event": "output", "rank": io.rank, "stream": stream, "text": text})
+
+    def _send(self, send: Send, event: dict[str, Any]) -> None:
+        if self.orphaned:
+            return
+        try:
+            send(event)
+        except OSError:
+            self.orphaned = True  # the client went away: stop the run, nobody will read it
+
+    def _drain(self, send: Send) -> None:
+        """Read what is left in the pipes; every writer is dead (or, if trusted, detached)."""
+        for fd, source in self._sources().items():
+            os.set_blocking(fd, False)
+            buffer = b""
+            while True:
+                try:
+                    data = os.read(fd, READ_CHUNK)
+                except BlockingIOError:
+                    break
+                if not data:
+                    break
+                if source is None:
+                    buffer = self._status_lines(buffer + data)
+                elif not self.output_exceeded or source[1] == "result":
+                    self._take(source[0], source[1], data, send)
+            os.close(fd)
+        for io in self.ranks:
+            for stream, decoder in io.decoders.items():
+                tail = decoder.decode(b"", final=True)
+                if tail:
+                    io.text[stream].append(tail)
+
+    def _kill(self) -> None:
+        try:
+            if self.sandboxed:
+                os.kill(self.init_pid, signal.SIGKILL)  # pid 1 dies: the namespace dies
+            else:
+                os.killpg(self.init_pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            os.kill(self.init_pid, signal.SIGKILL)
+        if self.cgroups is not None:
+            self.cgroups.kill_all_but_me()
+
+    def _outcome(self) -> dict[str, Any]:
+        results: list[dict[str, Any]] = []
+        statuses: list[RankStatus] = []
+        for io in self.ranks:
+            record = _parse_record(io.record)
+            status, exit_code = rank_status(
+                record["exit_code"] if record else None,
+                self.wait_codes.get(io.rank),
+                self.timed_out,
+            )
+            statuses.append(status)
+            results.append(
+                {
+                    "rank": io.rank,
+                    "status": status,
+                    "exit_code": exit_code,
+                    "stdout": "".join(io.text["stdout"]),
+                    "stderr": "".join(io.text["stderr"]),
+                    "truncated": io.truncated,
+                    "exception": record["exception"] if record else None,
+                }
+            )
+        run = run_status(
+            statuses,
+            timed_out=self.timed_out,
+            memory_exceeded=self.memory_exceeded,
+            output_exceeded=self.output_exceeded,
+        )
+        return {"status": run, "ranks": results}
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def free_port() -> int:
+    """Return a TCP port free on the host's loopback right now."""
+    # Trusted runs share the host network, so pick a free port (a small race, accepted there).
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _parse_record(data: bytes) -> dict[str, Any] | None:
+    # The snippet can reach fd 3 too; garbage there only blurs its own run's outcome.
+    try:
+        record = json.loads(data.decode("utf-8", "replace").strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("exit_code"), int):
+        return None
+    return record

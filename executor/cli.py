@@ -1,0 +1,137 @@
+"""Command line: `run SNIPPET.py --nproc N ...` and `executor serve --host H --port P`.
+
+`app.cli` forwards argv starting with `run` or `executor` here, so `ranklab run ...` works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from executor.contract import RankResult, RunRequest, RunResult, RunStatus
+from executor.limits import LimitViolation, check_request
+from executor.pool import ExecutorUnavailable
+from executor.settings import ExecutorSettings
+
+USAGE_ERROR = 2
+INFRASTRUCTURE_ERROR = 3
+
+
+def main(argv: list[str]) -> int:
+    """Run the `run` or `executor serve` sub-command; return the process exit code."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # argparse exits on bad usage; keep main() a plain function
+        return int(stop.code or 0)
+    if args.command == "run":
+        return _run(args)
+    if args.command == "executor" and args.action == "serve":
+        return _serve(args)
+    parser.print_help(sys.stderr)
+    return USAGE_ERROR
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ranklab")
+    commands = parser.add_subparsers(dest="command")
+    run = commands.add_parser("run", help="run a snippet across torch ranks")
+    run.add_argument("snippet", type=Path, help="Python file every rank runs")
+    run.add_argument("--nproc", type=int, default=2, help="number of ranks (default 2)")
+    run.add_argument("--backend", choices=["auto", "gloo", "nccl"], default="auto")
+    run.add_argument("--timeout", type=float, default=10.0, help="wall-clock seconds")
+    run.add_argument("--json", action="store_true", help="print the RunResult as JSON")
+    run.add_argument(
+        "--trusted",
+        action="store_true",
+        help="run without the sandbox (instructor-authored content only)",
+    )
+    executor = commands.add_parser("executor", help="the executor service")
+    actions = executor.add_subparsers(dest="action")
+    serve = actions.add_parser("serve", help="serve the executor HTTP API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8001)
+    serve.add_argument("--trusted", action="store_true", help="run every snippet unsandboxed")
+    serve.add_argument("--log-level", default="info", help="uvicorn log level")
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        code = args.snippet.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        print(f"ranklab run: cannot read {args.snippet}: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    request = RunRequest(
+        code=code, nproc=args.nproc, backend=args.backend, timeout_s=args.timeout, use_cache=False
+    )
+    # One run: skip the DDP warm-up (it costs more than it saves) and need only one slot.
+    settings = ExecutorSettings(trusted=args.trusted, warm=False, max_concurrent_runs=1)
+    try:
+        check_request(request, settings.limits)
+        result = asyncio.run(_run_once(settings, request))
+    except LimitViolation as error:
+        print(f"ranklab run: {error.message}", file=sys.stderr)
+        return USAGE_ERROR
+    except ExecutorUnavailable as error:
+        print(f"ranklab run: {error}", file=sys.stderr)
+        return INFRASTRUCTURE_ERROR
+    print(result.model_dump_json(indent=2) if args.json else render(result))
+    # A failing snippet is data (exit 0); a run the executor refused or broke on is not.
+    broken = result.status in (RunStatus.REJECTED, RunStatus.INTERNAL_ERROR)
+    return INFRASTRUCTURE_ERROR if broken else 0
+
+
+async def _run_once(settings: ExecutorSettings, request: RunRequest) -> RunResult:
+    from executor.runner import Executor
+
+    executor = Executor(settings)
+    try:
+        await executor.start()
+        return await executor.run(request)
+    finally:
+        await asyncio.to_thread(executor.close)
+
+
+def render(result: RunResult) -> str:
+    """Format a RunResult as a readable per-rank report."""
+    lines = [f"status: {result.status.value}  ({result.duration_ms} ms)"]
+    if result.environment is not None:
+        env = result.environment
+        lines.append(
+            f"environment: {env.nproc} ranks, {env.backend} on {env.device}, "
+            f"torch {env.torch}, python {env.python}"
+        )
+    if result.message:
+        lines.append(f"message: {result.message}")
+    for rank in result.ranks:
+        lines.extend(_render_rank(rank))
+    return "\n".join(lines)
+
+
+def _render_rank(rank: RankResult) -> list[str]:
+    header = f"--- rank {rank.rank}: {rank.status.value} (exit {rank.exit_code})"
+    if rank.exception is not None:
+        header += f" {rank.exception.type}: {rank.exception.message}"
+    lines = [header + (" [output truncated]" if rank.truncated else "")]
+    for name, text in (("stdout", rank.stdout), ("stderr", rank.stderr)):
+        if text:
+            lines.append(f"[{name}]")
+            lines.append(text.rstrip("\n"))
+    return lines
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from executor.service import create_app
+
+    settings = ExecutorSettings(trusted=args.trusted) if args.trusted else ExecutorSettings()
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

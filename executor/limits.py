@@ -1,0 +1,144 @@
+"""Pure limit logic: request checks, per-run resource limits, backend choice and status rules.
+
+Standard library and pydantic only, so it is tested without fixtures and imported anywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from executor.contract import RankStatus, RunRequest, RunStatus
+
+MIB = 1024 * 1024
+
+
+class Limits(BaseModel):
+    """What one run may use; defaults fit a 2-core, few-GiB machine."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_nproc: int = Field(default=8, ge=1)
+    max_code_bytes: int = Field(default=64 * 1024, ge=1)
+    min_timeout_s: float = Field(default=0.5, gt=0)
+    max_timeout_s: float = Field(default=60.0, gt=0)
+    memory_bytes_per_rank: int = Field(default=512 * MIB, description="cgroup memory per rank.")
+    memory_bytes_base: int = Field(default=256 * MIB, description="cgroup memory on top of ranks.")
+    pids_per_rank: int = Field(
+        default=64, description="Processes+threads per rank (gloo uses ~20)."
+    )
+    output_bytes_per_rank: int = Field(default=64 * 1024)
+    output_bytes_total: int = Field(default=256 * 1024)
+    open_files: int = Field(default=256)
+    file_bytes: int = Field(default=16 * MIB, description="Largest file a rank may write.")
+    tmp_bytes: int = Field(default=64 * MIB, description="Size of the private writable /tmp.")
+    shm_bytes: int = Field(
+        default=1024 * MIB,
+        description="Size cap of the private /dev/shm (NCCL wants >= 1 GiB); the memory cgroup "
+        "still bounds what is really used.",
+    )
+    exception_message_chars: int = Field(default=2000)
+
+
+class LimitViolation(ValueError):
+    """A request outside the limits; `status_code` is the HTTP status to answer with."""
+
+    def __init__(self, message: str, status_code: int = 422) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+
+
+def check_request(request: RunRequest, limits: Limits) -> None:
+    """Raise LimitViolation with a clear message when a request is outside the limits."""
+    size = len(request.code.encode("utf-8"))
+    if size > limits.max_code_bytes:
+        raise LimitViolation(
+            f"code is {size} bytes; the limit is {limits.max_code_bytes} bytes", status_code=413
+        )
+    if not 1 <= request.nproc <= limits.max_nproc:
+        raise LimitViolation(
+            f"nproc must be between 1 and {limits.max_nproc} (got {request.nproc})"
+        )
+    timeout = request.timeout_s
+    if not math.isfinite(timeout) or not limits.min_timeout_s <= timeout <= limits.max_timeout_s:
+        raise LimitViolation(
+            f"timeout_s must be between {limits.min_timeout_s:g} and "
+            f"{limits.max_timeout_s:g} seconds (got {timeout:g})"
+        )
+
+
+def resolve_backend(requested: str, cuda_devices: int, nproc: int) -> str:
+    """Pick the process-group backend: auto means nccl only with one CUDA device per rank."""
+    if requested == "auto":
+        return "nccl" if cuda_devices >= nproc else "gloo"
+    return requested
+
+
+@dataclass(frozen=True)
+class RunBudget:
+    """The concrete OS limits for one run, derived from the request and Limits."""
+
+    memory_bytes: int
+    pids: int
+    cpu_seconds: int
+    open_files: int
+    file_bytes: int
+    tmp_bytes: int
+    output_bytes_per_rank: int
+    output_bytes_total: int
+
+
+def run_budget(nproc: int, timeout_s: float, limits: Limits) -> RunBudget:
+    """Compute the cgroup and rlimit values for a run of nproc ranks."""
+    return RunBudget(
+        memory_bytes=limits.memory_bytes_base + nproc * limits.memory_bytes_per_rank,
+        pids=16 + nproc * limits.pids_per_rank,
+        # CPU seconds per process: a rank cannot burn more than the wall budget on every core,
+        # the wall deadline fires first; this only bounds a process that escapes the deadline.
+        cpu_seconds=math.ceil(timeout_s) + 2,
+        open_files=limits.open_files,
+        file_bytes=limits.file_bytes,
+        tmp_bytes=limits.tmp_bytes,
+        output_bytes_per_rank=limits.output_bytes_per_rank,
+        output_bytes_total=limits.output_bytes_total,
+    )
+
+
+def rank_status(
+    recorded_exit: int | None, wait_code: int | None, timed_out: bool
+) -> tuple[RankStatus, int | None]:
+    """Judge a rank by its recorded outcome first, its wait status second (trap 4 in the notes).
+
+    recorded_exit is the exit code the rank wrote before os._exit; wait_code is the process
+    exit code (-N for signal N) or None when it never ended.
+    """
+    if recorded_exit is not None:
+        return (RankStatus.OK if recorded_exit == 0 else RankStatus.ERROR), recorded_exit
+    if wait_code is None:
+        return (RankStatus.TIMEOUT if timed_out else RankStatus.KILLED), None
+    if wait_code < 0:
+        return (RankStatus.TIMEOUT if timed_out else RankStatus.KILLED), wait_code
+    return (RankStatus.OK if wait_code == 0 else RankStatus.ERROR), wait_code
+
+
+def run_status(
+    ranks: Sequence[RankStatus],
+    *,
+    timed_out: bool = False,
+    memory_exceeded: bool = False,
+    output_exceeded: bool = False,
+) -> RunStatus:
+    """Combine rank outcomes and limit events into the run status (most severe cause first)."""
+    if memory_exceeded:
+        return RunStatus.MEMORY_LIMIT
+    if output_exceeded:
+        return RunStatus.OUTPUT_LIMIT
+    if timed_out:
+        return RunStatus.TIMEOUT
+    if any(status is not RankStatus.OK for status in ranks):
+        return RunStatus.ERROR
+    return RunStatus.OK

@@ -1,0 +1,239 @@
+"""The service side of the warm pool: start the zygote, bound concurrency, stream run events."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import AsyncIterator
+from typing import IO, Any
+
+from executor.contract import RunRequest
+from executor.settings import PACKAGE_PARENT, ExecutorSettings
+
+# The zygote and every rank forked from it inherit this and nothing else: no secret from the
+# service's own environment can be read from a rank's memory or /proc/self/environ.
+ZYGOTE_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "HOME": "/tmp",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
+    "PYTHONPATH": str(PACKAGE_PARENT),
+}
+STREAM_LIMIT = 16 * 1024 * 1024
+WATCHDOG_GRACE_S = 30.0
+
+
+class ExecutorUnavailable(RuntimeError):
+    """The warm pool is not running (starting, or crashed and restarting)."""
+
+
+class QueueFull(RuntimeError):
+    """Every slot is busy and the waiting line is full."""
+
+
+class CapacityLimiter:
+    """At most `slots` runs at once and `queue` waiting; usable from any event loop."""
+
+    def __init__(self, slots: int, queue: int) -> None:
+        self.slots, self.queue = slots, queue
+        self.active = 0
+        self._waiters: collections.deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]
+        self._waiters = collections.deque()
+        self._lock = threading.Lock()
+
+    async def acquire(self) -> None:
+        """Take a slot, waiting in line; raise QueueFull when the line is full."""
+        with self._lock:
+            if self.active < self.slots:
+                self.active += 1
+                return
+            if len(self._waiters) >= self.queue:
+                raise QueueFull(f"{self.active} runs active and {len(self._waiters)} waiting")
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[None] = loop.create_future()
+            self._waiters.append((loop, future))
+        try:
+            await future
+        except asyncio.CancelledError:
+            with self._lock:
+                if (loop, future) in self._waiters:
+                    self._waiters.remove((loop, future))
+            if future.done() and not future.cancelled():
+                self.release()  # the slot reached us as we were cancelled: pass it on
+            raise
+
+    def release(self) -> None:
+        """Hand the slot to the next waiter, or free it."""
+        with self._lock:
+            while self._waiters:
+                loop, future = self._waiters.popleft()
+                if not future.done():
+                    loop.call_soon_threadsafe(self._hand_over, future)
+                    return
+            self.active -= 1
+
+    def _hand_over(self, future: asyncio.Future[None]) -> None:
+        if future.done():  # cancelled before the slot arrived: pass it on
+            self.release()
+        else:
+            future.set_result(None)
+
+
+class WarmPool:
+    """One zygote process holding torch; every run is a fork of it, reached over a unix socket."""
+
+    def __init__(self, settings: ExecutorSettings) -> None:
+        self.settings = settings
+        self.info: dict[str, Any] | None = None
+        self._directory = tempfile.mkdtemp(prefix="ranklab-executor-")
+        self._socket = os.path.join(self._directory, "zygote.sock")
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._restart_lock = threading.Lock()
+        self.started_once = False
+        self.restarting = False
+
+    @property
+    def ready(self) -> bool:
+        """Tell whether the zygote is warm and alive."""
+        return self.info is not None and self._process is not None and self._process.poll() is None
+
+    def start(self) -> dict[str, Any]:
+        """Start the zygote (if not running) and block until it is warm; return its info."""
+        with self._lock:
+            if self.ready and self.info is not None:
+                return self.info
+            self._stop_process()
+            if os.path.exists(self._socket):
+                os.unlink(self._socket)
+            config = {
+                "socket": self._socket,
+                "trusted": self.settings.trusted,
+                "warm": self.settings.warm,
+                "limits": self.settings.limits.model_dump(),
+                "hidden": self.settings.hidden_paths,
+                "uid": self.settings.sandbox_uid,
+                "gid": self.settings.sandbox_gid,
+                "cgroup_root": self.settings.cgroup_root,
+                "slots": self.settings.max_concurrent_runs,
+                "cpu_fairness": self.settings.cpu_fairness,
+            }
+            command = [self.settings.python, "-m", "executor.zygote", json.dumps(config)]
+            # cwd=/ so that a relative path in the service never resolves inside the zygote.
+            process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=ZYGOTE_ENV, cwd="/"
+            )
+            self._process = process
+            line = _read_line(process.stdout, self.settings.startup_timeout_s)
+            if not line:
+                self._stop_process()
+                raise ExecutorUnavailable("the executor's warm process failed to start")
+            self.info = json.loads(line)
+            self.started_once = True
+            return self.info
+
+    def restart_if_dead(self) -> None:
+        """Start a fresh zygote in the background if a running one has died."""
+        # Not self._lock: start() holds that for seconds, and this runs on the event loop.
+        with self._restart_lock:
+            if not self.started_once or self.restarting or self.ready:
+                return
+            self.restarting = True
+        threading.Thread(target=self._restart, daemon=True).start()
+
+    def _restart(self) -> None:
+        try:
+            self.start()
+        except ExecutorUnavailable:
+            pass  # the next request or health check tries again
+        finally:
+            self.restarting = False
+
+    async def start_async(self) -> dict[str, Any]:
+        """Start the zygote without blocking the event loop."""
+        return await asyncio.to_thread(self.start)
+
+    async def events(self, request: RunRequest) -> AsyncIterator[dict[str, Any]]:
+        """Yield the run's events (output..., then result) as the zygote reports them."""
+        if not self.ready:
+            raise ExecutorUnavailable("the executor is starting")
+        try:
+            reader, writer = await asyncio.open_unix_connection(self._socket, limit=STREAM_LIMIT)
+        except OSError as error:
+            raise ExecutorUnavailable(f"cannot reach the warm process: {error}") from error
+        # A reader task drains the socket into a queue, so a slow HTTP client can never stall
+        # the slot worker (whose deadline must fire on time); output is capped, so is the queue.
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        reading = asyncio.create_task(_read_events(reader, queue))
+        try:
+            writer.write(request.model_dump_json().encode() + b"\n")
+            await writer.drain()
+            # Watchdog: the slot worker enforces the deadline; this only catches a stuck executor.
+            give_up = asyncio.get_running_loop().time() + request.timeout_s + WATCHDOG_GRACE_S
+            while True:
+                remaining = give_up - asyncio.get_running_loop().time()
+                try:
+                    event = await asyncio.wait_for(queue.get(), max(remaining, 0.001))
+                except TimeoutError:
+                    event = {"event": "result", "result": _lost_result("did not answer in time")}
+                yield event
+                if event.get("event") == "result":
+                    return
+        finally:
+            reading.cancel()
+            writer.close()
+
+    def close(self) -> None:
+        """Stop the zygote and remove its socket directory."""
+        with self._lock:
+            self._stop_process()
+            shutil.rmtree(self._directory, ignore_errors=True)
+
+    def _stop_process(self) -> None:
+        self.info = None
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.stdin is not None:
+            process.stdin.close()  # the zygote exits on stdin EOF; in-flight runs finish
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def _read_line(stream: IO[bytes] | None, timeout: float) -> bytes:
+    if stream is None:
+        return b""
+    result: list[bytes] = []
+    reader = threading.Thread(target=lambda: result.append(stream.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return result[0] if result else b""
+
+
+async def _read_events(reader: asyncio.StreamReader, queue: asyncio.Queue[dict[str, Any]]) -> None:
+    try:
+        while line := await reader.readline():
+            event = json.loads(line)
+            queue.put_nowait(event)
+            if event.get("event") == "result":
+                return
+    except (OSError, ValueError):
+        pass
+    queue.put_nowait({"event": "result", "result": _lost_result()})
+
+
+def _lost_result(why: str = "ended without a result") -> dict[str, Any]:
+    return {"status": "internal_error", "duration_ms": 0, "message": f"the run's slot worker {why}"}

@@ -1,0 +1,107 @@
+"""The executor's HTTP API: /healthz, POST /v1/runs and its SSE twin /v1/runs/stream."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from executor.contract import OutputEvent, RunRequest, RunResult
+from executor.limits import LimitViolation
+from executor.pool import ExecutorUnavailable, QueueFull
+from executor.runner import Event, Executor
+from executor.settings import ExecutorSettings
+
+
+def create_app(
+    settings: ExecutorSettings | None = None, executor: Executor | None = None
+) -> FastAPI:
+    """Build the service; it owns (starts and stops) the executor unless one is passed in."""
+    settings = settings or ExecutorSettings()
+    owned = executor is None
+    runner = executor or Executor(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Start warming in the background: the server answers at once, /healthz says 503 until
+        # the pool is warm.
+        starting = asyncio.create_task(runner.start()) if owned else None
+        try:
+            yield
+        finally:
+            if starting is not None:
+                starting.cancel()
+            if owned:
+                await asyncio.to_thread(runner.close)
+
+    app = FastAPI(title="RankLab executor", lifespan=lifespan)
+    app.state.executor = runner
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in item['loc'][1:]) or 'body'}: {item['msg']}"
+            for item in error.errors()
+        )
+        return JSONResponse({"detail": problems}, status_code=422)
+
+    @app.exception_handler(LimitViolation)
+    async def over_limits(request: Request, error: LimitViolation) -> JSONResponse:
+        return JSONResponse({"detail": error.message}, status_code=error.status_code)
+
+    @app.exception_handler(QueueFull)
+    async def queue_full(request: Request, error: QueueFull) -> JSONResponse:
+        headers = {"Retry-After": str(settings.retry_after_s)}
+        detail = f"the executor is busy ({error}); retry later"
+        return JSONResponse({"detail": detail}, status_code=503, headers=headers)
+
+    @app.exception_handler(ExecutorUnavailable)
+    async def unavailable(request: Request, error: ExecutorUnavailable) -> JSONResponse:
+        headers = {"Retry-After": str(settings.retry_after_s)}
+        return JSONResponse({"detail": str(error)}, status_code=503, headers=headers)
+
+    @app.get("/healthz")
+    async def healthz() -> JSONResponse:
+        """Answer 200 once the warm pool is ready, 503 before."""
+        if not runner.ready:
+            return JSONResponse({"status": "starting"}, status_code=503)
+        info = runner.info
+        sandbox = "trusted" if info.get("trusted") else "on"
+        if info.get("sandbox_error"):
+            sandbox = f"unavailable: {info['sandbox_error']}"
+        return JSONResponse(
+            {
+                "status": "ok",
+                "torch": info.get("torch"),
+                "sandbox": sandbox,
+                "cuda_devices": info.get("cuda_devices", 0),
+            }
+        )
+
+    @app.post("/v1/runs")
+    async def create_run(request: RunRequest) -> RunResult:
+        """Run a snippet across ranks and return its RunResult."""
+        return await runner.run(request)
+
+    @app.post("/v1/runs/stream")
+    async def stream_run(request: RunRequest) -> StreamingResponse:
+        """Run a snippet, streaming each rank's output as SSE, then the RunResult."""
+        events = await runner.open(request)
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        return StreamingResponse(_sse(events), media_type="text/event-stream", headers=headers)
+
+    return app
+
+
+async def _sse(events: AsyncIterator[Event]) -> AsyncIterator[str]:
+    async with contextlib.aclosing(events):  # type: ignore[type-var]
+        async for event in events:
+            if isinstance(event, OutputEvent):
+                yield f"event: output\ndata: {event.model_dump_json()}\n\n"
+            else:
+                yield f"event: result\ndata: {json.dumps(event.model_dump(mode='json'))}\n\n"

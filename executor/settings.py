@@ -1,0 +1,53 @@
+"""Executor settings: one pydantic-settings class, env prefix RANKLAB_EXECUTOR_."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from executor.limits import Limits
+
+PACKAGE_PARENT = Path(__file__).resolve().parent.parent
+
+
+def _default_hidden() -> list[str]:
+    # Home directories hold credentials; a checkout holds the app's database under var/.
+    hidden = ["/root", "/home", "/run/secrets", "/var/lib/postgresql"]
+    if (PACKAGE_PARENT / "pyproject.toml").exists():
+        hidden.append(str(PACKAGE_PARENT))
+    return hidden
+
+
+class ExecutorSettings(BaseSettings):
+    """How the executor runs: sandbox or trusted, capacity, cache, limits."""
+
+    model_config = SettingsConfigDict(env_prefix="RANKLAB_EXECUTOR_", extra="ignore")
+
+    trusted: bool = Field(
+        default=False, description="Run without the sandbox: only for instructor-authored content."
+    )
+    warm: bool = Field(default=True, description="Preload what DDP imports lazily at start-up.")
+    max_concurrent_runs: int = Field(
+        default_factory=lambda: max(1, os.cpu_count() or 1),
+        description="Runs executing at once; gloo ranks are CPU-bound, so about one per core.",
+    )
+    queue_limit: int = Field(default=16, description="Runs waiting for a slot before 503.")
+    retry_after_s: int = Field(default=1, description="Retry-After sent with a 503.")
+    cache_entries: int = Field(default=1024, description="Results kept in memory (LRU).")
+    cache_dir: Path | None = Field(default=None, description="Optional on-disk result cache.")
+    hidden_paths: list[str] = Field(default_factory=_default_hidden)
+    sandbox_uid: int = 65534
+    sandbox_gid: int = 65534
+    cgroup_root: str = "/sys/fs/cgroup"
+    cpu_fairness: bool = Field(
+        default=False,
+        description="Give each slot an equal-weight cpu cgroup (a fork bomb cannot starve "
+        "concurrent runs) at a 15-20% throughput cost on 2 cores.",
+    )
+    python: str = Field(default=sys.executable, description="Interpreter that runs the zygote.")
+    startup_timeout_s: float = 120.0
+    limits: Limits = Field(default_factory=Limits)

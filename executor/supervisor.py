@@ -1,0 +1,93 @@
+"""Slots: where runs go from request to result.
+
+A Slot lives in a slot worker (a fork of the zygote that serves one run at a time); each run
+gets a fresh Cell (its own init, namespaces and pipes), so one bad run cannot touch the next.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from executor import sandbox
+from executor.cell import Cell, Send
+from executor.contract import RunStatus
+from executor.limits import Limits, resolve_backend, run_budget
+
+
+@dataclass(frozen=True)
+class ZygoteContext:
+    """What every run needs to know about the warm process it was forked from."""
+
+    trusted: bool
+    plan: sandbox.SandboxPlan | None
+    sandbox_error: str | None
+    limits: Limits
+    torch_version: str
+    python_version: str
+    cuda_devices: int
+
+
+def now_iso() -> str:
+    """Return the current UTC time in ISO 8601."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Slot:
+    """One run at a time, from a long-lived worker that sits in its own cgroups.
+
+    Between runs it pre-stages the next cell (init with its namespaces and mounts ready), so a
+    request only pays for forking the ranks.
+    """
+
+    def __init__(self, name: str, ctx: ZygoteContext) -> None:
+        self.ctx = ctx
+        self.plan = None if ctx.trusted else ctx.plan
+        self.cgroups: sandbox.SlotCgroups | None = None
+        self.own_pid_namespace = -1
+        self.cell: Cell | None = None
+        if self.plan is not None:
+            self.cgroups = sandbox.SlotCgroups(self.plan, name)
+            self.cgroups.join()
+            self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY)
+
+    def prepare(self) -> None:
+        """Fork the next run's init (isolated when sandboxed), waiting for its request."""
+        refusing = not self.ctx.trusted and self.plan is None  # untrusted without a sandbox
+        if self.cell is None and not refusing:
+            self.cell = Cell.start(self.ctx, self.plan, self.cgroups, self.own_pid_namespace)
+
+    def run(self, request: dict[str, Any], send: Send) -> dict[str, Any]:
+        """Run one request to completion, streaming output through send; return the result."""
+        started = time.monotonic()
+        nproc, timeout_s = int(request["nproc"]), float(request["timeout_s"])
+        backend = resolve_backend(request["backend"], self.ctx.cuda_devices, nproc)
+        environment = {
+            "torch": self.ctx.torch_version,
+            "backend": backend,
+            "device": "cuda" if backend == "nccl" else "cpu",
+            "nproc": nproc,
+            "python": self.ctx.python_version,
+        }
+        result: dict[str, Any] = {"environment": environment, "observed_at": now_iso()}
+        if not self.ctx.trusted and self.plan is None:
+            message = (
+                f"sandbox unavailable ({self.ctx.sandbox_error}); refusing to run untrusted "
+                "code. Trusted mode (--trusted) is only for instructor-authored content."
+            )
+            return {**result, "status": RunStatus.REJECTED, "duration_ms": 0, "message": message}
+        budget = run_budget(nproc, timeout_s, self.ctx.limits)
+        try:
+            if self.cgroups is not None:
+                self.cgroups.set_limits(budget)
+            self.prepare()
+            assert self.cell is not None
+            cell, self.cell = self.cell, None
+            outcome = cell.execute(request, budget, send, started + timeout_s)
+        except sandbox.SandboxError as error:
+            outcome = {"status": RunStatus.REJECTED, "message": f"sandbox setup failed: {error}"}
+        outcome["duration_ms"] = int((time.monotonic() - started) * 1000)
+        return {**result, "ranks": [], **outcome}

@@ -1,0 +1,315 @@
+"""The warm zygote: import torch (and what DDP imports lazily) once, then fork a supervisor per run.
+
+Started by `executor.pool` as `python -m executor.zygote CONFIG_JSON` with a scrubbed environment:
+every rank is a fork of this process, so its memory must hold no secret. It never runs a torch
+op and starts no thread: forked children of a process with intra-op thread pools hang (trap 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import importlib
+import json
+import os
+import platform
+import select
+import signal
+import socket
+import sys
+import time
+import traceback
+from typing import Any, NoReturn
+
+from executor import cell, sandbox, supervisor
+from executor.limits import Limits
+
+# Run once in a throw-away fork to learn which modules a typical DDP snippet imports lazily
+# (torch._dynamo, sympy, ...: ~0.9 s on first use, trap 1); the zygote then imports them itself.
+WARMUP_SNIPPET = """
+import os
+import torch, torch.distributed as dist, torch.nn as nn, torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+dist.init_process_group("gloo")
+model = DDP(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+torch.optim.Adam(model.parameters())
+data = TensorDataset(torch.randn(8, 4), torch.randn(8, 2))
+for x, y in DataLoader(data, batch_size=4, sampler=DistributedSampler(data)):
+    optimizer.zero_grad()
+    loss = F.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+t = torch.ones(2)
+dist.all_reduce(t); dist.broadcast(t, 0); dist.barrier(); dist.all_gather([torch.zeros(2)], t)
+print(t, model, loss.item(), model.module.state_dict().keys())
+dist.destroy_process_group()
+"""
+SEND_TIMEOUT_S = 5.0
+PROBE_SNIPPET = "import os\nprint('uid', os.getuid())\n"
+
+
+def main(argv: list[str]) -> None:
+    """Start the zygote described by the JSON config in argv[0] and serve until stdin closes."""
+    config = json.loads(argv[0])
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")  # before torch is imported, or it has no effect (trap 3)
+    started = time.monotonic()
+    torch_version, cuda_devices = _preload(config["warm"])
+    limits = Limits.model_validate(config["limits"])
+    context = supervisor.ZygoteContext(
+        trusted=config["trusted"],
+        plan=None,
+        sandbox_error=None,
+        limits=limits,
+        torch_version=torch_version,
+        python_version=platform.python_version(),
+        cuda_devices=cuda_devices,
+    )
+    if not config["trusted"]:
+        context = _probe_sandbox(context, config)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(config["socket"])
+    os.chmod(config["socket"], 0o600)
+    listener.listen(128)
+    ready = {
+        "event": "ready",
+        "torch": torch_version,
+        "python": context.python_version,
+        "cuda_devices": cuda_devices,
+        "trusted": context.trusted,
+        "sandbox_error": context.sandbox_error,
+        "threads": len(os.listdir("/proc/self/task")),
+        "startup_s": round(time.monotonic() - started, 3),
+    }
+    print(json.dumps(ready), flush=True)
+    # Move every object the preload created out of the collector's reach: a collection in a
+    # forked rank would otherwise walk (and so copy-on-write) the whole inherited heap.
+    gc.collect()
+    gc.freeze()
+    _serve(listener, context, int(config["slots"]))
+
+
+def _preload(warm: bool) -> tuple[str, int]:
+    import numpy  # noqa: F401  (without it torch warns into every snippet's output, trap 10)
+    import torch
+    import torch.distributed
+    import torch.multiprocessing
+    import torch.nn.parallel
+    import torch.utils.data
+
+    _patch_spawn(torch.multiprocessing)
+    if warm:
+        for name in _modules_used_by(WARMUP_SNIPPET):
+            try:
+                importlib.import_module(name)
+            except Exception:  # some modules only import in special contexts; not needed then
+                continue
+    # Counted through NVML (PYTORCH_NVML_BASED_CUDA_CHECK) so that CUDA is not initialised
+    # before fork (trap 11).
+    return str(torch.__version__), int(torch.cuda.device_count())
+
+
+def _patch_spawn(multiprocessing_module: Any) -> None:
+    # A snippet's own mp.spawn(start_method="spawn") pickles functions defined in an exec'd
+    # __main__, which fails (trap 9); the ranks are already forks, so fork there too.
+    start_processes = multiprocessing_module.start_processes
+
+    def spawn(fn: Any, args: Any = (), nprocs: int = 1, join: bool = True, daemon: bool = False,
+              start_method: str = "spawn") -> Any:  # fmt: skip
+        return start_processes(fn, args, nprocs, join, daemon, start_method="fork")
+
+    multiprocessing_module.spawn = spawn
+
+
+def _modules_used_by(code: str) -> list[str]:
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        before = set(sys.modules)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.environ.update(
+            {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(cell.free_port()),
+             "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}
+        )  # fmt: skip
+        try:
+            exec(compile(code, "warmup.py", "exec"), {"__name__": "__main__"})
+        finally:
+            names = sorted(set(sys.modules) - before)
+            with os.fdopen(write_end, "w") as out:
+                json.dump(names, out)
+            os._exit(0)
+    os.close(write_end)
+    chunks = []
+    with os.fdopen(read_end) as source:
+        ready, _, _ = select.select([source], [], [], 120)
+        if ready:
+            chunks.append(source.read())
+    os.waitpid(pid, 0)
+    imported: list[str] = json.loads(chunks[0]) if chunks and chunks[0] else []
+    return imported
+
+
+def _probe_sandbox(
+    context: supervisor.ZygoteContext, config: dict[str, Any]
+) -> supervisor.ZygoteContext:
+    """Run a tiny snippet in the full sandbox; any failure disables untrusted runs (fail closed)."""
+    plan_kwargs = {
+        "uid": config["uid"],
+        "gid": config["gid"],
+        "cgroup_root": config["cgroup_root"],
+        "cpu_fairness": config["cpu_fairness"],
+    }
+    try:
+        if os.geteuid() != 0:
+            raise sandbox.SandboxError("the executor is not running as root")
+        plan = sandbox.make_plan(config["hidden"], **plan_kwargs)
+        _remove_stale_cgroups(plan)
+    except (OSError, sandbox.SandboxError) as error:
+        return dataclasses.replace(context, plan=None, sandbox_error=str(error))
+    candidate = dataclasses.replace(context, plan=plan, sandbox_error=None)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        message = "the sandbox self-test run failed"
+        try:
+            slot = supervisor.Slot(f"probe-{os.getppid()}", candidate)
+            request = {"code": PROBE_SNIPPET, "nproc": 1, "backend": "gloo", "timeout_s": 20}
+            result = slot.run(request, lambda event: None)
+            if result["status"] == "ok" and result["ranks"][0]["stdout"] == f"uid {plan.uid}\n":
+                message = ""
+            else:
+                message = f"{message}: {result.get('message') or result}"
+        except BaseException as error:
+            message = f"{message}: {error}"
+        os.write(write_end, message.encode()[:4000])
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as source:
+        problem = source.read().decode()
+    os.waitpid(pid, 0)
+    _remove_stale_cgroups(plan, prefix=f"probe-{os.getpid()}", wait_s=1)
+    if problem:
+        return dataclasses.replace(context, plan=None, sandbox_error=problem)
+    return candidate
+
+
+def _remove_stale_cgroups(plan: sandbox.SandboxPlan, prefix: str = "", wait_s: float = 0) -> None:
+    """Remove the slot cgroups whose names start with prefix; wait for dying members."""
+    give_up = time.monotonic() + wait_s
+    while True:
+        left = 0
+        for controller in ("memory", "pids", "cpu"):
+            parent = os.path.join(plan.cgroup_root, controller, "ranklab")
+            names = os.listdir(parent) if os.path.isdir(parent) else []
+            for name in names:
+                path = os.path.join(parent, name)
+                if not (name.startswith(prefix) and os.path.isdir(path)):
+                    continue
+                if not prefix and _owner_alive(name):
+                    continue  # another live executor's slot (a dev server, a test session)
+                # A cgroup still in use (a dying run, another executor's slot) refuses rmdir.
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    left += 1
+        if not left or time.monotonic() >= give_up:
+            return
+        time.sleep(0.02)
+
+
+def _owner_alive(name: str) -> bool:
+    # Slot cgroups are named slot-<zygote pid>-<index> (probe-<zygote pid> for the self-test).
+    parts = name.split("-")
+    return len(parts) >= 2 and parts[1].isdigit() and os.path.exists(f"/proc/{parts[1]}")
+
+
+def _serve(listener: socket.socket, context: supervisor.ZygoteContext, slots: int) -> None:
+    """Keep `slots` slot workers alive until stdin closes (the service is gone)."""
+    workers: dict[int, int] = {}
+    while True:
+        for index in set(range(slots)) - set(workers.values()):
+            zygote = os.getpid()
+            pid = os.fork()
+            if pid == 0:
+                _slot_worker(listener, context, index, zygote)
+            workers[pid] = index
+        ready, _, _ = select.select([sys.stdin], [], [], 0.5)
+        if ready:
+            for pid in workers:
+                _kill_quietly(pid)
+            if context.plan is not None:
+                _remove_stale_cgroups(context.plan, prefix=f"slot-{os.getpid()}-", wait_s=2)
+            return
+        while workers:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            workers.pop(pid, None)  # a slot worker died (a bug): the loop starts a new one
+
+
+def _slot_worker(
+    listener: socket.socket, context: supervisor.ZygoteContext, index: int, zygote: int
+) -> NoReturn:
+    """Accept runs one at a time from the shared listener and run them in this slot."""
+    try:
+        sandbox.die_with_parent()  # if the zygote goes, so do its slots (and their runs)
+        if os.getppid() != zygote:
+            os._exit(0)  # it went before the line above took effect
+        name = f"slot-{zygote}-{index}"
+        try:
+            slot = supervisor.Slot(name, context)
+        except sandbox.SandboxError as error:
+            # Serve every request of this slot as `rejected` (with the reason) rather than
+            # crash-looping or leaving requests unanswered.
+            failed = dataclasses.replace(context, plan=None, sandbox_error=str(error))
+            slot = supervisor.Slot(name, failed)
+        slot.prepare()
+        while True:
+            connection, _ = listener.accept()
+            with connection:
+                _handle(connection, slot)
+            slot.prepare()
+    except BaseException:
+        traceback.print_exc()
+    os._exit(1)
+
+
+def _kill_quietly(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
+def _handle(connection: socket.socket, slot: supervisor.Slot) -> None:
+    # A service that stops reading must not stall the slot: its deadline and output caps are
+    # enforced between sends. After this long without progress the run is treated as orphaned.
+    connection.settimeout(SEND_TIMEOUT_S)
+    stream = connection.makefile("rwb")
+
+    def send(event: dict[str, Any]) -> None:
+        stream.write(json.dumps(event).encode() + b"\n")
+        stream.flush()
+
+    try:
+        request = json.loads(stream.readline())
+        result = slot.run(request, send)
+    except Exception as error:  # an executor bug, not the snippet's fault
+        traceback.print_exc()
+        result = {"status": "internal_error", "duration_ms": 0, "message": repr(error)}
+    try:
+        send({"event": "result", "result": result})
+        stream.close()
+    except OSError:
+        pass
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,227 @@
+"""The attack suite: each snippet in hostile/ must get the status its header names, harm nothing
+on the host, and leave the executor serving the next run normally."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from executor.contract import RankStatus, RunRequest, RunResult, RunStatus
+from executor.runner import Executor
+from executor.settings import PACKAGE_PARENT
+from tests.executor.conftest import CANARY, run
+
+pytestmark = pytest.mark.executor
+
+HOSTILE = Path(__file__).parent / "hostile"
+SNIPPETS = sorted(path.stem for path in HOSTILE.glob("*.py") if path.stem != "__init__")
+NORMAL = (
+    "import torch, torch.distributed as dist\n"
+    "dist.init_process_group('gloo')\n"
+    "t = torch.ones(1)\n"
+    "dist.all_reduce(t)\n"
+    "print(t.item())\n"
+)
+
+
+# Snippets that only end at the deadline get a short one; the others must end on their own.
+TIMEOUTS = {"busy_loop": 2.0, "fork_bomb": 2.0}
+
+
+def expected_status(name: str) -> RunStatus:
+    """Read the status a hostile snippet must get from its `# expect:` header line."""
+    header = (HOSTILE / f"{name}.py").read_text()
+    match = re.search(r"^# expect: (\w+)", header, re.MULTILINE)
+    assert match, f"{name}.py has no '# expect:' header"
+    return RunStatus(match.group(1))
+
+
+def leftover_processes(zygote: int) -> list[str]:
+    """Describe sandbox-uid processes that are this executor's, or that escaped every executor.
+
+    Other executors (a developer's app, another test session) may be running real runs on this
+    machine at the same time; their processes descend from their own zygote.
+    """
+    leftovers = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and _uid(entry) == "65534":
+            chain = _ancestors(entry)
+            mine = str(zygote) in chain
+            escaped = not any("executor.zygote" in _cmdline(pid) for pid in chain)
+            if mine or escaped:
+                leftovers.append(f"pid {entry}, ancestors {chain}")
+    return leftovers
+
+
+def _status(pid: str) -> dict[str, str]:
+    try:
+        text = Path("/proc", pid, "status").read_text()
+    except OSError:
+        return {}
+    return dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
+
+
+def _uid(pid: str) -> str:
+    return _status(pid).get("Uid", "-").split()[0]
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path("/proc", pid, "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _ancestors(pid: str) -> list[str]:
+    chain = []
+    while pid not in ("", "0", "1") and len(chain) < 32:
+        pid = _status(pid).get("PPid", "")
+        chain.append(pid)
+    return chain
+
+
+@pytest.fixture
+def host_listener() -> Iterator[socket.socket]:
+    """A TCP service on the host's loopback that no run may reach."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(0.2)
+        yield listener
+
+
+def check_fork_bomb(result: RunResult) -> None:
+    assert result.ranks[0].status is RankStatus.TIMEOUT
+
+
+def check_memory_bomb(result: RunResult) -> None:
+    assert result.ranks[0].status is RankStatus.KILLED
+    assert result.ranks[0].exit_code == -9
+
+
+def check_output_flood(result: RunResult) -> None:
+    rank = result.ranks[0]
+    assert rank.truncated
+    assert 0 < len(rank.stdout.encode()) <= 64 * 1024
+
+
+def check_busy_loop(result: RunResult) -> None:
+    assert 1500 <= result.duration_ms < 5000
+
+
+def check_detached_daemon(result: RunResult) -> None:
+    assert result.ranks[0].stdout == "daemon started\n"
+
+
+def check_kill_parent(result: RunResult) -> None:
+    exception = result.ranks[0].exception
+    assert exception is not None and exception.type == "PermissionError"
+
+
+def check_host_loopback(result: RunResult) -> None:
+    exception = result.ranks[0].exception
+    assert exception is not None and exception.type == "ConnectionRefusedError"
+    assert "connected" not in result.ranks[0].stdout
+
+
+def check_read_secrets(result: RunResult) -> None:
+    output = result.ranks[0].stdout + result.ranks[0].stderr
+    assert CANARY not in output
+    assert "/etc/shadow blocked: PermissionError" in output
+    assert "secret.txt blocked: FileNotFoundError" in output  # world-readable, yet hidden
+    assert "root:" not in output
+
+
+def check_leave_files(result: RunResult) -> None:
+    assert "written" in result.ranks[0].stdout  # /tmp is writable, but private
+
+
+def check_user_namespace(result: RunResult) -> None:
+    exception = result.ranks[0].exception
+    assert exception is not None and exception.type == "PermissionError"
+    assert "root inside" not in result.ranks[0].stdout
+
+
+CHECKS: dict[str, Callable[[RunResult], None]] = {
+    "fork_bomb": check_fork_bomb,
+    "memory_bomb": check_memory_bomb,
+    "output_flood": check_output_flood,
+    "busy_loop": check_busy_loop,
+    "detached_daemon": check_detached_daemon,
+    "kill_parent": check_kill_parent,
+    "host_loopback": check_host_loopback,
+    "read_secrets": check_read_secrets,
+    "leave_files": check_leave_files,
+    "user_namespace": check_user_namespace,
+}
+
+
+def test_every_hostile_snippet_has_a_check() -> None:
+    assert set(SNIPPETS) == set(CHECKS)
+
+
+@pytest.mark.parametrize("name", SNIPPETS)
+def test_hostile_snippet_is_contained_and_the_next_run_works(
+    sandboxed: Executor, name: str, host_listener: socket.socket, secret_dir: Path
+) -> None:
+    leftover = f"ranklab-leftover-{uuid.uuid4().hex}"
+    code = (
+        (HOSTILE / f"{name}.py")
+        .read_text()
+        .replace("__HOST_PORT__", str(host_listener.getsockname()[1]))
+        .replace("__CANARY_FILE__", str(secret_dir / "secret.txt"))
+        .replace("__REPO__", str(PACKAGE_PARENT))
+        .replace("__LEFTOVER__", leftover)
+    )
+    result = run(sandboxed, code, nproc=1, timeout_s=TIMEOUTS.get(name, 10))
+    assert result.status is expected_status(name), result
+    CHECKS[name](result)
+    # Nothing outlives the run, nothing reached the host.
+    assert sandboxed.pool._process is not None
+    assert leftover_processes(sandboxed.pool._process.pid) == []
+    with pytest.raises(TimeoutError):
+        host_listener.accept()
+    for directory in ("/tmp", "/dev/shm", "/var/tmp", str(PACKAGE_PARENT)):
+        assert not Path(directory, leftover).exists()
+    # And the executor serves a normal distributed run right after.
+    after = run(sandboxed, NORMAL, nproc=2)
+    assert after.status is RunStatus.OK, after
+    assert [r.stdout for r in after.ranks] == ["2.0\n", "2.0\n"]
+
+
+@pytest.fixture
+def fair(sandboxed: Executor) -> Iterator[Executor]:
+    """A second executor with cpu_fairness on (it is off by default, for throughput)."""
+    settings = sandboxed.settings.model_copy(update={"warm": False, "cpu_fairness": True})
+    runner = Executor(settings)
+    runner.pool.start()
+    yield runner
+    runner.close()
+
+
+def test_with_cpu_fairness_a_fork_bomb_does_not_starve_a_concurrent_run(fair: Executor) -> None:
+    bomb = (HOSTILE / "fork_bomb.py").read_text()
+
+    async def both() -> tuple[RunResult, float]:
+        attack = asyncio.create_task(
+            fair.run(RunRequest(code=bomb, nproc=1, timeout_s=3, use_cache=False))
+        )
+        await asyncio.sleep(0.5)  # let the bomb fill its pids cgroup
+        started = time.monotonic()
+        normal = await fair.run(RunRequest(code=NORMAL, nproc=2, use_cache=False))
+        elapsed = time.monotonic() - started
+        assert (await attack).status is RunStatus.TIMEOUT
+        return normal, elapsed
+
+    normal, elapsed = asyncio.run(both())
+    assert normal.status is RunStatus.OK
+    # Each slot has an equal cpu cgroup weight: the bomb's processes share one slot's CPU.
+    assert elapsed < 2.0

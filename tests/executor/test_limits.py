@@ -1,0 +1,115 @@
+"""The executor's pure limit logic: no fixtures, no torch."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from executor.contract import RankStatus, RunRequest, RunStatus
+from executor.limits import (
+    Limits,
+    LimitViolation,
+    check_request,
+    rank_status,
+    resolve_backend,
+    run_budget,
+    run_status,
+)
+
+LIMITS = Limits()
+
+
+def request(**changes: object) -> RunRequest:
+    return RunRequest.model_validate({"code": "print(1)", "nproc": 2, **changes})
+
+
+def test_a_default_request_is_within_limits() -> None:
+    check_request(request(), LIMITS)
+
+
+@pytest.mark.parametrize("nproc", [0, -1, LIMITS.max_nproc + 1])
+def test_nproc_out_of_range_is_refused_with_the_range_in_the_message(nproc: int) -> None:
+    with pytest.raises(LimitViolation) as caught:
+        check_request(request(nproc=nproc), LIMITS)
+    assert caught.value.status_code == 422
+    assert f"between 1 and {LIMITS.max_nproc} (got {nproc})" in caught.value.message
+
+
+def test_oversize_code_is_refused_as_too_large() -> None:
+    with pytest.raises(LimitViolation) as caught:
+        check_request(request(code="#" * (LIMITS.max_code_bytes + 1)), LIMITS)
+    assert caught.value.status_code == 413
+    assert "bytes" in caught.value.message
+
+
+def test_code_size_counts_utf8_bytes_not_characters() -> None:
+    code = "é" * (LIMITS.max_code_bytes // 2 + 1)
+    with pytest.raises(LimitViolation):
+        check_request(request(code=code), LIMITS)
+
+
+@pytest.mark.parametrize("timeout", [0.0, 0.1, LIMITS.max_timeout_s + 1, math.nan, math.inf])
+def test_a_timeout_outside_the_range_is_refused(timeout: float) -> None:
+    with pytest.raises(LimitViolation) as caught:
+        check_request(request(timeout_s=timeout), LIMITS)
+    assert "timeout_s must be between" in caught.value.message
+
+
+def test_auto_backend_is_gloo_without_enough_gpus() -> None:
+    assert resolve_backend("auto", cuda_devices=0, nproc=2) == "gloo"
+    assert resolve_backend("auto", cuda_devices=1, nproc=2) == "gloo"
+
+
+def test_auto_backend_is_nccl_with_one_gpu_per_rank() -> None:
+    assert resolve_backend("auto", cuda_devices=4, nproc=2) == "nccl"
+
+
+def test_an_explicit_backend_is_kept() -> None:
+    assert resolve_backend("nccl", cuda_devices=0, nproc=2) == "nccl"
+
+
+def test_the_memory_budget_grows_with_the_number_of_ranks() -> None:
+    assert run_budget(4, 5, LIMITS).memory_bytes > run_budget(2, 5, LIMITS).memory_bytes
+    assert run_budget(4, 5, LIMITS).pids > run_budget(2, 5, LIMITS).pids
+
+
+def test_the_cpu_budget_outlasts_the_wall_deadline() -> None:
+    assert run_budget(2, 7.5, LIMITS).cpu_seconds >= 8
+
+
+def test_a_recorded_success_wins_over_an_abort_at_exit() -> None:
+    # Trap 4: ranks sometimes SIGABRT during teardown after finishing correctly.
+    assert rank_status(0, -6, timed_out=False) == (RankStatus.OK, 0)
+
+
+def test_a_recorded_failure_is_an_error_with_its_exit_code() -> None:
+    assert rank_status(3, 3, timed_out=False) == (RankStatus.ERROR, 3)
+
+
+def test_a_rank_still_running_at_the_deadline_timed_out() -> None:
+    assert rank_status(None, None, timed_out=True) == (RankStatus.TIMEOUT, None)
+
+
+def test_a_rank_killed_without_a_record_is_killed() -> None:
+    assert rank_status(None, -9, timed_out=False) == (RankStatus.KILLED, -9)
+
+
+def test_a_rank_that_exits_without_a_record_is_judged_by_its_exit_code() -> None:
+    assert rank_status(None, 0, timed_out=False) == (RankStatus.OK, 0)
+    assert rank_status(None, 2, timed_out=False) == (RankStatus.ERROR, 2)
+
+
+def test_all_ranks_ok_is_an_ok_run() -> None:
+    assert run_status([RankStatus.OK, RankStatus.OK]) is RunStatus.OK
+
+
+def test_one_failing_rank_makes_the_run_an_error() -> None:
+    assert run_status([RankStatus.OK, RankStatus.ERROR]) is RunStatus.ERROR
+
+
+def test_limit_events_outrank_rank_outcomes() -> None:
+    ranks = [RankStatus.OK, RankStatus.KILLED]
+    assert run_status(ranks, timed_out=True) is RunStatus.TIMEOUT
+    assert run_status(ranks, timed_out=True, output_exceeded=True) is RunStatus.OUTPUT_LIMIT
+    assert run_status(ranks, output_exceeded=True, memory_exceeded=True) is RunStatus.MEMORY_LIMIT

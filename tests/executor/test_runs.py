@@ -1,0 +1,191 @@
+"""Real gloo ranks: what distributed snippets really do, rank by rank."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from executor.contract import RankStatus, RunStatus
+from executor.runner import Executor
+from tests.executor.conftest import run
+
+pytestmark = pytest.mark.executor
+
+
+def test_all_reduce_gives_every_rank_the_sum(executor: Executor) -> None:
+    result = run(
+        executor,
+        "import torch, torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "t = torch.tensor([dist.get_rank() + 1.0])\n"
+        "dist.all_reduce(t)\n"
+        "print(dist.get_rank(), t.item())\n"
+        "dist.destroy_process_group()\n",
+        nproc=3,
+    )
+    assert result.status is RunStatus.OK
+    assert [r.stdout for r in result.ranks] == ["0 6.0\n", "1 6.0\n", "2 6.0\n"]
+    assert all(r.exit_code == 0 and r.status is RankStatus.OK for r in result.ranks)
+
+
+def test_ranks_start_with_the_variables_torchrun_sets(executor: Executor) -> None:
+    names = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"]
+    code = f"import os, json\nprint(json.dumps({{n: os.environ.get(n) for n in {names!r}}}))\n"
+    result = run(executor, code, nproc=2)
+    seen = [json.loads(r.stdout) for r in result.ranks]
+    assert [s["RANK"] for s in seen] == ["0", "1"]
+    assert [s["LOCAL_RANK"] for s in seen] == ["0", "1"]
+    assert {s["WORLD_SIZE"] for s in seen} == {"2"}
+    assert {s["LOCAL_WORLD_SIZE"] for s in seen} == {"2"}
+    assert all(s["MASTER_ADDR"] and s["MASTER_PORT"] for s in seen)
+
+
+def test_distributed_sampler_splits_indices_by_rank(executor: Executor) -> None:
+    code = (
+        "import torch.distributed as dist\n"
+        "from torch.utils.data import DistributedSampler\n"
+        "dist.init_process_group('gloo')\n"
+        "print(list(DistributedSampler(range(10), shuffle=False)))\n"
+    )
+    result = run(executor, code, nproc=2)
+    assert [r.stdout for r in result.ranks] == ["[0, 2, 4, 6, 8]\n", "[1, 3, 5, 7, 9]\n"]
+
+
+def test_ddp_averages_gradients_across_ranks(executor: Executor) -> None:
+    code = (
+        "import torch, torch.distributed as dist, torch.nn as nn\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "dist.init_process_group('gloo')\n"
+        "rank = dist.get_rank()\n"
+        "model = DDP(nn.Linear(1, 1, bias=False))\n"
+        "model(torch.tensor([[rank + 1.0]])).sum().backward()\n"
+        "print(model.module.weight.grad.item())\n"
+    )
+    result = run(executor, code, nproc=2)
+    # Local gradients are 1 and 2; DDP all-reduces and averages them on every rank.
+    assert [r.stdout for r in result.ranks] == ["1.5\n", "1.5\n"]
+
+
+def test_a_deadlock_times_out_keeping_what_each_rank_printed(executor: Executor) -> None:
+    code = (
+        "import torch, torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "print('before', dist.get_rank(), flush=True)\n"
+        "if dist.get_rank() == 0:\n"
+        "    dist.all_reduce(torch.ones(1))  # rank 1 never joins\n"
+        "else:\n"
+        "    import time; time.sleep(60)\n"
+    )
+    result = run(executor, code, nproc=2, timeout_s=2)
+    assert result.status is RunStatus.TIMEOUT
+    assert [r.status for r in result.ranks] == [RankStatus.TIMEOUT, RankStatus.TIMEOUT]
+    assert [r.stdout for r in result.ranks] == ["before 0\n", "before 1\n"]
+    assert 2000 <= result.duration_ms < 5000
+
+
+def test_an_exception_on_one_rank_is_reported_with_type_and_message(executor: Executor) -> None:
+    code = (
+        "import os\n"
+        "if os.environ['RANK'] == '1':\n"
+        "    raise ValueError('bad shard on rank 1')\n"
+        "print('fine')\n"
+    )
+    result = run(executor, code, nproc=2)
+    assert result.status is RunStatus.ERROR
+    ok, failed = result.ranks
+    assert ok.status is RankStatus.OK and ok.stdout == "fine\n"
+    assert failed.status is RankStatus.ERROR and failed.exit_code == 1
+    assert failed.exception is not None
+    assert (failed.exception.type, failed.exception.message) == (
+        "ValueError",
+        "bad shard on rank 1",
+    )
+    assert 'File "snippet.py", line 3' in failed.stderr
+
+
+def test_sys_exit_codes_are_kept_per_rank(executor: Executor) -> None:
+    code = "import os, sys\nsys.exit(int(os.environ['RANK']) * 3)\n"
+    result = run(executor, code, nproc=2)
+    assert [(r.status, r.exit_code) for r in result.ranks] == [
+        (RankStatus.OK, 0),
+        (RankStatus.ERROR, 3),
+    ]
+    assert all(r.exception is None for r in result.ranks)
+
+
+def test_a_syntax_error_is_reported_like_python_would(executor: Executor) -> None:
+    result = run(executor, "print('unclosed'\n", nproc=1)
+    assert result.ranks[0].exception is not None
+    assert result.ranks[0].exception.type == "SyntaxError"
+    assert "SyntaxError" in result.ranks[0].stderr
+
+
+def test_several_ranks_keep_stdout_and_stderr_apart(executor: Executor) -> None:
+    code = (
+        "import os, sys\n"
+        "rank = os.environ['RANK']\n"
+        "for i in range(3):\n"
+        "    print(f'rank {rank} line {i}')\n"
+        "print(f'warning from {rank}', file=sys.stderr)\n"
+    )
+    result = run(executor, code, nproc=4)
+    for rank in result.ranks:
+        lines = [f"rank {rank.rank} line {i}" for i in range(3)]
+        assert rank.stdout == "\n".join(lines) + "\n"
+        assert rank.stderr == f"warning from {rank.rank}\n"
+
+
+def test_a_snippet_that_calls_mp_spawn_itself_works(executor: Executor) -> None:
+    code = (
+        "import torch.multiprocessing as mp\n"
+        "def work(i):\n"
+        "    print('child', i, flush=True)\n"
+        "if __name__ == '__main__':\n"
+        "    mp.spawn(work, nprocs=2)\n"
+        "    print('joined')\n"
+    )
+    result = run(executor, code, nproc=1)
+    assert result.status is RunStatus.OK, result
+    assert sorted(result.ranks[0].stdout.splitlines()) == ["child 0", "child 1", "joined"]
+
+
+def test_the_result_says_where_it_was_observed(executor: Executor) -> None:
+    result = run(executor, "print(1)", nproc=2)
+    assert result.environment is not None
+    assert result.environment.backend == "gloo"
+    assert result.environment.device == "cpu"
+    assert result.environment.nproc == 2
+    assert result.environment.torch.startswith("2.")
+    assert result.observed_at is not None and result.observed_at.endswith("Z")
+    assert result.cached is False
+
+
+def test_output_of_a_non_daemon_thread_is_kept_as_python_would(executor: Executor) -> None:
+    code = (
+        "import threading, time\n"
+        "def late():\n"
+        "    time.sleep(0.2)\n"
+        "    print('from the thread')\n"
+        "threading.Thread(target=late).start()\n"
+        "print('main done')\n"
+    )
+    result = run(executor, code, nproc=1)
+    assert result.ranks[0].stdout == "main done\nfrom the thread\n"
+
+
+def test_a_failing_rank_stops_its_peers_as_torchrun_does(executor: Executor) -> None:
+    code = (
+        "import torch, torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "if dist.get_rank() == 1:\n"
+        "    raise RuntimeError('rank 1 crashed before the collective')\n"
+        "dist.all_reduce(torch.ones(1))  # rank 0 waits for a peer that is gone\n"
+    )
+    result = run(executor, code, nproc=2, timeout_s=20)
+    assert result.status is RunStatus.ERROR  # not a 20 s timeout
+    assert result.duration_ms < 10_000
+    waiting, crashed = result.ranks
+    assert crashed.exception is not None and crashed.exception.type == "RuntimeError"
+    # The waiting rank either sees the lost peer itself or is stopped after a short grace.
+    assert waiting.status in {RankStatus.ERROR, RankStatus.KILLED}

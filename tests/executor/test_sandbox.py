@@ -1,0 +1,102 @@
+"""What a sandboxed rank can see and do, and how the executor fails closed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from executor.contract import RunRequest, RunStatus
+from executor.runner import Executor
+from executor.settings import PACKAGE_PARENT, ExecutorSettings
+from tests.executor.conftest import run
+
+pytestmark = pytest.mark.executor
+
+PROBE = """
+import json, os, socket
+facts = {"uid": os.getuid(), "gid": os.getgid(), "pid": os.getpid(), "ppid": os.getppid()}
+facts["interfaces"] = [name for _, name in socket.if_nameindex()]
+facts["hostname"] = socket.gethostname()
+facts["processes"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+facts["tmp"] = os.listdir("/tmp")
+facts["home_dirs"] = os.listdir("/root")
+facts["repo"] = os.listdir(%(repo)r)
+status = dict(line.split(":\t", 1) for line in open("/proc/self/status").read().splitlines())
+facts["seccomp"] = status["Seccomp"].strip()
+facts["no_new_privs"] = status["NoNewPrivs"].strip()
+facts["capabilities"] = status["CapEff"].strip()
+try:
+    open("/usr/ranklab-probe", "w")
+    facts["root_writable"] = True
+except OSError as error:
+    facts["root_writable"] = type(error).__name__
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=1)
+    facts["internet"] = True
+except OSError as error:
+    facts["internet"] = type(error).__name__
+with open("/dev/null", "w") as sink:  # device nodes stay usable on the read-only /dev
+    facts["dev_null"] = sink.write("x")
+print(json.dumps(facts))
+"""
+
+
+def test_a_rank_runs_as_nobody_in_its_own_namespaces(sandboxed: Executor) -> None:
+    result = run(sandboxed, PROBE % {"repo": str(PACKAGE_PARENT)}, nproc=1)
+    assert result.status is RunStatus.OK, result
+    facts = json.loads(result.ranks[0].stdout)
+    assert (facts["uid"], facts["gid"]) == (65534, 65534)
+    assert facts["ppid"] == 1  # its parent is the run's init: a pid namespace of its own
+    assert facts["processes"] == sorted({1, facts["pid"]})
+    assert facts["interfaces"] == ["lo"]
+    assert (facts["seccomp"], facts["no_new_privs"]) == ("2", "1")  # filter mode, no way back
+    assert int(facts["capabilities"], 16) == 0
+    assert facts["hostname"] == "ranklab"
+    assert facts["internet"] in {"OSError", "ConnectionRefusedError"}
+    assert facts["root_writable"] in {"OSError", "PermissionError"}
+    assert facts["dev_null"] == 1
+    assert facts["tmp"] == [".ranklab"]  # a fresh private /tmp (holding only the hosts file)
+    assert facts["home_dirs"] == [".pyenv"]  # only the interpreter is visible in /root
+    assert set(facts["repo"]) <= {".venv"}  # the app's files and database are hidden
+
+
+def test_ranks_of_a_sandboxed_run_talk_over_their_own_loopback(sandboxed: Executor) -> None:
+    code = (
+        "import torch, torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "t = torch.tensor([float(dist.get_rank())])\n"
+        "dist.broadcast(t, src=1)\n"
+        "print(t.item())\n"
+    )
+    result = run(sandboxed, code, nproc=2)
+    assert [r.stdout for r in result.ranks] == ["1.0\n", "1.0\n"]
+    assert all(r.stderr == "" for r in result.ranks)  # no hostname warnings from c10d
+
+
+def test_without_isolation_untrusted_code_is_refused(executor: Executor) -> None:
+    settings = ExecutorSettings(
+        warm=False, max_concurrent_runs=1, cgroup_root="/nonexistent-cgroup-root"
+    )
+    broken = Executor(settings)
+    try:
+        broken.pool.start()
+        result = asyncio.run(broken.run(RunRequest(code="print('ran bare')", nproc=1)))
+    finally:
+        broken.close()
+    assert result.status is RunStatus.REJECTED
+    assert result.message is not None and "refusing to run untrusted code" in result.message
+    assert result.ranks == []
+
+
+def test_trusted_mode_runs_unsandboxed_only_when_asked(executor: Executor) -> None:
+    settings = ExecutorSettings(trusted=True, warm=False, max_concurrent_runs=1)
+    trusted = Executor(settings)
+    try:
+        trusted.pool.start()
+        result = asyncio.run(trusted.run(RunRequest(code="import os; print(os.getuid())")))
+    finally:
+        trusted.close()
+    assert result.status is RunStatus.OK
+    assert result.ranks[0].stdout == "0\n"

@@ -91,6 +91,8 @@ class SandboxPlan:
 
     hidden: tuple[str, ...]
     exposed: tuple[str, ...]
+    # Python trees under /tmp (a checkout or venv there): the run's private /tmp would cover them.
+    under_tmp: tuple[str, ...] = ()
     uid: int = 65534
     gid: int = 65534
     cgroup_root: str = "/sys/fs/cgroup"
@@ -114,7 +116,11 @@ def make_plan(
     under_hidden = [p for p in real if any(_is_under(p, h) for h in real_hidden)]
     # Keep only outermost exposures: binding a parent already brings its children.
     exposed = tuple(p for p in under_hidden if not any(_is_under(p, q) and p != q for q in real))
-    return SandboxPlan(real_hidden, exposed, uid, gid, cgroup_root, cpu_fairness)
+    tmp = os.path.realpath("/tmp")
+    under_tmp = tuple(
+        p for p in real if _is_under(p, tmp) and not any(_is_under(p, q) and p != q for q in real)
+    )
+    return SandboxPlan(real_hidden, exposed, under_tmp, uid, gid, cgroup_root, cpu_fairness)
 
 
 def _is_under(path: str, parent: str) -> bool:
@@ -186,7 +192,18 @@ def isolate_init(plan: SandboxPlan, tmp_bytes: int, shm_bytes: int) -> None:
     # The only writable places: a private, size-capped /tmp and /dev/shm (multiprocessing and
     # NCCL need shm). They are fresh tmpfs mounts, so nothing written there reaches the host.
     tmpfs_flags = MS_NOSUID | MS_NODEV
-    _mount("tmpfs", "/tmp", "tmpfs", tmpfs_flags, f"size={tmp_bytes},mode=1777")
+    # Held by fd before the private /tmp covers them, then bound back read-only (the recursive
+    # read-only flip above does not reach mounts made after it).
+    tmp_fds = [os.open(p, os.O_PATH | os.O_DIRECTORY) for p in plan.under_tmp]
+    try:
+        _mount("tmpfs", "/tmp", "tmpfs", tmpfs_flags, f"size={tmp_bytes},mode=1777")
+        for path, fd in zip(plan.under_tmp, tmp_fds, strict=True):
+            os.makedirs(path, mode=0o755, exist_ok=True)
+            _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+            _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID)
+    finally:
+        for fd in tmp_fds:
+            os.close(fd)
     if os.path.isdir("/dev/shm"):
         _mount("tmpfs", "/dev/shm", "tmpfs", tmpfs_flags, f"size={shm_bytes},mode=1777")
     _install_hosts_file()

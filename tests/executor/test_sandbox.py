@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 
 import pytest
 
 from executor.contract import RunRequest, RunStatus
 from executor.runner import Executor
+from executor.sandbox import make_plan
 from executor.settings import PACKAGE_PARENT, ExecutorSettings
 from tests.executor.conftest import run
 
@@ -100,3 +102,17 @@ def test_trusted_mode_runs_unsandboxed_only_when_asked(executor: Executor) -> No
         trusted.close()
     assert result.status is RunStatus.OK
     assert result.ranks[0].stdout == "0\n"
+
+
+def test_python_trees_under_tmp_are_bound_back_over_the_private_tmp(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A checkout (and its .venv) under /tmp, as CI may use: the run's private /tmp covers it,
+    # so the plan must name the venv to bind back, and only the outermost tree.
+    site = tmp_path / "clone" / ".venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "clone" / ".venv"))
+    monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
+    plan = make_plan([], 65534, 65534, "/sys/fs/cgroup")
+    assert str(tmp_path / "clone" / ".venv") in plan.under_tmp
+    assert str(site) not in plan.under_tmp

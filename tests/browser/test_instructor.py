@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 from playwright.sync_api import expect
 
 from app.accounts.models import Role
+from app.config import ROOT
 from tests.support.accounts import set_role
 
 pytestmark = pytest.mark.browser
@@ -42,3 +46,56 @@ def test_an_instructor_previews_and_verifies_a_set_against_real_runs(page, live_
     expect(
         page.locator('[data-item-id="uneven-iterations-hang"][data-testid="verify-result"]')
     ).to_contain_text("timeout")
+
+
+def test_the_first_admin_from_the_cli_promotes_an_instructor_in_the_ui(
+    browser, live_server, live_database_url
+):
+    created = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "users",
+            "create",
+            "cli-admin",
+            "--role",
+            "admin",
+            "--password-stdin",
+        ],
+        input="administers\n",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        env={**os.environ, "DATABASE_URL": live_database_url},
+    )
+    assert created.returncode == 0, created.stderr
+    learner_context = browser.new_context(base_url=live_server)
+    learner = learner_context.new_page()
+    learner.goto("/register")
+    learner.get_by_label("Username").fill("soon-teacher")
+    learner.get_by_label("Password").fill("will-teach")
+    learner.get_by_test_id("register").click()
+    learner.wait_for_url(re.compile(r"/me/progress$"))
+    assert learner.get_by_test_id("nav-content").count() == 0
+
+    admin_context = browser.new_context(base_url=live_server)
+    admin = admin_context.new_page()
+    admin.goto("/login")
+    admin.get_by_label("Username").fill("cli-admin")
+    admin.get_by_label("Password").fill("administers")
+    admin.get_by_test_id("login").click()
+    admin.get_by_test_id("nav-users").click()
+    row = admin.locator('[data-testid="user-row"][data-username="soon-teacher"]')
+    row.get_by_label("Role of soon-teacher").select_option("instructor")
+    row.get_by_test_id("save-user").click()
+    expect(admin.locator('[data-username="soon-teacher"] select[name="role"]')).to_have_value(
+        "instructor"
+    )
+
+    learner.goto("/")
+    learner.get_by_test_id("nav-content").click()
+    expect(learner.get_by_test_id("content-files")).to_be_visible()
+    learner_context.close()
+    admin_context.close()

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import DateTime, Enum, event
+from sqlalchemy import DateTime, Enum, event, make_url
 from sqlalchemy.engine import Engine
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Session, create_engine
@@ -45,6 +46,9 @@ def make_engine(url: str) -> Engine:
     """Create an engine; on SQLite, wait for locks and take the write lock at BEGIN."""
     if not url.startswith("sqlite"):
         return create_engine(url, pool_pre_ping=True)
+    database = make_url(url).database
+    if database and database != ":memory:":
+        Path(database).parent.mkdir(parents=True, exist_ok=True)  # var/ on a fresh checkout
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
     @event.listens_for(engine, "connect")

@@ -20,12 +20,13 @@ FROM base AS executor
 # Pass --build-arg TORCH_INDEX=<your PyTorch CPU wheel index> for the small CPU-only build.
 ARG TORCH_INDEX=""
 RUN pip install ${TORCH_INDEX:+--index-url "$TORCH_INDEX"} "torch==2.13.*" \
-    && pip install '.[executor]'
+    && pip install -e '.[executor]'
 EXPOSE 8001
 CMD ["ranklab", "executor", "serve", "--host", "0.0.0.0", "--port", "8001"]
 
 FROM base AS app
-RUN pip install . && useradd --system --home /srv/ranklab ranklab && mkdir -p var \
+# Editable, so the app finds templates/, static/, challenges/ and alembic/ beside its code.
+RUN pip install -e . && useradd --system --home /srv/ranklab ranklab && mkdir -p var \
     && chown ranklab var
 USER ranklab
 ENV RANKLAB_ENVIRONMENT=production

@@ -63,6 +63,9 @@ def get_optional_user(request: Request, session: SessionDep, now: NowDep) -> Use
         # Detached with its columns loaded: a rollback later in the request (a refused answer)
         # must not expire the object that error pages still render.
         session.expunge(user)
+    # End the read at once: on SQLite every transaction holds the write lock (BEGIN IMMEDIATE),
+    # and a request may go on to wait for the executor.
+    session.commit()
     request.state.user = user
     return user
 

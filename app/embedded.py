@@ -24,6 +24,19 @@ from app.config import Settings
 from app.executor_client import HttpExecutorClient
 from app.main import create_app
 
+# What the executor may inherit: how to find Python and its own settings, never the app's
+# secret key or database URL.
+_PASSED_TO_EXECUTOR = ("PATH", "LANG", "LC_ALL", "TZ", "HOME", "TMPDIR", "VIRTUAL_ENV")
+
+
+def executor_environment() -> dict[str, str]:
+    """The embedded executor's environment: no app secrets (RANKLAB_EXECUTOR_* settings pass)."""
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if name in _PASSED_TO_EXECUTOR or name.startswith("RANKLAB_EXECUTOR_")
+    }
+
 
 def spawn_executor(
     host: str, port: int, trusted: bool = False, log: IO[bytes] | None = None
@@ -43,7 +56,11 @@ def spawn_executor(
     if trusted:
         command.append("--trusted")
     return subprocess.Popen(
-        command, start_new_session=True, stdout=log, stderr=subprocess.STDOUT if log else None
+        command,
+        env=executor_environment(),
+        start_new_session=True,
+        stdout=log,
+        stderr=subprocess.STDOUT if log else None,
     )
 
 

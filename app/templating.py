@@ -73,5 +73,5 @@ def build_templates() -> Jinja2Templates:
 
 
 def pygments_css() -> str:
-    """Return the stylesheet for highlighted code (written to static/css by `make static`)."""
+    """Return the stylesheet for highlighted code (how static/css/pygments.css was made)."""
     return str(_FORMATTER.get_style_defs(".highlight"))

@@ -30,7 +30,7 @@ from app.deps import (
     SessionDep,
     SettingsDep,
 )
-from app.errors import NotFound
+from app.errors import Conflict, NotFound
 from app.runs import service as runs
 
 router = APIRouter()
@@ -66,6 +66,7 @@ def _question_context(
         "count": len(attempt.item_id_list),
         "deadline_ms": int(deadline.timestamp() * 1000) if deadline else None,
         "server_now_ms": int(now.timestamp() * 1000),
+        "grace_ms": int(grace_s * 1000),
         "seconds_left": clock.seconds_left(now) if clock else None,
     }
 
@@ -83,10 +84,26 @@ def start(set_id: str, catalog: CatalogDep, user: CurrentUser, session: SessionD
 
 
 @router.get("/attempts/{attempt_id}")
-def resume(attempt_id: int, user: CurrentUser, session: SessionDep):
+def resume(
+    attempt_id: int,
+    user: CurrentUser,
+    session: SessionDep,
+    catalog: CatalogDep,
+    settings: SettingsDep,
+    now: NowDep,
+):
     """Send the learner to where the attempt stands: its current question or its results."""
     assert user.id is not None
     attempt = attempts.attempt_for_user(session, attempt_id, user.id)
+    loaded = catalog.get(attempt.set_id)
+    attempt = attempts.skip_removed_items(
+        session,
+        attempt,
+        loaded.challenge_set if loaded else None,
+        settings.grace_seconds,
+        now,
+        user.time_accommodation.multiplier,
+    )
     if attempt.finished:
         return _redirect(f"/attempts/{attempt.id}/results")
     return _redirect(f"/attempts/{attempt.id}/q/{attempt.current_position + 1}")
@@ -112,6 +129,7 @@ def question(
     attempts.close_if_expired(session, row, settings.grace_seconds, now)
     context = _question_context(catalog, attempt, row, settings.grace_seconds, now)
     item = attempts.catalog_item(catalog, attempt, row)
+    session.commit()  # release SQLite's lock before asking the executor
     if isinstance(item, EXECUTABLE_KINDS) and row.status.closed:
         context["run"] = {"nproc": item.launch.nproc, "available": runs.available(executor)}
     return request.app.state.templates.TemplateResponse(request, "question.html", context)
@@ -192,6 +210,8 @@ def hint(
     item = attempts.catalog_item(catalog, attempt, row)
     if item.hint is None:
         raise NotFound("This question has no hint.")
+    if row.status is not rules.ItemStatus.OPEN:
+        raise Conflict("Hints are for open questions.")
     attempts.show_hint(session, row, now)
     if request.headers.get("hx-request") == "true":
         return request.app.state.templates.TemplateResponse(
@@ -213,9 +233,10 @@ def expire(
     """The browser's timer reached zero: record the time-out (if the server agrees), move on."""
     assert user.id is not None
     attempt, row = attempts.question_for_user(session, attempt_id, number, user.id)
-    # The grace exists for answers still travelling at 0:00; a learner whose own page reports
-    # the time-out has nothing in flight, so the server's deadline alone decides.
-    if attempts.close_if_expired(session, row, 0.0, now):
+    if row.position != attempt.current_position:
+        return _redirect(f"/attempts/{attempt.id}")
+    # The page waits out the grace before reporting, so an answer sent at 0:00 still counts.
+    if attempts.close_if_expired(session, row, settings.grace_seconds, now):
         _advance(session, attempt, catalog, settings, now, user)
         return _redirect(f"/attempts/{attempt.id}")
     return _redirect(f"/attempts/{attempt.id}/q/{number}")

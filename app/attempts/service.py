@@ -177,6 +177,8 @@ def submit(
     answer = rules.parse_answer(item, raw_answer)
     if answer is None:
         raise BadRequest(Refusal.INVALID.value)
+    if row.status is ItemStatus.PENDING:
+        raise Conflict(Refusal.NOT_OPEN.value)  # no clock yet: it was never shown
     refused = rules.refusal(
         row.status, clock(row, grace_s), row.attempts_used, row.attempts_allowed, now
     )
@@ -306,3 +308,31 @@ def standings(session: Session, user_id: int) -> dict[str, SetStanding]:
         elif standing.active_attempt_id is None:
             standing.active_attempt_id = attempt.id
     return result
+
+
+def skip_removed_items(
+    session: Session,
+    attempt: SetAttempt,
+    challenge_set: ChallengeSet | None,
+    grace_s: float,
+    now: datetime,
+    time_multiplier: float | None = 1.0,
+) -> SetAttempt:
+    """Close the current question if an edit removed it from the set, and move on.
+
+    Attempts keep their stable item ids; when an instructor deletes an item, a learner who is on
+    it must not be stuck on a question that can no longer be shown or answered.
+    """
+    assert attempt.id is not None
+    while not attempt.finished and challenge_set is not None:
+        row = item_at(session, attempt.id, attempt.current_position)
+        if challenge_set.item(row.item_id) is not None:
+            break
+        if not row.status.closed:
+            row.status = ItemStatus.TIMED_OUT  # scored as not answered: it was never answerable
+            row.closed_at = now
+            row.started_at = row.started_at or now
+            session.add(row)
+            session.commit()
+        attempt = advance(session, attempt, challenge_set, grace_s, now, time_multiplier)
+    return attempt

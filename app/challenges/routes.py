@@ -44,7 +44,6 @@ def home(request: Request, catalog: CatalogDep, user: OptionalUser, session: Ses
             "sets": [_summary(loaded) for loaded in catalog.ordered()],
             "standing": standing,
             "errors": catalog.errors if user and user.is_staff else [],
-            "error_count": len(catalog.errors),
         },
     )
 

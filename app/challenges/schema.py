@@ -17,7 +17,7 @@ DEFAULT_ATTEMPTS = 2
 
 
 class Strict(BaseModel):
-    """Base for every schema model: unknown fields are errors, values are not coerced silently."""
+    """Base for every schema model: unknown fields are errors and models are immutable."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -83,7 +83,7 @@ class Launch(Strict):
         description="CUDA devices the snippet needs; a CPU executor reports 'needs N GPUs'.",
     )
     timeout_s: float = Field(
-        default=20, gt=0, le=120, description="Wall-clock limit; a hang ends as a timeout."
+        default=20, gt=0, le=60, description="Wall-clock limit (the executor's maximum is 60 s)."
     )
 
 

@@ -40,6 +40,7 @@ def run_snippet(
         timeout_s=item.launch.timeout_s,
     )
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    session.commit()  # release SQLite's lock: the run streams for seconds
     return StreamingResponse(
         runs.sse_events(executor, request), media_type="text/event-stream", headers=headers
     )

@@ -10,7 +10,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from app.challenges.schema import ChoiceBase, DebugItem, ItemBase, Outcome, RankExpectation
+from app.challenges.schema import (
+    ChoiceBase,
+    DebugItem,
+    ItemBase,
+    Outcome,
+    PredictOutputItem,
+    RankExpectation,
+)
 from executor.contract import RankResult, RunResult, RunStatus
 
 
@@ -137,6 +144,14 @@ def judge(item: ItemBase, observations: Sequence[Observation]) -> ItemReport:
     if not keyed:
         report.problems.append(
             "the key has no outcome to verify (add `outcome:` to the keyed option or a `failure:`)"
+        )
+    if isinstance(item, PredictOutputItem):
+        # Every option of a predict-output item is a claim about the output: one that says
+        # nothing checkable cannot be shown false, so "no distractor matches" would be unproven.
+        report.problems.extend(
+            f"option {option.id} has no outcome: verify cannot show that it is false"
+            for option in item.options
+            if option.id not in item.answer_ids and not is_checkable(option.outcome)
         )
     for index, observation in enumerate(observations, start=1):
         result = observation.result

@@ -1,7 +1,11 @@
 // The countdown only displays the server's deadline; the server decides what is late.
 // serverNow corrects for a wrong clock on the learner's machine.
+let answering = false; // an answer on its way wins over the page's own time-out report
+document.addEventListener("submit", (event) => {
+  if (event.target.matches("[data-testid=answer-form]")) answering = true;
+});
 document.addEventListener("alpine:init", () => {
-  window.Alpine.data("countdown", (deadlineMs, serverNowMs, expireFormId) => ({
+  window.Alpine.data("countdown", (deadlineMs, serverNowMs, expireFormId, graceMs) => ({
     offset: serverNowMs - Date.now(),
     remaining: deadlineMs - serverNowMs,
     label: "",
@@ -18,8 +22,9 @@ document.addEventListener("alpine:init", () => {
         this.fired = true;
         clearInterval(this.timer);
         const form = document.getElementById(expireFormId);
-        // A moment's wait lets the server's clock pass the deadline too.
-        if (form) setTimeout(() => form.submit(), 400);
+        // Report the time-out only once the server's grace is over too: an answer clicked at
+        // 0:00 is still on its way and still counts.
+        if (form) setTimeout(() => { if (!answering) form.submit(); }, (graceMs || 0) + 400);
       }
     },
   }));

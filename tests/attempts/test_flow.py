@@ -11,9 +11,11 @@ from sqlmodel import Session, select
 
 from app.attempts.models import ItemAttempt, Submission
 from app.db import make_engine
+from tests.conftest import FIXTURES
 from tests.support.learner import Learner
 
 SECRETS = ("KEY-EXPLANATION", "FEEDBACK-")
+QUICK = FIXTURES / "quick"
 
 
 @pytest.fixture
@@ -74,7 +76,10 @@ def test_the_browser_timer_expiry_moves_on_only_when_the_server_agrees(learner, 
     attempt = learner.start("test-basics")
     early = learner.post(f"{attempt}/q/1/expire", follow_redirects=False)
     assert early.headers["location"] == f"{attempt}/q/1"  # not yet: still answerable
-    clock.advance(60.5)  # past the deadline: the page's own time-out needs no grace
+    clock.advance(62)  # past the deadline but inside the grace: an answer may still arrive
+    inside_grace = learner.post(f"{attempt}/q/1/expire", follow_redirects=False)
+    assert inside_grace.headers["location"] == f"{attempt}/q/1"
+    clock.advance(2)
     learner.post(f"{attempt}/q/1/expire", follow_redirects=False)
     assert learner.get(attempt).url.path == f"{attempt}/q/2"
 
@@ -98,10 +103,24 @@ def test_the_hint_is_given_on_demand_and_recorded(learner, app_factory):
     assert "Count the processes" in learner.get(f"{attempt}/q/1").text
 
 
+def test_no_hint_for_a_question_that_is_not_open(app_factory, database_url):
+    with TestClient(app_factory(database_url, challenges_dir=QUICK)) as client:
+        learner = Learner(client)
+        learner.start_as_guest()
+        attempt = learner.start("test-quick")
+        refused = learner.post(f"{attempt}/q/2/hint")  # not shown yet
+        assert refused.status_code == 409 and "open questions" in refused.text
+
+
 def test_questions_cannot_be_skipped_or_seen_before_they_open(learner):
     attempt = learner.start("test-basics")
     assert learner.get(f"{attempt}/q/2", follow_redirects=False).headers["location"] == attempt
     assert learner.get(f"/api{attempt}/q/2").status_code == 404
+    early = learner.answer(attempt, 2, "3.33")
+    assert early.status_code == 409 and "not open" in early.text
+    assert (
+        learner.post(f"{attempt}/q/2/expire", follow_redirects=False).headers["location"] == attempt
+    )
     refused = learner.next(attempt)
     assert refused.status_code == 409
 

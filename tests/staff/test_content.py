@@ -88,3 +88,16 @@ def test_without_an_executor_the_preview_says_runs_are_unavailable(instructor, e
     executor.up = False
     page = instructor.get("/staff/sets/test-runs/preview").text
     assert "Runs are unavailable right now" in page and "verify-set" not in page
+
+
+def test_a_learner_on_a_question_an_edit_removed_moves_on(instructor, folder):
+    attempt = instructor.start("test-basics")
+    instructor.answer(attempt, 1, "B")
+    instructor.next(attempt)  # now on the numeric question
+    set_file = folder / "basics" / "set.yaml"
+    text = set_file.read_text()
+    set_file.write_text(text[: text.index("  - id: speedup")])
+    instructor.post("/staff/content/reload")
+    page = instructor.get(attempt)  # resuming skips the removed question
+    assert page.url.path == f"{attempt}/results"
+    assert "1 / 2 correct" in page.text and "removed from the set" in page.text

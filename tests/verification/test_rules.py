@@ -80,6 +80,18 @@ def test_a_key_without_an_outcome_cannot_be_proven():
     assert "no outcome to verify" in report.problems[0]
 
 
+def test_a_predict_output_distractor_without_an_outcome_cannot_be_shown_false():
+    item = predict(
+        [
+            {"id": "A", "text": "1", "outcome": rank_outcome(rall="1\n")},
+            {"id": "B", "text": "something else"},
+        ]
+    )
+    report = judge(item, [Observation(run("1\n", "1\n"))])
+    assert report.verdict is Verdict.FAIL
+    assert report.problems == ["option B has no outcome: verify cannot show that it is false"]
+
+
 def test_rank_order_that_varies_must_be_declared():
     outcome = rank_outcome(r0="a\n", r1="b\n")
     item = predict(
@@ -127,7 +139,7 @@ def test_unseeded_output_cannot_be_keyed_as_fixed_text():
     regex = predict(
         [
             {"id": "A", "text": "r", "outcome": {"ranks": {"0": {"stdout_regex": r"0\.\d"}}}},
-            {"id": "B", "text": "x"},
+            {"id": "B", "text": "x", "outcome": rank_outcome(r0="x\n")},
         ]
     )
     assert (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -95,15 +96,7 @@ def resume(
     """Send the learner to where the attempt stands: its current question or its results."""
     assert user.id is not None
     attempt = attempts.attempt_for_user(session, attempt_id, user.id)
-    loaded = catalog.get(attempt.set_id)
-    attempt = attempts.skip_removed_items(
-        session,
-        attempt,
-        loaded.challenge_set if loaded else None,
-        settings.grace_seconds,
-        now,
-        user.time_accommodation.multiplier,
-    )
+    attempt = _advance(session, attempt, catalog, settings, now, user, attempts.skip_removed_items)
     if attempt.finished:
         return _redirect(f"/attempts/{attempt.id}/results")
     return _redirect(f"/attempts/{attempt.id}/q/{attempt.current_position + 1}")
@@ -249,10 +242,11 @@ def _advance(
     settings: Settings,
     now: datetime,
     user: User,
-) -> None:
-    """Move on with the learner's own time accommodation for the next question's clock."""
+    step: Callable[..., SetAttempt] = attempts.advance,
+) -> SetAttempt:
+    """Move on (or skip removed questions) with the learner's own time accommodation."""
     loaded = catalog.get(attempt.set_id)
-    attempts.advance(
+    return step(
         session,
         attempt,
         loaded.challenge_set if loaded else None,

@@ -4,4 +4,4 @@ Importing this package (and `executor.contract`, `executor.limits`) never import
 the web app uses the contract models to talk to the service.
 """
 
-EXECUTOR_VERSION = "0.1.0"
+EXECUTOR_VERSION = "0.2.0"  # bumped whenever runs can observe something new

@@ -24,6 +24,7 @@ def cache_key(request: RunRequest, torch_version: str, sandboxed: bool) -> str:
         "nproc": request.nproc,
         "backend": request.backend,
         "timeout_s": request.timeout_s,
+        "launcher": request.launcher,
         "torch": torch_version,
         "executor": EXECUTOR_VERSION,
         "sandboxed": sandboxed,  # a snippet may print its uid: trusted runs differ

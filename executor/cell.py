@@ -7,12 +7,16 @@ enforces the deadline and the output/memory caps, and judges each rank.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
+import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -31,6 +35,8 @@ GRACE_AFTER_FAILURE_S = 1.0
 # Each sandboxed run has its own network namespace, so a fixed port cannot collide.
 SANDBOX_MASTER_PORT = 29500
 READ_CHUNK = 65536
+AGENT_STORE_START_S = 5.0
+SANDBOX_SCRIPT_DIR = "/tmp"
 
 Send = Callable[[dict[str, Any]], None]
 
@@ -105,13 +111,16 @@ class Cell:
         """Hand the request to init, pump output until the ranks end or a limit hits, judge."""
         self.budget = budget
         nproc = int(request["nproc"])
-        for io in self.ranks[nproc:]:
+        launcher = request.get("launcher", "torchrun")
+        processes = 1 if launcher == "python" else nproc
+        for io in self.ranks[processes:]:
             for read_end, _ in io.fds.values():
                 os.close(read_end)
-        self.ranks = self.ranks[:nproc]
+        self.ranks = self.ranks[:processes]
         port = SANDBOX_MASTER_PORT if self.plan is not None else free_port()
         order = json.dumps({"code": request["code"], "nproc": nproc, "port": port,
-                            "timeout_s": request["timeout_s"]})  # fmt: skip
+                            "timeout_s": request["timeout_s"], "launcher": launcher,
+                            "run_id": str(uuid.uuid4())})  # fmt: skip
         cgroups = self.cgroups
         self.oom_before = cgroups.oom_kills() if cgroups is not None else 0
         try:
@@ -153,17 +162,26 @@ class Cell:
         if not payload:
             os._exit(0)  # the slot went away before sending a request
         order = json.loads(payload)
-        budget = run_budget(order["nproc"], order["timeout_s"], self.ctx.limits)
+        launcher = order.get("launcher", "torchrun")
+        processes = 1 if launcher == "python" else order["nproc"]
+        budget = run_budget(budget_ranks(order["nproc"], launcher), order["timeout_s"],
+                            self.ctx.limits)  # fmt: skip
+        script = _write_script(order["code"], sandboxed=self.plan is not None)
+        store = self._start_agent_store(order, budget) if launcher == "torchrun" else None
         pids: dict[int, int] = {}
-        for io in self.ranks[: order["nproc"]]:
+        for io in self.ranks[:processes]:
             pid = os.fork()
             if pid == 0:
                 rank_module.run_rank(
                     rank_module.RankLaunch(
                         code=order["code"],
+                        script=script,
                         rank=io.rank,
                         nproc=order["nproc"],
                         master_port=order["port"],
+                        run_id=order["run_id"],
+                        launcher=launcher,
+                        reseed=self.ctx.reseed,
                         stdout_fd=io.fds["stdout"][1],
                         stderr_fd=io.fds["stderr"][1],
                         result_fd=io.fds["result"][1],
@@ -182,9 +200,44 @@ class Cell:
                 code = os.waitstatus_to_exitcode(wait_status)
                 line = json.dumps({"rank": pids.pop(pid), "wait": code}) + "\n"
                 os.write(self.status_w, line.encode())
+        if store is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(store, signal.SIGKILL)
         if self.plan is None:
+            shutil.rmtree(os.path.dirname(script), ignore_errors=True)
             os.killpg(0, signal.SIGKILL)  # trusted: stragglers in the group die (setsid escapes)
         os._exit(0)
+
+    def _start_agent_store(self, order: dict[str, Any], budget: RunBudget) -> int | None:
+        """Host the rendezvous store on MASTER_PORT, as torchrun's agent does.
+
+        torchrun tells its workers to join the agent's store (TORCHELASTIC_USE_AGENT_STORE), so
+        rank 0 does not create one; a snippet that builds its own store on MASTER_PORT fails
+        there, and must fail here too. The store runs as the sandbox's unprivileged user.
+        """
+        ready_r, ready_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(ready_r)
+                devnull = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(devnull, fd)
+                sandbox.confine_rank(self.plan, budget)
+                import torch.distributed as dist
+
+                store = dist.TCPStore("localhost", order["port"], None, True, multi_tenant=True,
+                                      wait_for_workers=False)  # fmt: skip
+                os.write(ready_w, b"1")
+                os.close(ready_w)
+                signal.pause()
+                del store
+            finally:
+                os._exit(0)
+        os.close(ready_w)
+        ready, _, _ = select.select([ready_r], [], [], AGENT_STORE_START_S)
+        os.close(ready_r)
+        return pid if ready else None
 
     def _pump(self, send: Send, deadline: float) -> None:
         poller = select.poll()
@@ -332,6 +385,7 @@ class Cell:
                     "stderr": "".join(io.text["stderr"]),
                     "truncated": io.truncated,
                     "exception": record["exception"] if record else None,
+                    "unseeded_random": bool(record and record.get("unseeded_random")),
                 }
             )
         run = run_status(
@@ -341,6 +395,24 @@ class Cell:
             output_exceeded=self.output_exceeded,
         )
         return {"status": run, "ranks": results}
+
+
+def budget_ranks(nproc: int, launcher: str) -> int:
+    """Ranks to size a run's limits for: a python launch also holds its parent process."""
+    return nproc + 1 if launcher == "python" else nproc
+
+
+def _write_script(code: str, sandboxed: bool) -> str:
+    """Write the snippet to a real file the ranks can read (and its children re-import)."""
+    # Inside the sandbox /tmp is the run's private tmpfs; the file stays root-owned, read-only
+    # for the ranks. A trusted run gets a directory of its own, removed when the run ends.
+    directory = SANDBOX_SCRIPT_DIR if sandboxed else tempfile.mkdtemp(prefix="ranklab-run-")
+    os.chmod(directory, 0o1777 if sandboxed else 0o755)
+    path = os.path.join(directory, rank_module.SNIPPET_NAME)
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(code)
+    os.chmod(path, 0o644)
+    return path
 
 
 def _write_all(fd: int, data: bytes) -> None:

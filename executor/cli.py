@@ -42,6 +42,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--nproc", type=int, default=2, help="number of ranks (default 2)")
     run.add_argument("--backend", choices=["auto", "gloo", "nccl"], default="auto")
     run.add_argument("--timeout", type=float, default=10.0, help="wall-clock seconds")
+    run.add_argument(
+        "--launcher",
+        choices=["torchrun", "python"],
+        default="torchrun",
+        help="torchrun: nproc ranks (default); python: one process, as `python snippet.py`",
+    )
     run.add_argument("--json", action="store_true", help="print the RunResult as JSON")
     run.add_argument(
         "--trusted",
@@ -65,7 +71,12 @@ def _run(args: argparse.Namespace) -> int:
         print(f"ranklab run: cannot read {args.snippet}: {error}", file=sys.stderr)
         return USAGE_ERROR
     request = RunRequest(
-        code=code, nproc=args.nproc, backend=args.backend, timeout_s=args.timeout, use_cache=False
+        code=code,
+        nproc=args.nproc,
+        backend=args.backend,
+        timeout_s=args.timeout,
+        launcher=args.launcher,
+        use_cache=False,
     )
     # One run: skip the DDP warm-up (it costs more than it saves) and need only one slot.
     settings = ExecutorSettings(trusted=args.trusted, warm=False, max_concurrent_runs=1)

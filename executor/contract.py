@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Backend = Literal["auto", "gloo", "nccl"]
+Launcher = Literal["torchrun", "python"]
 
 
 class RunStatus(StrEnum):
@@ -45,6 +46,12 @@ class RunRequest(BaseModel):
         default="auto", description="auto = nccl when there are nproc CUDA devices, else gloo."
     )
     timeout_s: float = Field(default=10.0, description="Wall-clock limit for the whole run.")
+    launcher: Launcher = Field(
+        default="torchrun",
+        description="torchrun: nproc ranks with torchrun's environment. python: one process run "
+        "as `python snippet.py` would be (no torchrun variables); its own children (mp.spawn) "
+        "are the ranks, and nproc sizes the memory and process budget for them.",
+    )
     use_cache: bool = Field(
         default=True, description="Serve a cached observation if one exists (verify sets False)."
     )
@@ -55,6 +62,17 @@ class ExceptionInfo(BaseModel):
 
     type: str = Field(description="Exception class name, e.g. RuntimeError.")
     message: str = Field(description="str() of the exception.")
+    module: str | None = Field(default=None, description="Module defining the class.")
+    bases: list[str] = Field(
+        default_factory=list,
+        description="Names of its base classes, nearest first (DistBackendError → "
+        "RuntimeError, Exception, BaseException), so a key naming a base class matches.",
+    )
+
+    def is_a(self, name: str) -> bool:
+        """Whether the exception is of class `name` (short or module-qualified) or inherits it."""
+        qualified = f"{self.module}.{self.type}" if self.module else self.type
+        return name in (self.type, qualified) or name in self.bases
 
 
 class RankResult(BaseModel):
@@ -70,6 +88,11 @@ class RankResult(BaseModel):
     stderr: str = ""
     truncated: bool = Field(default=False, description="Output was cut at the output limit.")
     exception: ExceptionInfo | None = None
+    unseeded_random: bool = Field(
+        default=False,
+        description="The rank drew from a random generator it never seeded: its output may "
+        "vary between runs even when a few runs happened to agree.",
+    )
 
 
 class Environment(BaseModel):
@@ -80,6 +103,7 @@ class Environment(BaseModel):
     device: str
     nproc: int
     python: str
+    launcher: str = "torchrun"
 
 
 class RunResult(BaseModel):

@@ -125,6 +125,7 @@ class WarmPool:
                 "cgroup_root": self.settings.cgroup_root,
                 "slots": self.settings.max_concurrent_runs,
                 "cpu_fairness": self.settings.cpu_fairness,
+                "reseed": self.settings.reseed_after_fork,
             }
             command = [self.settings.python, "-m", "executor.zygote", json.dumps(config)]
             # cwd=/ so that a relative path in the service never resolves inside the zygote.

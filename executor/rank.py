@@ -5,43 +5,48 @@ Runs in a fork of the warm zygote, so torch is already imported; nothing here ma
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import contextlib
 import io
 import json
-import linecache
 import os
+import random
 import sys
 import threading
 import traceback
 import types
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from executor import sandbox
 from executor.limits import RunBudget
 
-SNIPPET_FILENAME = "snippet.py"
+SNIPPET_NAME = "snippet.py"
 RESULT_FD = 3  # the rank's outcome goes here, one JSON line, before os._exit
 BASE_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "HOME": "/tmp",
     "TMPDIR": "/tmp",
     "LANG": "C.UTF-8",
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "PYTHONUNBUFFERED": "1",
 }
+# torchrun sets these for every worker of a single-node, single-role job; the parity suite
+# (tests/parity) compares the full list with a real torchrun 2.13.
+TORCHELASTIC_SIGNALS = "SIGTERM,SIGINT,SIGHUP,SIGQUIT"
 
 
 @dataclass(frozen=True)
 class RankLaunch:
-    """Everything a rank needs, decided by the slot before forking."""
+    """Everything a rank needs, decided by the run's init before forking."""
 
     code: str
+    script: str  # the snippet's real path (a file the rank can read, as torchrun's ranks do)
     rank: int
     nproc: int
     master_port: int
+    run_id: str
+    launcher: str  # "torchrun" (nproc ranks) or "python" (one process, no torchrun variables)
+    reseed: bool
     stdout_fd: int
     stderr_fd: int
     result_fd: int
@@ -50,52 +55,145 @@ class RankLaunch:
     exception_chars: int
 
 
-def torchrun_env(rank: int, nproc: int, master_port: int) -> dict[str, str]:
+def torchrun_env(rank: int, nproc: int, master_port: int, run_id: str) -> dict[str, str]:
     """Return the variables torchrun --standalone sets for a single-node rank."""
-    return {
+    error_dir = f"/tmp/torchelastic_{run_id[:8]}/{run_id}/attempt_0/{rank}"
+    env = {
         **BASE_ENV,
         "RANK": str(rank),
         "LOCAL_RANK": str(rank),
         "GROUP_RANK": "0",
+        "GROUP_WORLD_SIZE": "1",
+        "ROLE_NAME": "default",
         "ROLE_RANK": str(rank),
         "WORLD_SIZE": str(nproc),
         "LOCAL_WORLD_SIZE": str(nproc),
         "ROLE_WORLD_SIZE": str(nproc),
-        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_ADDR": "localhost",
         "MASTER_PORT": str(master_port),
-        "TORCHELASTIC_RUN_ID": "ranklab",
+        "TORCHELASTIC_RUN_ID": run_id,
         "TORCHELASTIC_RESTART_COUNT": "0",
         "TORCHELASTIC_MAX_RESTARTS": "0",
+        "TORCHELASTIC_USE_AGENT_STORE": "True",
+        "TORCHELASTIC_ERROR_FILE": f"{error_dir}/error.json",
+        "TORCHELASTIC_SIGNALS_TO_HANDLE": TORCHELASTIC_SIGNALS,
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
     }
+    # torchrun sets OMP_NUM_THREADS=1 only when it starts more than one worker.
+    if nproc > 1:
+        env["OMP_NUM_THREADS"] = "1"
+    return env
 
 
 def run_rank(launch: RankLaunch) -> NoReturn:
     """Become rank `launch.rank`: confine, run the snippet, write the outcome, _exit."""
     try:
         _redirect(launch)
+        if launch.reseed:
+            reseed_generators()
         sandbox.confine_rank(launch.plan, launch.budget)
-        os.chdir("/tmp")
+        os.chdir(os.path.dirname(launch.script))
         os.environ.clear()  # nothing of the zygote's environment reaches the snippet
-        os.environ.update(torchrun_env(launch.rank, launch.nproc, launch.master_port))
-        sys.argv = [SNIPPET_FILENAME]
+        if launch.launcher == "torchrun":
+            os.environ.update(
+                torchrun_env(launch.rank, launch.nproc, launch.master_port, launch.run_id)
+            )
+            error_file = os.environ["TORCHELASTIC_ERROR_FILE"]
+            os.makedirs(os.path.dirname(error_file), exist_ok=True)
+        else:
+            os.environ.update(BASE_ENV)
+        _set_thread_count(launch)
+        sys.argv = [SNIPPET_NAME]
+        sys.path[0] = os.path.dirname(launch.script)  # as for `python snippet.py`
     except BaseException as error:  # refuse to run rather than run unconfined
         os.write(2, f"ranklab: rank setup failed: {error!r}\n".encode())
         os._exit(70)
-    exit_code, exception = _execute(launch.code, launch.exception_chars)
+    before = random_state()
+    exit_code, exception = _execute(launch.code, launch.script, launch.exception_chars)
     exit_code &= 0xFF  # what the shell would see, as for `python snippet.py`
-    # Like the interpreter at exit, wait for the snippet's non-daemon threads (a thread that
-    # never ends hangs the rank until the deadline, as it would hang `python snippet.py`).
-    # Unlike it, skip atexit handlers and module teardown: see os._exit below.
+    # As the interpreter does at exit: wait for the snippet's non-daemon threads (one that
+    # never ends hangs the rank until the deadline, as it would hang `python snippet.py`), then
+    # run the atexit handlers. Module teardown is skipped: see os._exit below.
     with contextlib.suppress(Exception):
         threading._shutdown()  # type: ignore[attr-defined]
+    with contextlib.suppress(Exception):
+        atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
-    record = {"rank": launch.rank, "exit_code": exit_code, "exception": exception}
+    record = {
+        "rank": launch.rank,
+        "exit_code": exit_code,
+        "exception": exception,
+        "unseeded_random": before is not None and unseeded_draws(before),
+    }
     with contextlib.suppress(OSError):
         os.write(RESULT_FD, (json.dumps(record) + "\n").encode())
     # os._exit, not sys.exit: tearing down gloo threads in a forked rank deadlocks (trap 4).
     os._exit(exit_code)
+
+
+def reseed_generators() -> None:
+    """Seed every generator a fresh interpreter seeds from entropy, as a fresh process would.
+
+    A fork inherits its parent's generator states, so without this an unseeded torch.rand,
+    random.random() or nn.Linear initialisation would be identical on every rank and run.
+    CUDA's generators are not touched: the warm parent never initialised CUDA, so they start
+    in a fork exactly as in a fresh process.
+    """
+    import torch
+
+    torch.default_generator.seed()
+    random.seed()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+
+
+def random_state() -> tuple[Any, ...] | None:
+    """Snapshot the default generators, to tell afterwards whether the snippet drew from them."""
+    torch = sys.modules.get("torch")
+    numpy = sys.modules.get("numpy")
+    if torch is None:
+        return None
+    legacy = numpy.random.get_state()[1].copy() if numpy is not None else None
+    return (torch.initial_seed(), torch.get_rng_state(), random.getstate(), legacy)
+
+
+def unseeded_draws(before: tuple[Any, ...]) -> bool:
+    """Whether the snippet drew from a generator it never seeded (its output may vary by run)."""
+    import torch
+
+    seed, torch_state, python_state, legacy = before
+    if torch.initial_seed() == seed and not torch.equal(torch.get_rng_state(), torch_state):
+        return True
+    # random and numpy cannot tell seeding from drawing: a change means "may vary", which
+    # only makes `ranklab verify` look harder (more runs) before it accepts fixed output.
+    if random.getstate() != python_state:
+        return True
+    numpy = sys.modules.get("numpy")
+    return (
+        legacy is not None
+        and numpy is not None
+        and (not (numpy.random.get_state()[1] == legacy).all())
+    )
+
+
+def _set_thread_count(launch: RankLaunch) -> None:
+    # OMP_NUM_THREADS set now is read by nobody (trap 3): a fresh torchrun worker reads it at
+    # torch import. Apply what that worker would end up with.
+    import torch
+
+    threads = os.environ.get("OMP_NUM_THREADS")
+    torch.set_num_threads(int(threads) if threads else _fresh_default_threads())
+
+
+def _fresh_default_threads() -> int:
+    # What torch picks in a fresh process with no OMP_NUM_THREADS: the physical cores it may use.
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except OSError:
+        return 1
 
 
 def _redirect(launch: RankLaunch) -> None:
@@ -118,28 +216,31 @@ def _text_stream(fd: int) -> io.TextIOWrapper:
     return io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace", line_buffering=True)
 
 
-def _execute(code: str, exception_chars: int) -> tuple[int, dict[str, str] | None]:
+def _execute(code: str, script: str, exception_chars: int) -> tuple[int, dict[str, Any] | None]:
     """Run code as __main__ the way `python snippet.py` would; return (exit code, exception)."""
     module = types.ModuleType("__main__")
-    module.__dict__.update({"__file__": SNIPPET_FILENAME, "__builtins__": builtins})
+    module.__dict__.update({"__file__": script, "__builtins__": builtins, "__cached__": None})
     sys.modules["__main__"] = module
-    # Tracebacks show the snippet's source lines, as they would for a real file.
-    linecache.cache[SNIPPET_FILENAME] = (
-        len(code),
-        None,
-        code.splitlines(keepends=True),
-        SNIPPET_FILENAME,
-    )
     try:
-        exec(compile(code, SNIPPET_FILENAME, "exec"), module.__dict__)
+        exec(compile(code, script, "exec"), module.__dict__)
     except SystemExit as stop:
         return _exit_code_of(stop), None
     except BaseException as error:
         tb = error.__traceback__.tb_next if error.__traceback__ else None
         traceback.print_exception(type(error), error, tb)
-        message = str(error)[:exception_chars]
-        return 1, {"type": type(error).__name__, "message": message}
+        return 1, describe_exception(error, exception_chars)
     return 0, None
+
+
+def describe_exception(error: BaseException, exception_chars: int) -> dict[str, Any]:
+    """The exception as the contract reports it, with its base classes for hierarchy matching."""
+    kind = type(error)
+    return {
+        "type": kind.__name__,
+        "module": kind.__module__,
+        "bases": [base.__name__ for base in kind.__mro__[1:] if base is not object],
+        "message": str(error)[:exception_chars],
+    }
 
 
 def _exit_code_of(stop: SystemExit) -> int:

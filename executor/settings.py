@@ -48,6 +48,11 @@ class ExecutorSettings(BaseSettings):
         description="Give each slot an equal-weight cpu cgroup (a fork bomb cannot starve "
         "concurrent runs) at a 15-20% throughput cost on 2 cores.",
     )
+    reseed_after_fork: bool = Field(
+        default=True,
+        description="Reseed torch, random and numpy from fresh entropy in every rank, as a fresh "
+        "process would be (off only to show what the parity suite catches).",
+    )
     python: str = Field(default=sys.executable, description="Interpreter that runs the zygote.")
     startup_timeout_s: float = 120.0
     limits: Limits = Field(default_factory=Limits)

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from executor import sandbox
-from executor.cell import Cell, Send
+from executor.cell import Cell, Send, budget_ranks
 from executor.contract import RunStatus
 from executor.limits import Limits, resolve_backend, run_budget
 
@@ -29,6 +29,7 @@ class ZygoteContext:
     torch_version: str
     python_version: str
     cuda_devices: int
+    reseed: bool = True
 
 
 def now_iso() -> str:
@@ -79,7 +80,9 @@ class Slot:
                 "code. Trusted mode (--trusted) is only for instructor-authored content."
             )
             return {**result, "status": RunStatus.REJECTED, "duration_ms": 0, "message": message}
-        budget = run_budget(nproc, timeout_s, self.ctx.limits)
+        launcher = request.get("launcher", "torchrun")
+        environment["launcher"] = launcher
+        budget = run_budget(budget_ranks(nproc, launcher), timeout_s, self.ctx.limits)
         try:
             if self.cgroups is not None:
                 self.cgroups.set_limits(budget)

@@ -66,6 +66,7 @@ def main(argv: list[str]) -> None:
         torch_version=torch_version,
         python_version=platform.python_version(),
         cuda_devices=cuda_devices,
+        reseed=config.get("reseed", True),
     )
     if not config["trusted"]:
         context = _probe_sandbox(context, config)
@@ -99,7 +100,6 @@ def _preload(warm: bool) -> tuple[str, int]:
     import torch.nn.parallel
     import torch.utils.data
 
-    _patch_spawn(torch.multiprocessing)
     if warm:
         for name in _modules_used_by(WARMUP_SNIPPET):
             try:
@@ -109,18 +109,6 @@ def _preload(warm: bool) -> tuple[str, int]:
     # Counted through NVML (PYTORCH_NVML_BASED_CUDA_CHECK) so that CUDA is not initialised
     # before fork (trap 11).
     return str(torch.__version__), int(torch.cuda.device_count())
-
-
-def _patch_spawn(multiprocessing_module: Any) -> None:
-    # A snippet's own mp.spawn(start_method="spawn") pickles functions defined in an exec'd
-    # __main__, which fails (trap 9); the ranks are already forks, so fork there too.
-    start_processes = multiprocessing_module.start_processes
-
-    def spawn(fn: Any, args: Any = (), nprocs: int = 1, join: bool = True, daemon: bool = False,
-              start_method: str = "spawn") -> Any:  # fmt: skip
-        return start_processes(fn, args, nprocs, join, daemon, start_method="fork")
-
-    multiprocessing_module.spawn = spawn
 
 
 def _modules_used_by(code: str) -> list[str]:

@@ -41,6 +41,8 @@ def test_run_json_gives_the_true_per_rank_result_and_exit_0(
     assert [r["stdout"] for r in result["ranks"]] == ["rank 0: 3\n", "rank 1: 3\n"]
     assert result["ranks"][1]["exception"] == {
         "type": "RuntimeError",
+        "module": "builtins",
+        "bases": ["Exception", "BaseException"],
         "message": "rank 1 gives up",
     }
 

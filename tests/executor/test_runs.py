@@ -101,7 +101,7 @@ def test_an_exception_on_one_rank_is_reported_with_type_and_message(executor: Ex
         "ValueError",
         "bad shard on rank 1",
     )
-    assert 'File "snippet.py", line 3' in failed.stderr
+    assert 'snippet.py", line 3' in failed.stderr  # the real file's path, as torchrun shows
 
 
 def test_sys_exit_codes_are_kept_per_rank(executor: Executor) -> None:

@@ -52,7 +52,9 @@ def test_a_rank_runs_as_nobody_in_its_own_namespaces(sandboxed: Executor) -> Non
     facts = json.loads(result.ranks[0].stdout)
     assert (facts["uid"], facts["gid"]) == (65534, 65534)
     assert facts["ppid"] == 1  # its parent is the run's init: a pid namespace of its own
-    assert facts["processes"] == sorted({1, facts["pid"]})
+    # Only this run's processes: init, the rendezvous store it hosts (as torchrun's agent
+    # does), and the rank itself.
+    assert len(facts["processes"]) == 3 and {1, facts["pid"]} <= set(facts["processes"])
     assert facts["interfaces"] == ["lo"]
     assert (facts["seccomp"], facts["no_new_privs"]) == ("2", "1")  # filter mode, no way back
     assert int(facts["capabilities"], 16) == 0
@@ -60,10 +62,13 @@ def test_a_rank_runs_as_nobody_in_its_own_namespaces(sandboxed: Executor) -> Non
     assert facts["internet"] in {"OSError", "ConnectionRefusedError"}
     assert facts["root_writable"] in {"OSError", "PermissionError"}
     assert facts["dev_null"] == 1
-    # A fresh private /tmp: the hosts file, plus the way down to a venv bound back from a
-    # checkout under /tmp (where CI may clone), nothing else of the host's /tmp.
+    # A fresh private /tmp: the hosts file, the snippet, torchrun's error-file folder, plus the
+    # way down to a venv bound back from a checkout under /tmp (where CI may clone), nothing
+    # else of the host's /tmp.
     bound_back = {Path(p).relative_to("/tmp").parts[0] for p in make_plan([], 0, 0, "").under_tmp}
-    assert set(facts["tmp"]) == {".ranklab"} | bound_back
+    elastic = {name for name in facts["tmp"] if name.startswith("torchelastic_")}
+    assert len(elastic) == 1
+    assert set(facts["tmp"]) == {".ranklab", "snippet.py"} | elastic | bound_back
     assert facts["home_dirs"] == [".pyenv"]  # only the interpreter is visible in /root
     assert set(facts["repo"]) <= {".venv"}  # the app's files and database are hidden
 

@@ -62,7 +62,14 @@ def test_a_run_returns_the_contract_result(executor: Executor) -> None:
     result = response.json()
     assert result["status"] == "ok"
     assert [r["stdout"] for r in result["ranks"]] == ["hello from 0\n", "hello from 1\n"]
-    assert set(result["environment"]) == {"torch", "backend", "device", "nproc", "python"}
+    assert set(result["environment"]) == {
+        "torch",
+        "backend",
+        "device",
+        "nproc",
+        "python",
+        "launcher",
+    }
     assert {"rank", "status", "exit_code", "stdout", "stderr", "truncated", "exception"} <= set(
         result["ranks"][0]
     )

@@ -1,0 +1,123 @@
+"""Ranks behave as torchrun's do: own random state, a real script file, atexit, spawned children.
+
+The parity suite (tests/parity) compares whole runs with a real torchrun; these pin each
+mechanism on the executor alone, quickly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from executor.contract import RankStatus, RunRequest, RunResult, RunStatus
+from executor.runner import Executor
+
+pytestmark = pytest.mark.executor
+
+
+def launch(runner: Executor, code: str, nproc: int = 2, **fields: object) -> RunResult:
+    """Run code uncached with extra request fields (launcher, timeout_s)."""
+    request = RunRequest.model_validate(
+        {"code": code, "nproc": nproc, "timeout_s": 20, "use_cache": False, **fields}
+    )
+    return asyncio.run(runner.run(request))
+
+
+DRAWS = """
+import json, random, numpy, torch
+print(json.dumps([torch.rand(1).item(), random.random(), float(numpy.random.rand()),
+                  torch.nn.Linear(2, 1).weight.sum().item()]))
+"""
+
+
+def test_unseeded_draws_differ_per_rank_and_per_run(executor: Executor) -> None:
+    first, second = launch(executor, DRAWS), launch(executor, DRAWS)
+    draws = [json.loads(rank.stdout) for run in (first, second) for rank in run.ranks]
+    for generator in range(4):  # torch, random, numpy, an unseeded nn.Linear
+        values = [row[generator] for row in draws]
+        assert len(set(values)) == 4, (generator, values)
+    assert all(rank.unseeded_random for run in (first, second) for rank in run.ranks)
+
+
+def test_a_seeded_snippet_is_not_flagged_as_drawing_unseeded_randomness(
+    executor: Executor,
+) -> None:
+    result = launch(executor, "import torch\ntorch.manual_seed(0)\nprint(torch.rand(1).item())\n")
+    assert [rank.stdout for rank in result.ranks] == ["0.49625658988952637\n"] * 2
+    assert not any(rank.unseeded_random for rank in result.ranks)
+
+
+def test_the_snippet_is_a_real_file_and_atexit_handlers_run(executor: Executor) -> None:
+    code = (
+        "import atexit, os\n"
+        "atexit.register(lambda: print('bye from', os.environ['RANK']))\n"
+        "print(open(__file__).read().splitlines()[0])\n"
+    )
+    result = launch(executor, code)
+    assert result.status is RunStatus.OK, result
+    assert [rank.stdout for rank in result.ranks] == [
+        "import atexit, os\nbye from 0\n",
+        "import atexit, os\nbye from 1\n",
+    ]
+
+
+def test_torchrun_variables_are_set_and_threads_follow_omp_num_threads(
+    executor: Executor,
+) -> None:
+    code = "import os, json, torch\nprint(json.dumps([dict(os.environ), torch.get_num_threads()]))"
+    result = launch(executor, code)
+    environments = [json.loads(rank.stdout) for rank in result.ranks]
+    for rank, (env, threads) in enumerate(environments):
+        assert (env["RANK"], env["LOCAL_RANK"], env["WORLD_SIZE"]) == (str(rank), str(rank), "2")
+        assert (env["ROLE_NAME"], env["GROUP_WORLD_SIZE"]) == ("default", "1")
+        assert env["TORCHELASTIC_USE_AGENT_STORE"] == "True"
+        assert (env["OMP_NUM_THREADS"], threads) == ("1", 1)
+    assert environments[0][0]["TORCHELASTIC_RUN_ID"] == environments[1][0]["TORCHELASTIC_RUN_ID"]
+
+
+def test_an_exception_reports_its_base_classes(executor: Executor) -> None:
+    code = "import torch.distributed as dist\nraise dist.DistBackendError('peer gone')\n"
+    result = launch(executor, code, nproc=1)
+    exception = result.ranks[0].exception
+    assert exception is not None and exception.type == "DistBackendError"
+    assert exception.is_a("RuntimeError") and exception.is_a("torch.distributed.DistBackendError")
+    assert not exception.is_a("ValueError")
+
+
+SPAWN = """
+import os
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def worker(rank, world):
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29555", rank=rank,
+                            world_size=world)
+    total = torch.tensor([rank + 1.0])
+    dist.all_reduce(total)
+    print(f"worker {rank} sum {total.item()} RANK set: {'RANK' in os.environ}", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(2,), nprocs=2)
+    print("main done", "RANK" in os.environ)
+"""
+
+
+def test_python_launch_runs_the_mp_spawn_tutorial_with_real_spawned_children(
+    executor: Executor,
+) -> None:
+    result = launch(executor, SPAWN, nproc=2, launcher="python", timeout_s=40)
+    assert result.status is RunStatus.OK, result
+    assert [rank.status for rank in result.ranks] == [RankStatus.OK]  # one process
+    lines = sorted(result.ranks[0].stdout.splitlines())
+    assert lines == [
+        "main done False",
+        "worker 0 sum 3.0 RANK set: False",
+        "worker 1 sum 3.0 RANK set: False",
+    ]
+    assert result.environment is not None and result.environment.launcher == "python"

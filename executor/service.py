@@ -80,6 +80,7 @@ def create_app(
                 "torch": info.get("torch"),
                 "sandbox": sandbox,
                 "cuda_devices": info.get("cuda_devices", 0),
+                "max_timeout_s": runner.settings.limits.max_timeout_s,
             }
         )
 

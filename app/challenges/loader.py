@@ -41,6 +41,7 @@ class LoadedSet:
     challenge_set: ChallengeSet
     path: str
     code: dict[str, str] = field(default_factory=dict)
+    fixed_code: dict[str, str] = field(default_factory=dict)  # debug items' proven fixes
 
 
 @dataclass
@@ -106,35 +107,39 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
         challenge_set = ChallengeSet.model_validate(_plain(document))
     except ValidationError as error:
         return None, [_locate(shown, document, item) for item in error.errors()]
-    code, errors = _resolve_snippets(path, shown, document, challenge_set)
-    if errors:
-        return None, errors
-    return LoadedSet(challenge_set, shown, code), []
+    code, errors = _resolve_snippets(path, shown, document, challenge_set, "code")
+    fixed_code, fixed_errors = _resolve_snippets(path, shown, document, challenge_set, "fixed_code")
+    if errors or fixed_errors:
+        return None, errors + fixed_errors
+    return LoadedSet(challenge_set, shown, code, fixed_code), []
 
 
 def _resolve_snippets(
-    path: Path, shown: str, document: CommentedMap, challenge_set: ChallengeSet
+    path: Path, shown: str, document: CommentedMap, challenge_set: ChallengeSet, field: str
 ) -> tuple[dict[str, str], list[LoadError]]:
+    """Resolve each item's `field` (inline) or `field_file` (beside the YAML) to source text."""
     code: dict[str, str] = {}
     errors: list[LoadError] = []
+    file_field = f"{field}_file"
     for index, item in enumerate(challenge_set.items):
-        source = getattr(item, "code", None)
-        code_file = getattr(item, "code_file", None)
+        source = getattr(item, field, None)
+        code_file = getattr(item, file_field, None)
         if code_file is not None:
             snippet_path = (path.parent / code_file).resolve()
+            where = ("items", index, file_field)
             if path.parent.resolve() not in snippet_path.parents:
-                message = f"code_file {code_file!r} must stay inside the set's folder"
-                errors.append(_at(shown, document, ("items", index, "code_file"), message))
+                message = f"{file_field} {code_file!r} must stay inside the set's folder"
+                errors.append(_at(shown, document, where, message))
                 continue
             try:
                 source = snippet_path.read_text(encoding="utf-8")
             except OSError:
-                message = f"code_file {code_file!r} not found beside {path.name}"
-                errors.append(_at(shown, document, ("items", index, "code_file"), message))
+                message = f"{file_field} {code_file!r} not found beside {path.name}"
+                errors.append(_at(shown, document, where, message))
                 continue
         if source is not None:
             code[item.id] = source
-        elif isinstance(item, EXECUTABLE_KINDS):
+        elif field == "code" and isinstance(item, EXECUTABLE_KINDS):
             errors.append(_at(shown, document, ("items", index), "executable item has no code"))
     return code, errors
 

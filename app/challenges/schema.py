@@ -71,10 +71,28 @@ class Badge(Strict):
     )
 
 
+class Launcher(StrEnum):
+    """How a snippet is started: by torchrun (one process per rank) or as a plain script."""
+
+    TORCHRUN = "torchrun"
+    PYTHON = "python"
+
+
 class Launch(Strict):
     """How the executor launches a snippet: as torchrun --nproc_per_node=nproc would."""
 
-    nproc: int = Field(default=1, ge=1, le=8, description="Number of ranks (processes) to start.")
+    launcher: Launcher = Field(
+        default=Launcher.TORCHRUN,
+        description="torchrun: nproc ranks with torchrun's variables. python: one process run as "
+        "`python snippet.py` (no torchrun variables) whose own children, e.g. from mp.spawn, are "
+        "the ranks; its output is reported as rank 0's. `launch: python` is short for this.",
+    )
+    nproc: int = Field(
+        default=1,
+        ge=1,
+        le=8,
+        description="Number of ranks to start (with launcher python: the children it starts).",
+    )
     backend: Backend = Field(default=Backend.AUTO, description="Process-group backend.")
     gpus: int = Field(
         default=0,
@@ -87,22 +105,66 @@ class Launch(Strict):
     )
 
 
-class RankExpectation(Strict):
-    """What one rank (or every rank) is expected to do when the snippet runs."""
+class RankOutcome(StrEnum):
+    """How a rank ends."""
 
+    RETURNS = "returns"  # the script ran to its end (exit code 0)
+    RAISES = "raises"  # an uncaught exception ended it
+    HANGS = "hangs"  # still blocked when the run was stopped, even with a much longer limit
+    KILLED = "killed"  # a signal or the memory limit ended it
+
+
+class RankExpectation(Strict):
+    """What one rank (or every rank) is expected to do when the snippet runs.
+
+    With no `status`, a claim about an exception implies `raises`, and a claim about stdout
+    implies `returns` (unless the outcome says the run hangs): "prints X" means it finished.
+    """
+
+    status: RankOutcome | None = Field(
+        default=None, description="How the rank ends: returns, raises, hangs or killed."
+    )
     stdout: str | None = Field(
         default=None, description="Exact stdout (trailing whitespace of each line ignored)."
     )
     stdout_regex: str | None = Field(
         default=None, description="A regular expression the whole stdout must match."
     )
+    stderr_regex: str | None = Field(
+        default=None,
+        description="A regular expression searched in stderr (a warning, a traceback line).",
+    )
     exception: str | None = Field(
-        default=None, description="Type name of the uncaught exception, e.g. RuntimeError."
+        default=None,
+        description="Class of the uncaught exception, e.g. RuntimeError; a subclass matches "
+        "too (DistBackendError is a RuntimeError). A module-qualified name also works.",
     )
     message_regex: str | None = Field(
         default=None, description="A regular expression searched in the exception message."
     )
-    exit_code: int | None = Field(default=None, description="The rank's exit code.")
+    exit_code: int | None = Field(
+        default=None, description="The rank's exit code (-N when killed by signal N)."
+    )
+    differs_across_ranks: bool | None = Field(
+        default=None,
+        description="true: this rank's stdout differs from every other rank's (on every run); "
+        "false: it is the same as every other rank's.",
+    )
+    varies_between_runs: bool | None = Field(
+        default=None,
+        description="true: the rank's stdout changes from run to run (unseeded randomness); "
+        "false: it is the same on every run. An exact `stdout` implies false.",
+    )
+
+    def implied_status(self, run_hangs: bool) -> RankOutcome | None:
+        """The status the claims imply when `status` is not given."""
+        if self.status is not None:
+            return self.status
+        if self.exception is not None or self.message_regex is not None:
+            return RankOutcome.RAISES
+        if not run_hangs and (self.stdout is not None or self.stdout_regex is not None):
+            return RankOutcome.RETURNS
+        return None
 
 
 class Outcome(Strict):
@@ -112,7 +174,11 @@ class Outcome(Strict):
         default_factory=dict,
         description='Expectations keyed by rank number as a string ("0", "1") or "all".',
     )
-    hangs: bool = Field(default=False, description="The run hangs (deadlock or missing rank).")
+    hangs: bool = Field(
+        default=False,
+        description="The run hangs (deadlock or missing rank): some rank is still blocked "
+        "with a much longer time limit. Say which with a rank `status: hangs`.",
+    )
     order_varies: bool = Field(
         default=False,
         description="Which rank prints first is not deterministic across runs.",
@@ -212,6 +278,14 @@ class ExecutableMixin(Strict):
     )
     launch: Launch = Field(default_factory=Launch, description="How the snippet is launched.")
 
+    @field_validator("launch", mode="before")
+    @classmethod
+    def _launcher_shorthand(cls, value: object) -> object:
+        # `launch: python` reads better than `launch: {launcher: python}` for a plain script.
+        if isinstance(value, str) and value in {member.value for member in Launcher}:
+            return {"launcher": value}
+        return value
+
     @model_validator(mode="after")
     def _one_source(self) -> ExecutableMixin:
         if (self.code is None) == (self.code_file is None):
@@ -236,7 +310,25 @@ class DebugItem(ChoiceBase, ExecutableMixin):
     """Why does this snippet fail or hang? The executor must observe the failure claimed."""
 
     kind: Literal["debug"] = Field(description="debug")
-    failure: Outcome = Field(description="The failure the question claims, as the executor sees it.")
+    failure: Outcome = Field(
+        description="The failure the question claims, as the executor sees it."
+    )
+    fixed_code: str | None = Field(
+        default=None,
+        description="The snippet with the keyed fix applied: verify runs it and it must end "
+        "cleanly on every rank without showing the failure.",
+    )
+    fixed_code_file: str | None = Field(
+        default=None,
+        pattern=r"^[\w./-]+\.py$",
+        description="A .py file beside the YAML holding the fixed snippet (instead of fixed_code).",
+    )
+
+    @model_validator(mode="after")
+    def _one_fix(self) -> DebugItem:
+        if self.fixed_code is not None and self.fixed_code_file is not None:
+            raise ValueError("give at most one of fixed_code or fixed_code_file")
+        return self
 
 
 class NumericItem(ItemBase):
@@ -258,7 +350,9 @@ EXECUTABLE_KINDS = (PredictOutputItem, DebugItem)
 class ChallengeSet(Strict):
     """A timed challenge: a handful of items and a badge for getting them all right."""
 
-    id: str = Field(pattern=SLUG, description="Stable id; attempts refer to it, so never change it.")
+    id: str = Field(
+        pattern=SLUG, description="Stable id; attempts refer to it, so never change it."
+    )
     title: str = Field(min_length=1, description="Shown on the home page.")
     topic: str = Field(min_length=1, description="The subject, e.g. DistributedDataParallel.")
     description: str = Field(min_length=1, description="One paragraph about the set (Markdown).")

@@ -1,4 +1,8 @@
-"""Prove keys against observed runs: pure matching of Outcome expectations to RunResults.
+"""Prove keys against observed runs: pure matching of Outcome claims to RunResults.
+
+A claim holds only if it holds on every run, for every rank it names: the key must hold, every
+distractor must fail somewhere, and claims about variation (rank order, output that differs
+across ranks or runs) are judged over the whole set of runs.
 
 Pure: the standard library, pydantic, the challenge schema and the executor's contract models.
 """
@@ -17,8 +21,9 @@ from app.challenges.schema import (
     Outcome,
     PredictOutputItem,
     RankExpectation,
+    RankOutcome,
 )
-from executor.contract import RankResult, RunResult, RunStatus
+from executor.contract import RankResult, RankStatus, RunResult, RunStatus
 
 
 class Verdict(StrEnum):
@@ -36,6 +41,8 @@ class Observation:
 
     result: RunResult
     first_output_order: tuple[int, ...] = ()
+    long_limit: bool = False  # the re-run with a much longer limit that tells a hang from slowness
+    fixed: bool = False  # a run of a debug item's fixed code
 
 
 @dataclass
@@ -54,14 +61,42 @@ def normalise(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.rstrip().splitlines())
 
 
-def _expectations_for(outcome: Outcome, rank: int) -> list[RankExpectation]:
-    return [expectation for key, expectation in outcome.ranks.items() if key in ("all", str(rank))]
+def rank_outcome(observed: RankResult) -> str:
+    """How a rank ended, in the words of RankOutcome (or 'exits with code N')."""
+    if observed.status is RankStatus.TIMEOUT:
+        return RankOutcome.HANGS.value
+    if observed.status is RankStatus.KILLED:
+        return RankOutcome.KILLED.value
+    if observed.exception is not None:
+        return RankOutcome.RAISES.value
+    if observed.exit_code == 0 and observed.status is RankStatus.OK:
+        return RankOutcome.RETURNS.value
+    return f"exits with code {observed.exit_code}"
 
 
-def rank_mismatches(expectation: RankExpectation, observed: RankResult) -> list[str]:
+def _describe(observed: RankResult) -> str:
+    ended = rank_outcome(observed)
+    if observed.exception is not None:
+        return f"raises {observed.exception.type}"
+    if observed.status is RankStatus.KILLED and observed.exit_code is not None:
+        return f"is killed (exit {observed.exit_code})"
+    return {"hangs": "is blocked at the time limit", "killed": "is killed"}.get(ended, ended)
+
+
+def rank_mismatches(
+    expectation: RankExpectation,
+    observed: RankResult,
+    run_hangs: bool = False,
+    peers: Sequence[RankResult] = (),
+) -> list[str]:
     """Return how one rank's observed result differs from an expectation (empty if it matches)."""
     problems = []
     where = f"rank {observed.rank}"
+    expected_status = expectation.implied_status(run_hangs)
+    if expected_status is not None and rank_outcome(observed) != expected_status.value:
+        problems.append(
+            f"{where} {_describe(observed)}, but the claim is that it {expected_status}"
+        )
     if expectation.stdout is not None and normalise(observed.stdout) != normalise(
         expectation.stdout
     ):
@@ -72,9 +107,13 @@ def rank_mismatches(expectation: RankExpectation, observed: RankResult) -> list[
         problems.append(
             f"{where} printed {observed.stdout!r}, not matching /{expectation.stdout_regex}/"
         )
+    if expectation.stderr_regex is not None and not re.search(
+        expectation.stderr_regex, observed.stderr
+    ):
+        problems.append(f"{where}'s stderr has nothing matching /{expectation.stderr_regex}/")
     exception = observed.exception
     if expectation.exception is not None and (
-        exception is None or exception.type != expectation.exception
+        exception is None or not exception.is_a(expectation.exception)
     ):
         got = exception.type if exception else "no exception"
         problems.append(f"{where} raised {got}, expected {expectation.exception}")
@@ -85,24 +124,120 @@ def rank_mismatches(expectation: RankExpectation, observed: RankResult) -> list[
         problems.append(f"{where} message {got} does not match /{expectation.message_regex}/")
     if expectation.exit_code is not None and observed.exit_code != expectation.exit_code:
         problems.append(f"{where} exited {observed.exit_code}, expected {expectation.exit_code}")
+    if expectation.differs_across_ranks is not None:
+        mine = normalise(observed.stdout)
+        others = [peer for peer in peers if peer.rank != observed.rank]
+        same = [peer.rank for peer in others if normalise(peer.stdout) == mine]
+        differ = [peer.rank for peer in others if normalise(peer.stdout) != mine]
+        if expectation.differs_across_ranks and same:
+            problems.append(f"{where} printed the same as rank(s) {same}, not something different")
+        if not expectation.differs_across_ranks and differ:
+            problems.append(f"{where} printed something else than rank(s) {differ}, not the same")
     return problems
 
 
-def outcome_mismatches(outcome: Outcome, result: RunResult) -> list[str]:
-    """Return how a run differs from an outcome (empty when the outcome describes the run)."""
+def peers_by_rank(ranks: Sequence[RankResult]) -> dict[int, RankResult]:
+    """Index a run's ranks by rank number."""
+    return {rank.rank: rank for rank in ranks}
+
+
+def _expectations_for(outcome: Outcome, rank: int) -> list[RankExpectation]:
+    return [expectation for key, expectation in outcome.ranks.items() if key in ("all", str(rank))]
+
+
+def _blocked(result: RunResult) -> list[int]:
+    return [rank.rank for rank in result.ranks if rank.status is RankStatus.TIMEOUT]
+
+
+def run_mismatches(outcome: Outcome, result: RunResult, complete: bool = False) -> list[str]:
+    """Return how one run differs from an outcome; `complete` demands a claim for every rank."""
     hung = result.status is RunStatus.TIMEOUT
     if outcome.hangs and not hung:
         return [f"expected a hang, but the run ended with status {result.status.value}"]
     if not outcome.hangs and hung:
-        return ["the run hung (timed out), but the outcome does not say hangs: true"]
+        return [
+            f"the run hung (rank(s) {_blocked(result)} blocked at the time limit), "
+            "but the outcome does not say hangs: true"
+        ]
     problems = []
-    ranks = {rank.rank: rank for rank in result.ranks}
+    ranks = peers_by_rank(result.ranks)
     for key in outcome.ranks:
         if key != "all" and int(key) not in ranks:
             problems.append(f"rank {key} does not exist in a run of {len(ranks)} rank(s)")
     for rank_number, observed in sorted(ranks.items()):
-        for expectation in _expectations_for(outcome, rank_number):
-            problems.extend(rank_mismatches(expectation, observed))
+        expectations = _expectations_for(outcome, rank_number)
+        if complete and outcome.ranks and not expectations:
+            problems.append(f"the outcome says nothing about rank {rank_number}")
+        for expectation in expectations:
+            problems.extend(rank_mismatches(expectation, observed, outcome.hangs, result.ranks))
+    return problems
+
+
+def outcome_mismatches(outcome: Outcome, result: RunResult) -> list[str]:
+    """Return how a single run differs from an outcome (empty when the outcome describes it)."""
+    return run_mismatches(outcome, result)
+
+
+def claim_problems(
+    outcome: Outcome, observations: Sequence[Observation], complete: bool = False
+) -> list[str]:
+    """Every way the outcome fails to describe the runs, taken together (empty: it holds)."""
+    by_problem: dict[str, list[int]] = {}
+    for index, observation in enumerate(observations, start=1):
+        for problem in run_mismatches(outcome, observation.result, complete):
+            by_problem.setdefault(problem, []).append(index)
+    problems = [f"{_runs(indexes)}: {problem}" for problem, indexes in by_problem.items()]
+    problems.extend(_variation_problems(outcome, observations))
+    return problems
+
+
+def _runs(indexes: list[int]) -> str:
+    return ("run " if len(indexes) == 1 else "runs ") + ", ".join(map(str, indexes))
+
+
+def varying_order(observations: Sequence[Observation]) -> set[tuple[int, ...]]:
+    """The first-output orders seen, counting only runs where ranks print different things."""
+    return {
+        observation.first_output_order
+        for observation in observations
+        if len(observation.first_output_order) > 1
+        and len({normalise(rank.stdout) for rank in observation.result.ranks}) > 1
+    }
+
+
+def _variation_problems(outcome: Outcome, observations: Sequence[Observation]) -> list[str]:
+    """Claims over the set of runs: fixed rank order, output that varies or not."""
+    problems: list[str] = []
+    orders = varying_order(observations)
+    if len(orders) > 1 and not outcome.order_varies:
+        problems.append(
+            f"which rank prints first varied between runs ({sorted(orders)}); a fixed order is "
+            "claimed (the key must say order_varies: true)"
+        )
+    if len(observations) < 2:
+        return problems
+    nproc = max(len(observation.result.ranks) for observation in observations)
+    for rank in range(nproc):
+        seen = {
+            normalise(peers_by_rank(o.result.ranks)[rank].stdout)
+            for o in observations
+            if rank in peers_by_rank(o.result.ranks)
+        }
+        for expectation in _expectations_for(outcome, rank):
+            varies = expectation.varies_between_runs
+            if varies is None and expectation.stdout is not None:
+                varies = False  # fixed text is a claim that the output never changes
+            if varies is False and len(seen) > 1:
+                problems.append(
+                    f"rank {rank}'s output varies between runs ({len(seen)} different outputs "
+                    f"in {len(observations)} runs), so it cannot be keyed as fixed text (seed "
+                    "it, or claim varies_between_runs)"
+                )
+            if varies is True and len(seen) == 1:
+                problems.append(
+                    f"rank {rank} printed the same in all {len(observations)} runs, but the "
+                    "claim is that its output varies between runs"
+                )
     return problems
 
 
@@ -153,66 +288,85 @@ def judge(item: ItemBase, observations: Sequence[Observation]) -> ItemReport:
             for option in item.options
             if option.id not in item.answer_ids and not is_checkable(option.outcome)
         )
+    usable: list[Observation] = []
     for index, observation in enumerate(observations, start=1):
         result = observation.result
         if result.status in (RunStatus.REJECTED, RunStatus.INTERNAL_ERROR):
             report.problems.append(f"run {index}: executor {result.status.value}: {result.message}")
-            continue
-        for label, outcome in keyed:
-            report.problems.extend(
-                f"run {index}: {label}: {problem}"
-                for problem in outcome_mismatches(outcome, result)
-            )
-        for label, outcome in distractor_outcomes(item):
-            if not outcome_mismatches(outcome, result):
-                report.problems.append(f"run {index}: {label} also matches what was observed")
-    report.problems.extend(_variation_problems(keyed, observations, report.notes))
+        else:
+            usable.append(observation)
+    runs = [o for o in usable if not o.fixed]
+    report.problems.extend(_hang_problems(runs, report.notes))
+    for label, outcome in keyed:
+        complete = label != "failure"  # an option describes the run; a failure names a cause
+        report.problems.extend(
+            f"{label}: {problem}" for problem in claim_problems(outcome, runs, complete)
+        )
+    for label, outcome in distractor_outcomes(item):
+        if runs and not claim_problems(outcome, runs, complete=True):
+            report.problems.append(f"{label} also matches what was observed")
+    if isinstance(item, DebugItem):
+        report.problems.extend(_fix_problems(item, [o for o in usable if o.fixed]))
+    _note_order_and_randomness(keyed, runs, report.notes)
     if report.problems:
         report.verdict = Verdict.FAIL
     return report
 
 
-def _variation_problems(
-    keyed: Sequence[tuple[str, Outcome]], observations: Sequence[Observation], notes: list[str]
-) -> list[str]:
-    """Output that varies between runs must not be keyed as fixed."""
-    problems: list[str] = []
-    if len(observations) < 2:
-        return problems
-    # Order only matters when ranks print different things: identical lines read the same in
-    # any order.
-    orders = {
-        observation.first_output_order
-        for observation in observations
-        if len(observation.first_output_order) > 1
-        and len({normalise(rank.stdout) for rank in observation.result.ranks}) > 1
-    }
-    claims_fixed_order = any(not outcome.order_varies for _label, outcome in keyed)
-    claims_varying_order = any(outcome.order_varies for _label, outcome in keyed)
-    if len(orders) > 1 and claims_fixed_order:
-        problems.append(
-            f"which rank prints first varied between runs ({sorted(orders)}); the key "
-            "must say order_varies: true"
-        )
-    if len(orders) <= 1 and claims_varying_order:
-        notes.append(f"rank order did not vary in {len(observations)} runs (allowed: it may)")
-    for label, outcome in keyed:
-        exact_ranks = {
-            key for key, expectation in outcome.ranks.items() if expectation.stdout is not None
-        }
-        if not exact_ranks:
-            continue
-        for rank in range(max(len(o.result.ranks) for o in observations)):
-            if "all" not in exact_ranks and str(rank) not in exact_ranks:
-                continue
-            seen = {
-                normalise(o.result.ranks[rank].stdout)
-                for o in observations
-                if rank < len(o.result.ranks)
-            }
-            if len(seen) > 1:
-                problems.append(
-                    f"{label}: rank {rank}'s output varies between runs, so it cannot "
-                    "be keyed as fixed text (seed it, or use stdout_regex)"
-                )
+def _hang_problems(runs: Sequence[Observation], notes: list[str]) -> list[str]:
+    """A time-out is a hang only if a much longer re-run is still blocked."""
+    timed_out = [o for o in runs if o.result.status is RunStatus.TIMEOUT and not o.long_limit]
+    if not timed_out:
+        return []
+    long_runs = [o for o in runs if o.long_limit]
+    if not long_runs:
+        return ["the run timed out, but no longer re-run proved that it hangs"]
+    problems = []
+    for long_run in long_runs:
+        seconds = long_run.result.duration_ms / 1000
+        if long_run.result.status is RunStatus.TIMEOUT:
+            notes.append(
+                f"hang confirmed: still blocked after {seconds:.0f} s; blocked rank(s) "
+                f"{_blocked(long_run.result)}"
+            )
+        else:
+            problems.append(
+                f"the run timed out at its limit but ended ({long_run.result.status.value}) "
+                f"after {seconds:.1f} s with a longer limit: a slow rank, not a hang (raise "
+                "launch.timeout_s, or fix the claim)"
+            )
     return problems
+
+
+def _fix_problems(item: DebugItem, fixed_runs: Sequence[Observation]) -> list[str]:
+    """The keyed fix must run cleanly on every rank and not show the claimed failure."""
+    problems: list[str] = []
+    for index, observation in enumerate(fixed_runs, start=1):
+        result = observation.result
+        if result.status is not RunStatus.OK:
+            failing = [
+                f"rank {rank.rank} {_describe(rank)}"
+                for rank in result.ranks
+                if rank.status is not RankStatus.OK
+            ]
+            problems.append(
+                f"fixed code, run {index}: ended {result.status.value} "
+                f"({'; '.join(failing) or result.message}), so the fix is not proven"
+            )
+        if not run_mismatches(item.failure, result):
+            problems.append(f"fixed code, run {index}: still shows the failure")
+    return problems
+
+
+def _note_order_and_randomness(
+    keyed: Sequence[tuple[str, Outcome]], runs: Sequence[Observation], notes: list[str]
+) -> None:
+    claims_varying = any(outcome.order_varies for _label, outcome in keyed)
+    if claims_varying and len(runs) > 1 and len(varying_order(runs)) <= 1:
+        notes.append(f"rank order did not vary in {len(runs)} runs (allowed: it may)")
+    drew = sorted({rank.rank for o in runs for rank in o.result.ranks if rank.unseeded_random})
+    if drew:
+        notes.append(
+            f"rank(s) {drew} drew unseeded random numbers; their output was compared over "
+            f"{len(runs)} runs"
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,13 +19,26 @@ def gpus_needed(item: Any) -> int:
     return max(launch.gpus, launch.nproc if launch.backend is Backend.NCCL else 0)
 
 
-def observe(client: ExecutorClient, code: str, item: Any) -> Observation:
+# A time-out is re-run with a much longer limit before it counts as a hang: a slow rank that
+# finishes is not a deadlock.
+LONG_LIMIT_FACTOR = 4
+LONG_LIMIT_MIN_S = 30.0
+DEFAULT_MAX_TIMEOUT_S = 60.0
+# A rank that drew unseeded random numbers gets this many more runs before fixed output is
+# believed: three runs can agree by chance (a coin flip printed as 0 or 1).
+EXTRA_RUNS_FOR_RANDOMNESS = 5
+
+
+def observe(
+    client: ExecutorClient, code: str, item: Any, timeout_s: float | None = None
+) -> Observation:
     """Run a snippet once, uncached, noting which rank printed first, second, …"""
     request = RunRequest(
         code=code,
         nproc=item.launch.nproc,
         backend=item.launch.backend.value,
-        timeout_s=item.launch.timeout_s,
+        timeout_s=timeout_s or item.launch.timeout_s,
+        launcher=item.launch.launcher.value,
         use_cache=False,
     )
     order: list[int] = []
@@ -40,10 +54,29 @@ def observe(client: ExecutorClient, code: str, item: Any) -> Observation:
     return Observation(result, tuple(order))
 
 
+def long_limit(timeout_s: float, max_timeout_s: float) -> float:
+    """The limit of the re-run that tells a hang from a slow rank."""
+    return min(max(LONG_LIMIT_FACTOR * timeout_s, LONG_LIMIT_MIN_S), max_timeout_s)
+
+
+def _output_varied(observations: list[Observation]) -> bool:
+    outputs = {tuple(rank.stdout for rank in o.result.ranks) for o in observations}
+    return len(outputs) > 1
+
+
+def _drew_unseeded(observations: list[Observation]) -> bool:
+    return any(rank.unseeded_random for o in observations for rank in o.result.ranks)
+
+
 def verify_item(
-    client: ExecutorClient, loaded: LoadedSet, item: ItemBase, repeats: int, cuda_devices: int
+    client: ExecutorClient,
+    loaded: LoadedSet,
+    item: ItemBase,
+    repeats: int,
+    cuda_devices: int,
+    max_timeout_s: float = DEFAULT_MAX_TIMEOUT_S,
 ) -> ItemReport:
-    """Verify one item: run it `repeats` times (once if it hangs) and judge the key."""
+    """Verify one item: run it `repeats` times, prove any hang, probe randomness, run the fix."""
     if not isinstance(item, EXECUTABLE_KINDS):
         return ItemReport(item.id, Verdict.NOT_EXECUTABLE)
     needed = gpus_needed(item)
@@ -57,10 +90,25 @@ def verify_item(
     observations: list[Observation] = []
     try:
         for _ in range(repeats):
-            observation = observe(client, code, item)
-            observations.append(observation)
-            if observation.result.status is RunStatus.TIMEOUT:
-                break  # a hang takes the whole timeout; once is proof enough
+            observations.append(observe(client, code, item))
+            if observations[-1].result.status is RunStatus.TIMEOUT:
+                break  # a time-out takes the whole limit: prove it once, with a longer one
+        if any(o.result.status is RunStatus.TIMEOUT for o in observations):
+            longer = long_limit(item.launch.timeout_s, max_timeout_s)
+            rerun = observe(client, code, item, timeout_s=longer)
+            observations.append(dataclasses.replace(rerun, long_limit=True))
+        elif _drew_unseeded(observations):
+            for _ in range(EXTRA_RUNS_FOR_RANDOMNESS):
+                if _output_varied(observations):
+                    break
+                observations.append(observe(client, code, item))
+        fixed = loaded.fixed_code.get(item.id)
+        if fixed is not None:
+            for _ in range(repeats):
+                run = observe(client, fixed, item)
+                observations.append(dataclasses.replace(run, fixed=True))
+                if run.result.status is not RunStatus.OK:
+                    break
     except ExecutorUnavailable as error:
         return ItemReport(item.id, Verdict.FAIL, problems=[str(error)], observations=observations)
     return judge(item, observations)
@@ -72,9 +120,10 @@ def verify_sets(
     """Verify every item of every set, yielding reports as they come."""
     health = client.health() or {}
     cuda_devices = int(health.get("cuda_devices", 0) or 0)
+    max_timeout_s = float(health.get("max_timeout_s", DEFAULT_MAX_TIMEOUT_S))
     for loaded in sets:
         for item in loaded.challenge_set.items:
-            yield loaded, verify_item(client, loaded, item, repeats, cuda_devices)
+            yield loaded, verify_item(client, loaded, item, repeats, cuda_devices, max_timeout_s)
 
 
 def describe_rank(rank: RankResult) -> str:

@@ -134,7 +134,7 @@ def test_unseeded_output_cannot_be_keyed_as_fixed_text():
             {"id": "B", "text": "x", "outcome": rank_outcome(r0="x\n")},
         ]
     )
-    report = judge(item, [Observation(run("0.1\n", "")), Observation(run("0.7\n", ""))])
+    report = judge(item, [Observation(run("0.1\n")), Observation(run("0.7\n"))])
     assert any("varies between runs" in problem for problem in report.problems)
     regex = predict(
         [
@@ -143,8 +143,7 @@ def test_unseeded_output_cannot_be_keyed_as_fixed_text():
         ]
     )
     assert (
-        judge(regex, [Observation(run("0.1\n", "")), Observation(run("0.7\n", ""))]).verdict
-        is Verdict.PASS
+        judge(regex, [Observation(run("0.1\n")), Observation(run("0.7\n"))]).verdict is Verdict.PASS
     )
 
 
@@ -184,7 +183,11 @@ def test_a_claimed_hang_must_time_out_and_a_hang_must_be_claimed():
             {"id": "B", "text": "prints", "outcome": rank_outcome(rall="done\n")},
         ]
     )
-    assert judge(item, [Observation(run("", "", status="timeout"))]).verdict is Verdict.PASS
+    blocked = run("", "", status="timeout")
+    proven = [Observation(blocked), Observation(blocked, long_limit=True)]
+    assert judge(item, proven).verdict is Verdict.PASS
+    unproven = judge(item, [Observation(blocked)])
+    assert "no longer re-run proved that it hangs" in unproven.problems[0]
     finished = judge(item, [Observation(run("done\n", "done\n"))])
     assert "expected a hang" in finished.problems[0]
     assert any("distractor B also matches" in p for p in finished.problems)

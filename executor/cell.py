@@ -17,12 +17,12 @@ import socket
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from executor import rank as rank_module
-from executor import sandbox
+from executor import sandbox, siblings
 from executor.contract import RankStatus, RunStatus
 from executor.limits import RunBudget, rank_status, run_budget, run_status
 
@@ -65,14 +65,21 @@ class Cell:
         ctx: ZygoteContext,
         plan: sandbox.SandboxPlan | None,
         cgroups: sandbox.SlotCgroups | None,
+        sibling_paths: Sequence[str] = (),
     ) -> None:
         self.ctx = ctx
         self.plan = plan
         self.cgroups = cgroups
         self.sandboxed = not ctx.trusted
+        # Siblings (other warm parents, see siblings.py) join a run through its namespaces,
+        # so only sandboxed runs use them.
+        self.sibling_paths = list(sibling_paths) if plan is not None else []
         self.ranks = [RankIO.open(r) for r in range(ctx.limits.max_nproc)]
         self.status_r, self.status_w = os.pipe()
         self.request_r, self.request_w = os.pipe()
+        self.hello_r, self.hello_w = os.pipe()  # ranks from siblings tell init their pid
+        self.status_buffer = b""
+        self.started = False
         self.wait_codes: dict[int, int] = {}
         self.setup_error: str | None = None
         self.total_bytes = 0
@@ -88,9 +95,10 @@ class Cell:
         plan: sandbox.SandboxPlan | None,
         cgroups: sandbox.SlotCgroups | None,
         own_pid_namespace: int,
+        sibling_paths: Sequence[str] = (),
     ) -> Cell:
         """Fork the run's init (in new namespaces when sandboxed); it waits for a request."""
-        cell = cls(ctx, plan, cgroups)
+        cell = cls(ctx, plan, cgroups, sibling_paths)
         if cell.plan is not None:
             sandbox.detach_pid_namespace()  # the init forked next is pid 1 of a new namespace
         cell.init_pid = os.fork()
@@ -98,11 +106,10 @@ class Cell:
             cell._init_main()
         if cell.plan is not None:
             sandbox.restore_pid_namespace(own_pid_namespace)
-        for io in cell.ranks:
-            for _, write_end in io.fds.values():
-                os.close(write_end)
+        # The ranks' write ends stay open here until the run: a sibling may need them.
         os.close(cell.status_w)
         os.close(cell.request_r)
+        os.close(cell.hello_r)
         return cell
 
     def execute(
@@ -114,22 +121,33 @@ class Cell:
         launcher = request.get("launcher", "torchrun")
         processes = 1 if launcher == "python" else nproc
         for io in self.ranks[processes:]:
-            for read_end, _ in io.fds.values():
+            for read_end, write_end in io.fds.values():
                 os.close(read_end)
+                os.close(write_end)
         self.ranks = self.ranks[:processes]
+        available = [index for index, path in enumerate(self.sibling_paths) if os.path.exists(path)]
+        parents = siblings.choose_parents(processes, available)
         port = SANDBOX_MASTER_PORT if self.plan is not None else free_port()
-        order = json.dumps({"code": request["code"], "nproc": nproc, "port": port,
-                            "timeout_s": request["timeout_s"], "launcher": launcher,
-                            "run_id": str(uuid.uuid4())})  # fmt: skip
+        order = {
+            "code": request["code"],
+            "nproc": nproc,
+            "port": port,
+            "timeout_s": request["timeout_s"],
+            "launcher": launcher,
+            "run_id": str(uuid.uuid4()),
+            "processes": processes,
+            "local": [rank for rank, parent in enumerate(parents) if parent is None],
+        }
         cgroups = self.cgroups
         self.oom_before = cgroups.oom_kills() if cgroups is not None else 0
         try:
-            _write_all(self.request_w, order.encode())
+            _write_all(self.request_w, json.dumps(order).encode())
         except OSError:
             pass  # init died while waiting: its status pipe says why, or the run ends killed
         finally:
             os.close(self.request_w)
         try:
+            self._start_sibling_ranks(order, parents, deadline)
             self._pump(send, deadline)
         finally:
             self._kill()
@@ -145,6 +163,7 @@ class Cell:
         try:
             os.close(self.status_r)
             os.close(self.request_w)
+            os.close(self.hello_w)
             for io in self.ranks:
                 for read_end, _ in io.fds.values():
                     os.close(read_end)
@@ -163,15 +182,17 @@ class Cell:
             os._exit(0)  # the slot went away before sending a request
         order = json.loads(payload)
         launcher = order.get("launcher", "torchrun")
-        processes = 1 if launcher == "python" else order["nproc"]
         budget = run_budget(budget_ranks(order["nproc"], launcher), order["timeout_s"],
                             self.ctx.limits)  # fmt: skip
         script = _write_script(order["code"], sandboxed=self.plan is not None)
         store = self._start_agent_store(order, budget) if launcher == "torchrun" else None
+        os.write(self.status_w, b'{"started": true}\n')  # siblings may start their ranks now
         pids: dict[int, int] = {}
-        for io in self.ranks[:processes]:
+        for rank in order["local"]:
+            io = self.ranks[rank]
             pid = os.fork()
             if pid == 0:
+                os.close(self.hello_r)
                 rank_module.run_rank(
                     rank_module.RankLaunch(
                         code=order["code"],
@@ -194,12 +215,7 @@ class Cell:
         for io in self.ranks:
             for _, write_end in io.fds.values():
                 os.close(write_end)
-        while pids:
-            pid, wait_status = os.wait()  # also reaps orphans re-parented to init
-            if pid in pids:
-                code = os.waitstatus_to_exitcode(wait_status)
-                line = json.dumps({"rank": pids.pop(pid), "wait": code}) + "\n"
-                os.write(self.status_w, line.encode())
+        self._reap_ranks(pids, set(range(order["processes"])))
         if store is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(store, signal.SIGKILL)
@@ -207,6 +223,87 @@ class Cell:
             shutil.rmtree(os.path.dirname(script), ignore_errors=True)
             os.killpg(0, signal.SIGKILL)  # trusted: stragglers in the group die (setsid escapes)
         os._exit(0)
+
+    def _reap_ranks(self, pids: dict[int, int], expected: set[int]) -> None:
+        """Report each rank's exit: init's own children, and siblings' ranks as they tell it."""
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake select on a child's exit
+        signal.set_wakeup_fd(wake_w)
+        buffer = b""
+        watching = [self.hello_r, wake_r]
+        while expected:
+            while True:
+                try:
+                    pid, wait_status = os.waitpid(-1, os.WNOHANG)  # orphans are reaped too
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                if pid in pids:
+                    code = os.waitstatus_to_exitcode(wait_status)
+                    expected.discard(self._report(pids.pop(pid), code))
+            if not expected:
+                break
+            if self.hello_r in select.select(watching, [], [], 1.0)[0]:
+                data = os.read(self.hello_r, READ_CHUNK)
+                if not data:
+                    watching.remove(self.hello_r)
+                *lines, buffer = (buffer + data).split(b"\n")
+                for line in lines:
+                    ended = json.loads(line)
+                    expected.discard(self._report(int(ended["rank"]), int(ended["wait"])))
+            with contextlib.suppress(BlockingIOError):
+                os.read(wake_r, READ_CHUNK)
+
+    def _report(self, rank: int, code: int) -> int:
+        os.write(self.status_w, (json.dumps({"rank": rank, "wait": code}) + "\n").encode())
+        return rank
+
+    def _start_sibling_ranks(
+        self, order: dict[str, Any], parents: list[int | None], deadline: float
+    ) -> None:
+        """Once init has the script and the store up, have siblings start the other ranks."""
+        remote = [(rank, parent) for rank, parent in enumerate(parents) if parent is not None]
+        try:
+            if remote:
+                self._await_started(deadline)
+            for rank, parent in remote:
+                if self.setup_error is not None:
+                    return
+                io = self.ranks[rank]
+                fds = {name: write_end for name, (_, write_end) in io.fds.items()}
+                request = {
+                    **order,
+                    "rank": rank,
+                    "script": _script_path(sandboxed=True),
+                    "budget_ranks": budget_ranks(order["nproc"], order["launcher"]),
+                }
+                request.pop("local", None)
+                siblings.request_rank(
+                    self.sibling_paths[parent],
+                    self.init_pid,
+                    {**fds, "hello": self.hello_w},
+                    request,
+                )
+        except sandbox.SandboxError as error:
+            self.setup_error = str(error)
+        finally:
+            for io in self.ranks:
+                for _, write_end in io.fds.values():
+                    os.close(write_end)
+            os.close(self.hello_w)
+
+    def _await_started(self, deadline: float) -> None:
+        while not self.started and self.setup_error is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self.status_r], [], [], remaining)[0]:
+                raise sandbox.SandboxError("the run's init did not start in time")
+            data = os.read(self.status_r, READ_CHUNK)
+            if not data:
+                raise sandbox.SandboxError("the run's init ended before starting the ranks")
+            self.status_buffer = self._status_lines(self.status_buffer + data)
 
     def _start_agent_store(self, order: dict[str, Any], budget: RunBudget) -> int | None:
         """Host the rendezvous store on MASTER_PORT, as torchrun's agent does.
@@ -223,6 +320,9 @@ class Cell:
                 devnull = os.open(os.devnull, os.O_RDWR)
                 for fd in (0, 1, 2):
                     os.dup2(devnull, fd)
+                os.dup2(ready_w, 3)
+                ready_w = 3
+                os.closerange(4, 1 << 16)  # nothing of init's (the ranks' pipes) stays open here
                 sandbox.confine_rank(self.plan, budget)
                 import torch.distributed as dist
 
@@ -246,7 +346,6 @@ class Cell:
             poller.register(fd, select.POLLIN)
         init_fd = os.pidfd_open(self.init_pid)
         poller.register(init_fd, select.POLLIN)
-        status_buffer = b""
         grace_deadline: float | None = None
         try:
             while True:
@@ -266,7 +365,7 @@ class Cell:
                         continue
                     source = sources[fd]
                     if source is None:
-                        status_buffer = self._status_lines(status_buffer + data)
+                        self.status_buffer = self._status_lines(self.status_buffer + data)
                     else:
                         self._take(source[0], source[1], data, send)
                 failed = any(code != 0 for code in self.wait_codes.values())
@@ -298,6 +397,8 @@ class Cell:
             message = json.loads(line)
             if "setup_error" in message:
                 self.setup_error = message["setup_error"]
+            elif "started" in message:
+                self.started = True
             else:
                 self.wait_codes[message["rank"]] = message["wait"]
         return rest
@@ -333,7 +434,7 @@ class Cell:
         """Read what is left in the pipes; every writer is dead (or, if trusted, detached)."""
         for fd, source in self._sources().items():
             os.set_blocking(fd, False)
-            buffer = b""
+            buffer = self.status_buffer if source is None else b""
             while True:
                 try:
                     data = os.read(fd, READ_CHUNK)
@@ -363,7 +464,7 @@ class Cell:
         except PermissionError:
             os.kill(self.init_pid, signal.SIGKILL)
         if self.cgroups is not None:
-            self.cgroups.kill_all_but_me()
+            self.cgroups.kill_all_but(siblings.worker_pids(self.sibling_paths))
 
     def _outcome(self) -> dict[str, Any]:
         results: list[dict[str, Any]] = []
@@ -406,13 +507,18 @@ def _write_script(code: str, sandboxed: bool) -> str:
     """Write the snippet to a real file the ranks can read (and its children re-import)."""
     # Inside the sandbox /tmp is the run's private tmpfs; the file stays root-owned, read-only
     # for the ranks. A trusted run gets a directory of its own, removed when the run ends.
-    directory = SANDBOX_SCRIPT_DIR if sandboxed else tempfile.mkdtemp(prefix="ranklab-run-")
+    path = _script_path(sandboxed)
+    directory = os.path.dirname(path)
     os.chmod(directory, 0o1777 if sandboxed else 0o755)
-    path = os.path.join(directory, rank_module.SNIPPET_NAME)
     with open(path, "w", encoding="utf-8") as file:
         file.write(code)
     os.chmod(path, 0o644)
     return path
+
+
+def _script_path(sandboxed: bool) -> str:
+    directory = SANDBOX_SCRIPT_DIR if sandboxed else tempfile.mkdtemp(prefix="ranklab-run-")
+    return os.path.join(directory, rank_module.SNIPPET_NAME)
 
 
 def _write_all(fd: int, data: bytes) -> None:

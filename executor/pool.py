@@ -96,6 +96,7 @@ class WarmPool:
         self._directory = tempfile.mkdtemp(prefix="ranklab-executor-")
         self._socket = os.path.join(self._directory, "zygote.sock")
         self._process: subprocess.Popen[bytes] | None = None
+        self._siblings: list[subprocess.Popen[bytes]] = []
         self._lock = threading.Lock()
         self._restart_lock = threading.Lock()
         self.started_once = False
@@ -103,18 +104,24 @@ class WarmPool:
 
     @property
     def ready(self) -> bool:
-        """Tell whether the zygote is warm and alive."""
-        return self.info is not None and self._process is not None and self._process.poll() is None
+        """Tell whether the zygote and its siblings are warm and alive."""
+        alive = self._process is not None and self._process.poll() is None
+        return (
+            self.info is not None
+            and alive
+            and all(sibling.poll() is None for sibling in self._siblings)
+        )
 
     def start(self) -> dict[str, Any]:
-        """Start the zygote (if not running) and block until it is warm; return its info."""
+        """Start the zygote and its siblings (if not running); block until warm; return info."""
         with self._lock:
             if self.ready and self.info is not None:
                 return self.info
             self._stop_process()
-            if os.path.exists(self._socket):
-                os.unlink(self._socket)
+            for name in os.listdir(self._directory):
+                os.unlink(os.path.join(self._directory, name))
             config = {
+                "role": "main",
                 "socket": self._socket,
                 "trusted": self.settings.trusted,
                 "warm": self.settings.warm,
@@ -126,20 +133,47 @@ class WarmPool:
                 "slots": self.settings.max_concurrent_runs,
                 "cpu_fairness": self.settings.cpu_fairness,
                 "reseed": self.settings.reseed_after_fork,
+                "sibling_dir": self._directory,
+                "siblings": 0 if self.settings.trusted else self.settings.siblings,
             }
-            command = [self.settings.python, "-m", "executor.zygote", json.dumps(config)]
-            # cwd=/ so that a relative path in the service never resolves inside the zygote.
-            process = subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=ZYGOTE_ENV, cwd="/"
-            )
+            process = self._spawn(config)
             self._process = process
             line = _read_line(process.stdout, self.settings.startup_timeout_s)
             if not line:
                 self._stop_process()
                 raise ExecutorUnavailable("the executor's warm process failed to start")
-            self.info = json.loads(line)
+            info = json.loads(line)
+            modules = info.pop("modules", [])
+            if config["siblings"] and not info.get("sandbox_error"):
+                self._start_siblings(config, process.pid, modules)
+            info["siblings"] = len(self._siblings)
+            self.info = info
             self.started_once = True
             return self.info
+
+    def _spawn(self, config: dict[str, Any]) -> subprocess.Popen[bytes]:
+        command = [self.settings.python, "-m", "executor.zygote"]
+        # cwd=/ so that a relative path in the service never resolves inside the zygote. The
+        # configuration goes through stdin: argv is readable by every process on the host.
+        process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=ZYGOTE_ENV, cwd="/"
+        )
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(config).encode() + b"\n")
+        process.stdin.flush()
+        return process
+
+    def _start_siblings(self, config: dict[str, Any], main_pid: int, modules: list[str]) -> None:
+        """Start the extra warm parents that give ranks their own hash secret (siblings.py)."""
+        sibling = {**config, "role": "sibling", "main_pid": main_pid, "modules": modules}
+        started = [
+            self._spawn({**sibling, "sibling": index}) for index in range(config["siblings"])
+        ]
+        for process in started:
+            if _read_line(process.stdout, self.settings.startup_timeout_s):
+                self._siblings.append(process)
+            else:
+                _stop(process)
 
     def restart_if_dead(self) -> None:
         """Start a fresh zygote in the background if a running one has died."""
@@ -200,18 +234,27 @@ class WarmPool:
 
     def _stop_process(self) -> None:
         self.info = None
+        # Siblings first: their workers sit in the main zygote's slot cgroups, which the main
+        # zygote removes as it exits.
+        siblings, self._siblings = self._siblings, []
+        for sibling in siblings:
+            _stop(sibling)
         process, self._process = self._process, None
-        if process is None:
-            return
-        if process.stdin is not None:
-            process.stdin.close()  # the zygote exits on stdin EOF; in-flight runs finish
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+        if process is not None:
+            _stop(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Close a zygote's stdin (it exits on EOF; in-flight runs finish), then reap it."""
+    if process.stdin is not None:
+        process.stdin.close()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
 
 
 def _read_line(stream: IO[bytes] | None, timeout: float) -> bytes:

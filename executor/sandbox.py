@@ -364,6 +364,14 @@ def die_with_parent() -> None:
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+def _parent_of(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])  # the name may contain spaces and ")"
+
+
 class SlotCgroups:
     """A slot's memory and pids cgroups (v1): hard caps that hold for every process inside.
 
@@ -437,15 +445,18 @@ class SlotCgroups:
         fields = dict(line.split() for line in text.splitlines() if len(line.split()) == 2)
         return int(fields.get("oom_kill", "0"))
 
-    def kill_all_but_me(self) -> None:
-        """SIGKILL whatever is still in the cgroups, except the slot worker itself."""
+    def kill_all_but(self, spared: set[int]) -> None:
+        """SIGKILL whatever is still in the cgroups but the slot worker, `spared` and their
+        direct children (a sibling's worker waits in a child for the rank it started: killed,
+        that child would leave the rank's zombie to the host's init)."""
+        spared = spared | {os.getpid()}
         for directory in self.dirs:
             try:
                 pids = (directory / "cgroup.procs").read_text().split()
             except OSError:
                 continue
             for pid in pids:
-                if int(pid) == os.getpid():
+                if int(pid) in spared or _parent_of(int(pid)) in spared:
                     continue
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(int(pid), signal.SIGKILL)

@@ -53,6 +53,15 @@ class ExecutorSettings(BaseSettings):
         description="Reseed torch, random and numpy from fresh entropy in every rank, as a fresh "
         "process would be (off only to show what the parity suite catches).",
     )
+    siblings: int = Field(
+        default=2,
+        ge=0,
+        le=7,
+        description="Extra warm parents, each a separate interpreter with its own hash secret; "
+        "every run draws its ranks' parents at random, so with N siblings runs of up to N+1 "
+        "ranks have a distinct secret per rank (set iteration order differs, as under "
+        "torchrun). Each costs one more warm process (~150 MB).",
+    )
     python: str = Field(default=sys.executable, description="Interpreter that runs the zygote.")
     startup_timeout_s: float = 120.0
     limits: Limits = Field(default_factory=Limits)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from executor import sandbox
+from executor import sandbox, siblings
 from executor.cell import Cell, Send, budget_ranks
 from executor.contract import RunStatus
 from executor.limits import Limits, resolve_backend, run_budget
@@ -30,6 +30,8 @@ class ZygoteContext:
     python_version: str
     cuda_devices: int
     reseed: bool = True
+    sibling_dir: str | None = None  # where the siblings' workers listen (see siblings.py)
+    siblings: int = 0
 
 
 def now_iso() -> str:
@@ -44,8 +46,13 @@ class Slot:
     request only pays for forking the ranks.
     """
 
-    def __init__(self, name: str, ctx: ZygoteContext) -> None:
+    def __init__(self, name: str, ctx: ZygoteContext, index: int = 0) -> None:
         self.ctx = ctx
+        self.sibling_paths = [
+            siblings.socket_path(ctx.sibling_dir, sibling, index)
+            for sibling in range(ctx.siblings)
+            if ctx.sibling_dir is not None
+        ]
         self.plan = None if ctx.trusted else ctx.plan
         self.cgroups: sandbox.SlotCgroups | None = None
         self.own_pid_namespace = -1
@@ -59,7 +66,9 @@ class Slot:
         """Fork the next run's init (isolated when sandboxed), waiting for its request."""
         refusing = not self.ctx.trusted and self.plan is None  # untrusted without a sandbox
         if self.cell is None and not refusing:
-            self.cell = Cell.start(self.ctx, self.plan, self.cgroups, self.own_pid_namespace)
+            self.cell = Cell.start(
+                self.ctx, self.plan, self.cgroups, self.own_pid_namespace, self.sibling_paths
+            )
 
     def run(self, request: dict[str, Any], send: Send) -> dict[str, Any]:
         """Run one request to completion, streaming output through send; return the result."""

@@ -1,7 +1,10 @@
 """The warm zygote: import torch (and what DDP imports lazily) once, then fork a supervisor per run.
 
-Started by `executor.pool` as `python -m executor.zygote CONFIG_JSON` with a scrubbed environment:
-every rank is a fork of this process, so its memory must hold no secret. It never runs a torch
+Started by `executor.pool` as `python -m executor.zygote` with a scrubbed environment and its JSON
+configuration as the first line on stdin (never in argv, which every process can read from /proc):
+every rank is a fork of this process, so its memory must hold no secret. Started with role
+"sibling", it is one of the extra warm parents that give ranks their own hash secret
+(see siblings.py). It never runs a torch
 op and starts no thread: forked children of a process with intra-op thread pools hang (trap 2).
 """
 
@@ -21,7 +24,7 @@ import time
 import traceback
 from typing import Any, NoReturn
 
-from executor import cell, sandbox, supervisor
+from executor import cell, sandbox, siblings, supervisor
 from executor.limits import Limits
 
 # Run once in a throw-away fork to learn which modules a typical DDP snippet imports lazily
@@ -50,13 +53,13 @@ SEND_TIMEOUT_S = 5.0
 PROBE_SNIPPET = "import os\nprint('uid', os.getuid())\n"
 
 
-def main(argv: list[str]) -> None:
-    """Start the zygote described by the JSON config in argv[0] and serve until stdin closes."""
-    config = json.loads(argv[0])
+def main() -> None:
+    """Start the zygote described by the JSON config on stdin's first line; serve until EOF."""
+    config = json.loads(sys.stdin.readline())
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, "1")  # before torch is imported, or it has no effect (trap 3)
     started = time.monotonic()
-    torch_version, cuda_devices = _preload(config["warm"])
+    torch_version, cuda_devices, modules = _preload(config["warm"], config.get("modules"))
     limits = Limits.model_validate(config["limits"])
     context = supervisor.ZygoteContext(
         trusted=config["trusted"],
@@ -67,7 +70,12 @@ def main(argv: list[str]) -> None:
         python_version=platform.python_version(),
         cuda_devices=cuda_devices,
         reseed=config.get("reseed", True),
+        sibling_dir=config.get("sibling_dir"),
+        siblings=int(config.get("siblings", 0)),
     )
+    if config.get("role") == "sibling":
+        _serve_as_sibling(config, context, started)
+        return
     if not config["trusted"]:
         context = _probe_sandbox(context, config)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -83,6 +91,7 @@ def main(argv: list[str]) -> None:
         "sandbox_error": context.sandbox_error,
         "threads": len(os.listdir("/proc/self/task")),
         "startup_s": round(time.monotonic() - started, 3),
+        "modules": modules,
     }
     print(json.dumps(ready), flush=True)
     # Move every object the preload created out of the collector's reach: a collection in a
@@ -92,7 +101,33 @@ def main(argv: list[str]) -> None:
     _serve(listener, context, int(config["slots"]))
 
 
-def _preload(warm: bool) -> tuple[str, int]:
+def _serve_as_sibling(
+    config: dict[str, Any], context: supervisor.ZygoteContext, started: float
+) -> None:
+    """Serve the main zygote's slots as one more warm parent with its own hash secret."""
+    if not config["trusted"]:
+        plan = sandbox.make_plan(
+            config["hidden"],
+            uid=config["uid"],
+            gid=config["gid"],
+            cgroup_root=config["cgroup_root"],
+            cpu_fairness=config["cpu_fairness"],
+        )
+        context = dataclasses.replace(context, plan=plan)
+    ready = {"event": "ready", "sibling": config["sibling"],
+             "startup_s": round(time.monotonic() - started, 3)}  # fmt: skip
+    slot_names = [f"slot-{config['main_pid']}-{index}" for index in range(config["slots"])]
+    assert context.sibling_dir is not None
+    gc.collect()
+    gc.freeze()
+    # Listen before saying ready, so that the first run can already use this parent.
+    siblings.serve(
+        context, context.sibling_dir, config["sibling"], slot_names,
+        on_listening=lambda: print(json.dumps(ready), flush=True),
+    )  # fmt: skip
+
+
+def _preload(warm: bool, modules: list[str] | None) -> tuple[str, int, list[str]]:
     import numpy  # noqa: F401  (without it torch warns into every snippet's output, trap 10)
     import torch
     import torch.distributed
@@ -100,15 +135,17 @@ def _preload(warm: bool) -> tuple[str, int]:
     import torch.nn.parallel
     import torch.utils.data
 
-    if warm:
-        for name in _modules_used_by(WARMUP_SNIPPET):
+    if warm and modules is None:  # a sibling is handed the main zygote's list
+        modules = _modules_used_by(WARMUP_SNIPPET)
+    for name in modules or []:
+        if warm:
             try:
                 importlib.import_module(name)
             except Exception:  # some modules only import in special contexts; not needed then
                 continue
     # Counted through NVML (PYTORCH_NVML_BASED_CUDA_CHECK) so that CUDA is not initialised
     # before fork (trap 11).
-    return str(torch.__version__), int(torch.cuda.device_count())
+    return str(torch.__version__), int(torch.cuda.device_count()), modules or []
 
 
 def _modules_used_by(code: str) -> list[str]:
@@ -251,7 +288,7 @@ def _slot_worker(
             os._exit(0)  # it went before the line above took effect
         name = f"slot-{zygote}-{index}"
         try:
-            slot = supervisor.Slot(name, context)
+            slot = supervisor.Slot(name, context, index)
         except sandbox.SandboxError as error:
             # Serve every request of this slot as `rejected` (with the reason) rather than
             # crash-looping or leaving requests unanswered.
@@ -300,4 +337,4 @@ def _handle(connection: socket.socket, slot: supervisor.Slot) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -121,3 +121,18 @@ def test_python_launch_runs_the_mp_spawn_tutorial_with_real_spawned_children(
         "worker 1 sum 3.0 RANK set: False",
     ]
     assert result.environment is not None and result.environment.launcher == "python"
+
+
+HASH_ORDER = "print(list({f'word{i}' for i in range(30)}))\n"
+
+
+def test_each_rank_has_its_own_hash_secret_and_it_changes_between_runs(
+    executor: Executor,
+) -> None:
+    if executor.info.get("siblings", 0) < 1:
+        pytest.skip("no sibling warm parents (trusted mode): ranks share one hash secret")
+    runs = [launch(executor, HASH_ORDER) for _ in range(10)]  # 3 parents: all alike p < 1e-4
+    # Two ranks draw two different warm parents: their set orders differ on every run...
+    assert all(run.ranks[0].stdout != run.ranks[1].stdout for run in runs)
+    # ...and which parent a rank gets is drawn per run, so rank 0's order changes too.
+    assert len({run.ranks[0].stdout for run in runs}) > 1

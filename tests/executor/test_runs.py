@@ -8,7 +8,7 @@ import pytest
 
 from executor.contract import RankStatus, RunStatus
 from executor.runner import Executor
-from tests.executor.conftest import run
+from tests.support.executor import run
 
 pytestmark = pytest.mark.executor
 
@@ -145,7 +145,8 @@ def test_a_snippet_that_calls_mp_spawn_itself_works(executor: Executor) -> None:
         "    mp.spawn(work, nprocs=2)\n"
         "    print('joined')\n"
     )
-    result = run(executor, code, nproc=1)
+    # The children are real spawned interpreters that import torch cold, as under torchrun.
+    result = run(executor, code, nproc=1, timeout_s=40)
     assert result.status is RunStatus.OK, result
     assert sorted(result.ranks[0].stdout.splitlines()) == ["child 0", "child 1", "joined"]
 

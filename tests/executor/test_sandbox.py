@@ -13,7 +13,7 @@ from executor.contract import RunRequest, RunStatus
 from executor.runner import Executor
 from executor.sandbox import make_plan
 from executor.settings import PACKAGE_PARENT, ExecutorSettings
-from tests.executor.conftest import run
+from tests.support.executor import run
 
 pytestmark = pytest.mark.executor
 
@@ -51,7 +51,9 @@ def test_a_rank_runs_as_nobody_in_its_own_namespaces(sandboxed: Executor) -> Non
     assert result.status is RunStatus.OK, result
     facts = json.loads(result.ranks[0].stdout)
     assert (facts["uid"], facts["gid"]) == (65534, 65534)
-    assert facts["ppid"] == 1  # its parent is the run's init: a pid namespace of its own
+    # Its parent is the run's init (pid 1 of a pid namespace of its own), or, for a rank forked
+    # by a sibling warm parent (siblings.py), a process outside that namespace: pid 0.
+    assert facts["ppid"] in {0, 1}
     # Only this run's processes: init, the rendezvous store it hosts (as torchrun's agent
     # does), and the rank itself.
     assert len(facts["processes"]) == 3 and {1, facts["pid"]} <= set(facts["processes"])

@@ -1,0 +1,254 @@
+"""Sibling warm parents: ranks with a hash secret of their own, forked into another slot's cell.
+
+Every fork of one process shares its hash secret (drawn once, when the interpreter starts), so
+without siblings a set of strings would iterate in the same order on every rank and on every
+run. Under torchrun each rank is a fresh interpreter with its own secret, and that is how real
+"ranks issue collectives in a different order" deadlocks happen. The pool therefore starts a few
+more zygotes, each a separate interpreter, and every run draws its ranks' parents at random from
+the main zygote and its siblings: ranks differ from each other and from run to run.
+
+A sibling keeps one worker per slot, sitting in that slot's cgroups from its start. To make rank
+k of a run, the slot worker sends the worker the run's namespaces (those of the cell's init: pid,
+net, mount, ipc, uts) and the rank's pipes over a unix socket (SCM_RIGHTS). The worker forks a
+child that enters those namespaces and forks the rank into them. That child stays outside the
+run's pid namespace (a process cannot move itself into one), waits for the rank and tells the
+cell's init how it ended; the rank dies with the cell like every other process in that pid
+namespace. The slot spares the workers (listed in pid files) when it clears its cgroups.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import random
+import select
+import signal
+import socket
+import struct
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from executor import rank as rank_module
+from executor import sandbox
+from executor.limits import run_budget
+
+if TYPE_CHECKING:
+    from executor.supervisor import ZygoteContext
+
+NAMESPACES = ("net", "ipc", "uts", "pid", "mnt")  # mnt last: after it, paths are the cell's
+STREAMS = ("stdout", "stderr", "result")
+REQUEST_TIMEOUT_S = 5.0
+HEADER = struct.Struct("!I")
+
+
+def socket_path(directory: str, sibling: int, slot: int) -> str:
+    """Where sibling `sibling`'s worker for slot `slot` listens."""
+    return os.path.join(directory, f"sibling-{sibling}-slot-{slot}.sock")
+
+
+def worker_pids(socket_paths: list[str]) -> set[int]:
+    """The pids of the siblings' workers sitting in a slot's cgroups (the slot must spare them)."""
+    pids = set()
+    for path in socket_paths:
+        with contextlib.suppress(OSError, ValueError):
+            pids.add(int(Path(path).with_suffix(".pid").read_text()))
+    return pids
+
+
+def choose_parents(processes: int, siblings: list[int]) -> list[int | None]:
+    """Draw each rank's parent: None is the main zygote (the cell's init), else a sibling.
+
+    Parents are distinct while there are enough of them, so no two ranks share a hash secret;
+    the draw is random, so a rank's secret also changes from run to run.
+    """
+    parents: list[int | None] = [None, *siblings]
+    random.SystemRandom().shuffle(parents)
+    return [parents[index % len(parents)] for index in range(processes)]
+
+
+def request_rank(path: str, init_pid: int, fds: dict[str, int], order: dict[str, Any]) -> int:
+    """Ask a sibling's worker to start one rank inside the cell of `init_pid`; return its pid."""
+    namespaces = [os.open(f"/proc/{init_pid}/ns/{name}", os.O_RDONLY) for name in NAMESPACES]
+    payload = json.dumps(order).encode()
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.settimeout(REQUEST_TIMEOUT_S)
+            connection.connect(path)
+            passed = namespaces + [fds[name] for name in (*STREAMS, "hello")]
+            socket.send_fds(connection, [HEADER.pack(len(payload))], passed)
+            connection.sendall(payload)
+            reply = connection.recv(4096)
+    except OSError as error:
+        raise sandbox.SandboxError(f"the rank's warm parent did not answer: {error}") from error
+    finally:
+        for fd in namespaces:
+            os.close(fd)
+    answer = reply.decode("utf-8", "replace")
+    if not answer.startswith("ok "):
+        raise sandbox.SandboxError(answer or "a warm parent failed")
+    return int(answer[3:])
+
+
+def serve(
+    context: ZygoteContext,
+    directory: str,
+    sibling: int,
+    slot_names: list[str],
+    on_listening: Callable[[], None] = lambda: None,
+) -> None:
+    """Keep one worker per slot alive until stdin closes (the service is gone)."""
+    listeners = []
+    for slot in range(len(slot_names)):
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        path = socket_path(directory, sibling, slot)
+        listener.bind(path)
+        os.chmod(path, 0o600)
+        listener.listen(16)
+        listeners.append(listener)
+    on_listening()
+    workers: dict[int, int] = {}
+    parent = os.getpid()
+    while True:
+        for slot in set(range(len(slot_names))) - set(workers.values()):
+            pid = os.fork()
+            if pid == 0:
+                _worker(listeners[slot], context, slot_names[slot], parent)
+            workers[pid] = slot
+        ready, _, _ = select.select([sys.stdin], [], [], 0.5)
+        if ready:
+            for pid in workers:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                except (ProcessLookupError, ChildProcessError):
+                    pass
+            return
+        while workers:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            workers.pop(pid, None)
+
+
+def _worker(
+    listener: socket.socket, context: ZygoteContext, slot_name: str, parent: int
+) -> NoReturn:
+    try:
+        sandbox.die_with_parent()
+        if os.getppid() != parent:
+            os._exit(0)
+        if context.plan is not None:
+            # The slot's own cgroups: a rank started here counts against its run's limits. The
+            # pid file comes first: the slot clears its cgroups after every run, sparing these.
+            path = listener.getsockname()
+            Path(path).with_suffix(".pid").write_text(str(os.getpid()))
+            sandbox.SlotCgroups(context.plan, slot_name).join()
+        while True:
+            connection, _ = listener.accept()
+            with connection:
+                _handle(connection, context)
+    except BaseException:
+        traceback.print_exc()
+    os._exit(1)
+
+
+def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    connection.settimeout(REQUEST_TIMEOUT_S)
+    header, fds, _, _ = socket.recv_fds(connection, HEADER.size, len(NAMESPACES) + 4)
+    (length,) = HEADER.unpack(header)
+    payload = b""
+    while len(payload) < length:
+        chunk = connection.recv(length - len(payload))
+        if not chunk:
+            break
+        payload += chunk
+    return json.loads(payload), fds
+
+
+def _handle(connection: socket.socket, context: ZygoteContext) -> None:
+    try:
+        order, fds = _receive(connection)
+    except (OSError, ValueError) as error:
+        connection.sendall(f"bad rank request: {error}".encode())
+        return
+    errors_r, errors_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(errors_r)
+        _enter_and_fork_rank(order, fds, context, errors_w)
+    os.close(errors_w)
+    for fd in fds:
+        os.close(fd)
+    with os.fdopen(errors_r, "rb") as source:
+        problem = source.read().decode("utf-8", "replace")  # EOF: the rank is started
+    with contextlib.suppress(OSError):
+        connection.sendall(f"ok {os.getpid()}".encode() if not problem else problem.encode()[:4000])
+    os.waitpid(pid, 0)  # until the rank ends: one run at a time per slot
+
+
+def _enter_and_fork_rank(
+    order: dict[str, Any], fds: list[int], context: ZygoteContext, errors_w: int
+) -> NoReturn:
+    """In a child of the worker: enter the cell's namespaces, fork the rank into them, exit."""
+    try:
+        namespaces = dict(zip(NAMESPACES, fds, strict=False))
+        stdout, stderr, result, hello = fds[len(NAMESPACES) :]
+        for name, fd in namespaces.items():
+            # pid applies to children only: the rank forked next is inside the cell.
+            _setns(fd, name)
+        rank_pid = os.fork()
+        if rank_pid == 0:
+            os.close(errors_w)
+            os.close(hello)
+            # Its parent is outside the run (getppid() says 0), so kill(0, ...) would reach the
+            # sibling's process group: a session of its own keeps that to the rank itself.
+            os.setsid()
+            budget = run_budget(order["budget_ranks"], order["timeout_s"], context.limits)
+            rank_module.run_rank(
+                rank_module.RankLaunch(
+                    code=order["code"],
+                    script=order["script"],
+                    rank=order["rank"],
+                    nproc=order["nproc"],
+                    master_port=order["port"],
+                    run_id=order["run_id"],
+                    launcher=order["launcher"],
+                    reseed=context.reseed,
+                    stdout_fd=stdout,
+                    stderr_fd=stderr,
+                    result_fd=result,
+                    budget=budget,
+                    plan=context.plan,
+                    exception_chars=context.limits.exception_message_chars,
+                )
+            )
+        for fd in (errors_w, stdout, stderr, result):
+            os.close(fd)
+    except BaseException as error:
+        os.write(errors_w, f"the rank could not join its run: {error!r}".encode())
+        os._exit(70)
+    _, wait_status = os.waitpid(rank_pid, 0)
+    ended = {"rank": order["rank"], "wait": os.waitstatus_to_exitcode(wait_status)}
+    with contextlib.suppress(OSError):  # the cell is gone when its deadline killed the rank
+        os.write(hello, (json.dumps(ended) + "\n").encode())
+    os._exit(0)
+
+
+CLONE_FLAGS = {
+    "net": 0x40000000,
+    "ipc": 0x08000000,
+    "uts": 0x04000000,
+    "pid": 0x20000000,
+    "mnt": 0x00020000,
+}
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _setns(fd: int, name: str) -> None:
+    if _libc.setns(fd, CLONE_FLAGS[name]) != 0:
+        raise sandbox.SandboxError(f"setns({name}): {os.strerror(ctypes.get_errno())}")

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import sys
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -77,6 +75,21 @@ def _parser() -> argparse.ArgumentParser:
         "--trusted",
         action="store_true",
         help="start the executor unsandboxed (instructor content only)",
+    )
+    verify.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="items verified at once through the executor's slots (default 1)",
+    )
+    verify.add_argument(
+        "--json", action="store_true", help="print one JSON record per item, then a summary"
+    )
+    verify.add_argument(
+        "--no-record",
+        action="store_true",
+        help="do not record the results in the database (DATABASE_URL)",
     )
     verify.set_defaults(handler=_verify)
 
@@ -165,38 +178,20 @@ def _create_user(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from app import embedded
-    from app.executor_client import HttpExecutorClient
-    from app.verification import service as verification
-    from app.verification.rules import Verdict
+    from app.verification import command
 
-    report = loader.load_path(args.path)
-    for error in report.errors:
-        print(error, file=sys.stderr)
-    context = (
-        contextlib.nullcontext(args.executor)
-        if args.executor
-        else embedded.temporary_executor(trusted=args.trusted)
+    if args.jobs < 1:
+        print("ranklab verify: --jobs must be at least 1", file=sys.stderr)
+        return 2
+    return command.verify(
+        args.path,
+        executor_url=args.executor,
+        repeats=args.repeats,
+        trusted=args.trusted,
+        jobs=args.jobs,
+        as_json=args.json,
+        database_url=None if args.no_record else Settings().database_url,
     )
-    counts: Counter[str] = Counter()
-    with context as url:
-        client = HttpExecutorClient(url)
-        for loaded, item_report in verification.verify_sets(client, report.sets, args.repeats):
-            counts[item_report.verdict.value] += 1
-            if item_report.verdict is Verdict.NOT_EXECUTABLE:
-                continue
-            label = {"pass": "PASS", "fail": "FAIL", "needs_gpus": "GPU "}[item_report.verdict]
-            print(f"{label} {loaded.path} {item_report.item_id}")
-            for line in item_report.problems + item_report.notes:
-                print(f"     {line}")
-            if item_report.verdict is Verdict.FAIL and item_report.observations:
-                observed = item_report.observations[0].result
-                print(f"     observed ({observed.status.value}, {observed.duration_ms} ms):")
-                for rank in observed.ranks:
-                    print(f"       {verification.describe_rank(rank)}")
-    summary = ", ".join(f"{count} {verdict}" for verdict, count in sorted(counts.items()))
-    print(f"verify: {summary or 'nothing to run'}; {len(report.errors)} file error(s)")
-    return 1 if counts["fail"] or report.errors else 0
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ from app.config import Settings
 from app.db import session_scope, utcnow
 from app.errors import Forbidden, LoginRequired
 from app.executor_client import ExecutorClient
+from app.verification.jobs import JobRegistry
 
 SESSION_COOKIE = "ranklab_session"
 CSRF_COOKIE = "ranklab_csrf"
@@ -44,6 +45,12 @@ def get_executor(request: Request) -> ExecutorClient:
     return client
 
 
+def get_verify_jobs(request: Request) -> JobRegistry:
+    """Return this process's registry of staff verification jobs."""
+    registry: JobRegistry = request.app.state.verify_jobs
+    return registry
+
+
 def get_now() -> datetime:
     """Return the server's clock; tests override this one dependency to move time."""
     return utcnow()
@@ -54,6 +61,7 @@ SessionDep = Annotated[Session, Depends(get_session)]
 CatalogDep = Annotated[Catalog, Depends(get_catalog)]
 ExecutorDep = Annotated[ExecutorClient, Depends(get_executor)]
 NowDep = Annotated[datetime, Depends(get_now)]
+VerifyJobsDep = Annotated[JobRegistry, Depends(get_verify_jobs)]
 
 
 def get_optional_user(request: Request, session: SessionDep, now: NowDep) -> User | None:

@@ -29,17 +29,25 @@ from app.main import create_app
 _PASSED_TO_EXECUTOR = ("PATH", "LANG", "LC_ALL", "TZ", "HOME", "TMPDIR", "VIRTUAL_ENV")
 
 
-def executor_environment() -> dict[str, str]:
+def executor_environment(slots: int | None = None) -> dict[str, str]:
     """The embedded executor's environment: no app secrets (RANKLAB_EXECUTOR_* settings pass)."""
-    return {
+    environment = {
         name: value
         for name, value in os.environ.items()
         if name in _PASSED_TO_EXECUTOR or name.startswith("RANKLAB_EXECUTOR_")
     }
+    if slots is not None:
+        # Runs executed at once (the executor's default is one per core).
+        environment["RANKLAB_EXECUTOR_MAX_CONCURRENT_RUNS"] = str(slots)
+    return environment
 
 
 def spawn_executor(
-    host: str, port: int, trusted: bool = False, log: IO[bytes] | None = None
+    host: str,
+    port: int,
+    trusted: bool = False,
+    log: IO[bytes] | None = None,
+    slots: int | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start `ranklab executor serve` in its own process group (so it can be stopped whole)."""
     command = [
@@ -57,7 +65,7 @@ def spawn_executor(
         command.append("--trusted")
     return subprocess.Popen(
         command,
-        env=executor_environment(),
+        env=executor_environment(slots),
         start_new_session=True,
         stdout=log,
         stderr=subprocess.STDOUT if log else None,
@@ -84,13 +92,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def temporary_executor(trusted: bool = False, wait_s: float = 180.0) -> Iterator[str]:
-    """Run a private executor for the duration of a command; yield its URL once it is warm."""
+def temporary_executor(
+    trusted: bool = False, wait_s: float = 180.0, slots: int | None = None
+) -> Iterator[str]:
+    """Run a private executor (`slots` runs at once, else one per core); yield its URL when warm."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     # Its access log would drown the command's own output; kept to explain a failed start.
     with tempfile.TemporaryFile() as log:
-        process = spawn_executor("127.0.0.1", port, trusted, log)
+        process = spawn_executor("127.0.0.1", port, trusted, log, slots)
         try:
             client = HttpExecutorClient(url)
             deadline = time.monotonic() + wait_s

@@ -29,6 +29,7 @@ from app.progress import routes as progress_routes
 from app.runs import routes as run_routes
 from app.staff import routes as staff_routes
 from app.templating import build_templates
+from app.verification.jobs import JobRegistry
 
 log = logging.getLogger("ranklab")
 STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
@@ -58,6 +59,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
             else NoExecutor()
         )
     app.state.executor = executor
+    app.state.verify_jobs = JobRegistry()  # staff verification running in this process
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for module in (

@@ -2,5 +2,13 @@
 
 from app.accounts.models import User, WebSession
 from app.attempts.models import ItemAttempt, SetAttempt, Submission
+from app.verification.models import VerificationRecord
 
-__all__ = ["ItemAttempt", "SetAttempt", "Submission", "User", "WebSession"]
+__all__ = [
+    "ItemAttempt",
+    "SetAttempt",
+    "Submission",
+    "User",
+    "VerificationRecord",
+    "WebSession",
+]

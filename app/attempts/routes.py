@@ -33,6 +33,7 @@ from app.deps import (
 )
 from app.errors import Conflict, NotFound
 from app.runs import service as runs
+from app.verification import records
 
 router = APIRouter()
 AnswerField = Annotated[list[str] | None, Form()]
@@ -122,6 +123,9 @@ def question(
     attempts.close_if_expired(session, row, settings.grace_seconds, now)
     context = _question_context(catalog, attempt, row, settings.grace_seconds, now)
     item = attempts.catalog_item(catalog, attempt, row)
+    loaded = catalog.get(attempt.set_id)
+    if row.status.closed and loaded is not None:  # the key is shown: say where it was proven
+        context["verified"] = records.proof_lines(session, loaded, [item]).get(item.id)
     session.commit()  # release SQLite's lock before asking the executor
     if isinstance(item, EXECUTABLE_KINDS) and row.status.closed:
         context["run"] = {"nproc": item.launch.nproc, "available": runs.available(executor)}

@@ -10,12 +10,15 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from app.challenges.catalog import Catalog
 from app.challenges.loader import LoadedSet
-from app.challenges.schema import EXECUTABLE_KINDS
-from app.deps import CatalogDep, CsrfDep, ExecutorDep, StaffUser
+from app.challenges.schema import EXECUTABLE_KINDS, ItemBase
+from app.deps import CatalogDep, CsrfDep, ExecutorDep, StaffUser, VerifyJobsDep
 from app.errors import NotFound
+from app.executor_client import ExecutorClient
 from app.runs import service as runs
+from app.verification import jobs as verify_jobs
 from app.verification import service as verification
-from app.verification.rules import ItemReport, Verdict
+from app.verification.jobs import JobRegistry
+from app.verification.rules import Verdict
 
 router = APIRouter(prefix="/staff")
 PREVIEW_REPEATS = 2  # enough to see rank order vary; `ranklab verify` uses 3
@@ -71,39 +74,70 @@ def preview(
     )
 
 
-def _verify(executor: Any, loaded: LoadedSet, item_ids: list[str]) -> list[ItemReport]:
-    health = executor.health() or {}
-    cuda_devices = int(health.get("cuda_devices", 0) or 0)
-    reports = []
-    for item in loaded.challenge_set.items:
-        if item.id in item_ids and isinstance(item, EXECUTABLE_KINDS):
-            reports.append(
-                verification.verify_item(executor, loaded, item, PREVIEW_REPEATS, cuda_devices)
-            )
-    return reports
+def _executable_items(loaded: LoadedSet, item_id: str | None) -> list[ItemBase]:
+    items: list[ItemBase] = [
+        item
+        for item in loaded.challenge_set.items
+        if isinstance(item, EXECUTABLE_KINDS) and item_id in (None, item.id)
+    ]
+    if item_id is not None and not items:
+        raise NotFound(f"No executable item {item_id!r} in this set.")
+    return items
 
 
-def _render_reports(request: Request, loaded: LoadedSet, reports: list[ItemReport]) -> Any:
+def _render_job(request: Request, jobs: JobRegistry, loaded: LoadedSet, item_id: str | None) -> Any:
+    job = jobs.get((loaded.challenge_set.id, item_id))
+    base = f"/staff/sets/{loaded.challenge_set.id}"
+    progress = job.progress() if job else []
     return request.app.state.templates.TemplateResponse(
         request,
         "staff/_verify.html",
         {
-            "set": loaded.challenge_set,
-            "reports": reports,
-            "passed": all(report.verdict is not Verdict.FAIL for report in reports),
+            "job": job,
+            "progress": progress,
+            "poll_url": f"{base}/items/{item_id}/verify" if item_id else f"{base}/verify",
+            "passed": all(entry.state != Verdict.FAIL.value for entry in progress),
             "describe_rank": verification.describe_rank,
         },
     )
 
 
+def _start_job(
+    request: Request,
+    catalog: Catalog,
+    executor: ExecutorClient,
+    jobs: JobRegistry,
+    set_id: str,
+    item_id: str | None,
+) -> Any:
+    loaded = _loaded(catalog, set_id)
+    items = _executable_items(loaded, item_id)
+    engine = request.app.state.engine
+    verify_jobs.verify_in_background(
+        jobs, executor, loaded, items, PREVIEW_REPEATS, engine, item_id
+    )
+    return _render_job(request, jobs, loaded, item_id)
+
+
 @router.post("/sets/{set_id}/verify", dependencies=[CsrfDep], response_class=HTMLResponse)
 def verify_set(
-    request: Request, set_id: str, staff: StaffUser, catalog: CatalogDep, executor: ExecutorDep
+    request: Request,
+    set_id: str,
+    staff: StaffUser,
+    catalog: CatalogDep,
+    executor: ExecutorDep,
+    jobs: VerifyJobsDep,
 ):
-    """Run every executable item of the set and show the observed output beside each key."""
-    loaded = _loaded(catalog, set_id)
-    item_ids = [item.id for item in loaded.challenge_set.items]
-    return _render_reports(request, loaded, _verify(executor, loaded, item_ids))
+    """Start verifying every executable item of the set, or join the verification running."""
+    return _start_job(request, catalog, executor, jobs, set_id, None)
+
+
+@router.get("/sets/{set_id}/verify", response_class=HTMLResponse)
+def verify_set_progress(
+    request: Request, set_id: str, staff: StaffUser, catalog: CatalogDep, jobs: VerifyJobsDep
+):
+    """Show the set's verification so far: each item pending, running, or its verdict."""
+    return _render_job(request, jobs, _loaded(catalog, set_id), None)
 
 
 @router.post(
@@ -116,10 +150,22 @@ def verify_item(
     staff: StaffUser,
     catalog: CatalogDep,
     executor: ExecutorDep,
+    jobs: VerifyJobsDep,
 ):
-    """Run one item's snippet and show what was observed beside its key."""
+    """Start verifying one item, or join its verification running."""
+    return _start_job(request, catalog, executor, jobs, set_id, item_id)
+
+
+@router.get("/sets/{set_id}/items/{item_id}/verify", response_class=HTMLResponse)
+def verify_item_progress(
+    request: Request,
+    set_id: str,
+    item_id: str,
+    staff: StaffUser,
+    catalog: CatalogDep,
+    jobs: VerifyJobsDep,
+):
+    """Show one item's verification so far: running, or its verdict beside what was observed."""
     loaded = _loaded(catalog, set_id)
-    item = loaded.challenge_set.item(item_id)
-    if item is None or not isinstance(item, EXECUTABLE_KINDS):
-        raise NotFound(f"No executable item {item_id!r} in this set.")
-    return _render_reports(request, loaded, _verify(executor, loaded, [item_id]))
+    _executable_items(loaded, item_id)
+    return _render_job(request, jobs, loaded, item_id)

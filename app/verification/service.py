@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 from app.challenges.loader import LoadedSet
@@ -112,18 +111,6 @@ def verify_item(
     except ExecutorUnavailable as error:
         return ItemReport(item.id, Verdict.FAIL, problems=[str(error)], observations=observations)
     return judge(item, observations)
-
-
-def verify_sets(
-    client: ExecutorClient, sets: list[LoadedSet], repeats: int = 3
-) -> Iterator[tuple[LoadedSet, ItemReport]]:
-    """Verify every item of every set, yielding reports as they come."""
-    health = client.health() or {}
-    cuda_devices = int(health.get("cuda_devices", 0) or 0)
-    max_timeout_s = float(health.get("max_timeout_s", DEFAULT_MAX_TIMEOUT_S))
-    for loaded in sets:
-        for item in loaded.challenge_set.items:
-            yield loaded, verify_item(client, loaded, item, repeats, cuda_devices, max_timeout_s)
 
 
 def describe_rank(rank: RankResult) -> str:

@@ -36,8 +36,24 @@ def test_an_instructor_previews_and_verifies_a_set_against_real_runs(page, live_
     expect(page.get_by_test_id("preview-item")).to_have_count(5)
     expect(page.locator('[data-item-id="ddp-forward-output"] .key-mark')).to_have_count(1)
     page.get_by_test_id("verify-set").click()
+    # Progress comes item by item: the first verdict shows while the hang is still being proven.
+    expect(page.get_by_test_id("verify-progress")).to_have_count(2)
+    forward = page.locator('[data-testid="verify-progress"][data-item-id="ddp-forward-output"]')
+    hang = page.locator('[data-testid="verify-progress"][data-item-id="uneven-iterations-hang"]')
+    expect(forward).to_have_attribute("data-state", "pass", timeout=60_000)
+    expect(hang).to_have_attribute("data-state", "running")
+    expect(page.get_by_test_id("verify-status")).to_contain_text("1 of 2 item(s) done")
+    # A second click joins the running verification instead of starting it again.
+    with page.expect_response(lambda response: response.request.method == "POST") as clicked:
+        page.get_by_test_id("verify-set").click()
+    joined = clicked.value.text()
+    assert 'data-item-id="ddp-forward-output" data-state="pass"' in joined
+    assert "1 of 2 item(s) done" in joined
+    report = page.get_by_test_id("verify-report")
+    expect(report).to_have_attribute("data-job-state", "done", timeout=150_000)
+    expect(report).to_have_attribute("data-passed", "true")
     results = page.get_by_test_id("verify-result")
-    expect(results).to_have_count(2, timeout=90_000)
+    expect(results).to_have_count(2)
     for verdict in results.all():
         expect(verdict).to_have_attribute("data-verdict", "pass")
     expect(

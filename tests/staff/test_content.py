@@ -65,13 +65,21 @@ def test_the_preview_shows_keys_feedback_and_explanations(instructor):
     assert "Key: <strong>3.333</strong>" in page
 
 
+def finished(instructor: Learner, set_id: str, item_id: str | None = None) -> None:
+    """Wait for the verification job the instructor started to finish."""
+    job = instructor.client.app.state.verify_jobs.get((set_id, item_id))  # type: ignore[attr-defined]
+    assert job is not None and job.wait(10)
+
+
 def test_verifying_an_item_shows_the_observation_beside_the_key(instructor, executor):
-    response = instructor.post(
-        "/staff/sets/test-runs/items/all-reduce/verify", headers={"HX-Request": "true"}
-    )
-    assert response.status_code == 200
+    url = "/staff/sets/test-runs/items/all-reduce/verify"
+    started = instructor.post(url, headers={"HX-Request": "true"})
+    assert started.status_code == 200 and 'data-testid="verify-progress"' in started.text
+    finished(instructor, "test-runs", "all-reduce")
+    response = instructor.get(url, headers={"HX-Request": "true"})
     assert 'data-verdict="pass"' in response.text and "✓ key proven" in response.text
     assert 'data-testid="observed-rank-1"' in response.text and "1.0" in response.text
+    assert 'data-job-state="done"' in response.text and "hx-trigger" not in response.text
     assert [request.use_cache for request in executor.requests] == [False, False]
 
 
@@ -79,8 +87,10 @@ def test_verifying_a_set_with_a_wrong_key_shows_why(instructor, folder):
     set_file = folder / "runs" / "set.yaml"
     set_file.write_text(set_file.read_text().replace("    answer: A", "    answer: B"))
     instructor.post("/staff/content/reload")
-    response = instructor.post("/staff/sets/test-runs/verify", headers={"HX-Request": "true"})
-    assert 'data-verdict="fail"' in response.text
+    instructor.post("/staff/sets/test-runs/verify", headers={"HX-Request": "true"})
+    finished(instructor, "test-runs")
+    response = instructor.get("/staff/sets/test-runs/verify", headers={"HX-Request": "true"})
+    assert 'data-verdict="fail"' in response.text and 'data-passed="false"' in response.text
     assert "distractor A also matches" in response.text
 
 

@@ -13,7 +13,12 @@ from app.config import ROOT
 from tests.support.accounts import sign_up, user_id
 from tests.support.learner import Learner
 
-INSTRUCTOR_PAGES = ["/staff/content", "/staff/sets/test-basics/preview"]
+INSTRUCTOR_PAGES = [
+    "/staff/content",
+    "/staff/sets/test-basics/preview",
+    "/staff/sets/test-runs/verify",
+    "/staff/sets/test-runs/items/all-reduce/verify",
+]
 INSTRUCTOR_POSTS = [
     "/staff/content/reload",
     "/staff/sets/test-runs/verify",
@@ -48,7 +53,12 @@ def create_user_cli(
 
 
 def staff_routes(app) -> set[str]:
-    return {path for path in app.openapi()["paths"] if path.startswith(("/staff", "/admin"))}
+    return {
+        f"{method.upper()} {path}"
+        for path, operations in app.openapi()["paths"].items()
+        if path.startswith(("/staff", "/admin"))
+        for method in operations
+    }
 
 
 @pytest.fixture
@@ -58,19 +68,23 @@ def app(app_factory, sqlite_url):
 
 def test_every_staff_route_is_covered_by_these_tests(app):
     known = {
-        "/staff/content",
-        "/staff/content/reload",
-        "/staff/sets/{set_id}/preview",
-        "/staff/sets/{set_id}/verify",
-        "/staff/sets/{set_id}/items/{item_id}/verify",
-        "/admin/users",
-        "/admin/users/{user_id}",
+        "GET /staff/content",
+        "POST /staff/content/reload",
+        "GET /staff/sets/{set_id}/preview",
+        "POST /staff/sets/{set_id}/verify",
+        "GET /staff/sets/{set_id}/verify",
+        "POST /staff/sets/{set_id}/items/{item_id}/verify",
+        "GET /staff/sets/{set_id}/items/{item_id}/verify",
+        "GET /admin/users",
+        "POST /admin/users/{user_id}",
     }
     # The dashboards (/admin, /admin/sets, /admin/learners, /admin/export) are covered by
     # tests/analytics/test_routes.py.
     dashboards = ("/admin/sets", "/admin/learners", "/admin/export")
     mine = {
-        path for path in staff_routes(app) if path != "/admin" and not path.startswith(dashboards)
+        route
+        for route in staff_routes(app)
+        if route != "GET /admin" and not route.split(" ", 1)[1].startswith(dashboards)
     }
     assert mine == known
 

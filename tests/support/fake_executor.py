@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,3 +56,18 @@ class FakeExecutor:
         for rank in range(request.nproc):
             yield OutputEvent(rank=rank, stream="stdout", text="1.0\n")
         yield canned_result(*["1.0\n"] * request.nproc)
+
+
+@dataclass
+class GatedExecutor(FakeExecutor):
+    """A fake executor whose runs wait at a gate, so a test can look at work mid-run."""
+
+    entered: threading.Event = field(default_factory=threading.Event)
+    gate: threading.Event = field(default_factory=threading.Event)
+    wait_s: float = 10.0
+
+    def stream(self, request: RunRequest) -> Iterator[RunEvent]:
+        self.entered.set()
+        if not self.gate.wait(self.wait_s):
+            raise ExecutorUnavailable("the test never opened the gate")
+        yield from super().stream(request)

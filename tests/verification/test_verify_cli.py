@@ -2,26 +2,57 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from sqlmodel import Session, select
 
+from app import migrations
 from app.config import ROOT
+from app.db import make_engine
+from app.verification.models import VerificationRecord
+from tests.conftest import TEST_CHALLENGES
 
 pytestmark = pytest.mark.executor
 
 
-def verify(path: Path, executor_url: str) -> subprocess.CompletedProcess[str]:
+def verify(
+    path: Path, executor_url: str, *options: str, database_url: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `ranklab verify`; it records only into the database a test names."""
+    command = [sys.executable, "-m", "app.cli", "verify", str(path), "--executor", executor_url]
+    command += [*options] if database_url else [*options, "--no-record"]
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", "verify", str(path), "--executor", executor_url],
+        command,
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=300,
+        env={**os.environ, "DATABASE_URL": database_url or "sqlite:///never-used.db"},
     )
+
+
+def json_records(stdout: str) -> list[dict]:
+    """Every line of --json output is one JSON record."""
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def runs_set_with_three_keys(folder: Path) -> Path:
+    """A set whose three executable items share one snippet; the second keys the wrong option."""
+    source = TEST_CHALLENGES / "runs"
+    shutil.copy(source / "all_reduce.py", folder)
+    text = (source / "set.yaml").read_text()
+    head, first = text.split("items:\n")
+    second = first.replace("id: all-reduce", "id: wrong-key").replace("answer: A", "answer: B")
+    third = first.replace("id: all-reduce", "id: third")
+    set_file = folder / "set.yaml"
+    set_file.write_text(head + "items:\n" + first + second + third)
+    return set_file
 
 
 def test_every_shipped_key_is_proven(executor_url):
@@ -61,3 +92,87 @@ def test_an_item_needing_gpus_is_reported_not_passed_or_failed(executor_url, tmp
     result = verify(set_file, executor_url)
     assert result.returncode == 0, result.stdout
     assert "GPU " in result.stdout and "needs 2 GPU(s); this executor has 0" in result.stdout
+
+
+def test_json_gives_one_record_per_item_in_order_then_a_summary(executor_url):
+    result = verify(TEST_CHALLENGES, executor_url, "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    *items, summary = json_records(result.stdout)
+    assert [record["type"] for record in items] == ["item"] * len(items)
+    assert [record["set_id"] for record in items][-1] == "test-runs"
+    assert [record["item_id"] for record in items][:2] == ["world-size", "speedup"]
+    executed = items[-1]
+    assert executed["item_id"] == "all-reduce" and executed["verdict"] == "pass"
+    assert executed["set_file"].endswith("tests/fixtures/challenges/runs/set.yaml")
+    assert executed["reasons"] == [] and isinstance(executed["notes"], list)
+    environment = executed["environment"]
+    assert set(environment) == {"torch", "backend", "device", "nproc", "python"}
+    assert (environment["backend"], environment["device"], environment["nproc"]) == (
+        "gloo",
+        "cpu",
+        2,
+    )
+    assert environment["torch"].startswith("2.") and executed["duration_ms"] > 0
+    assert len(executed["content_hash"]) == 64
+    for record in items[:-1]:
+        assert record["verdict"] == "not_executable" and record["environment"] is None
+    assert summary["type"] == "summary" and summary["ok"] is True
+    assert summary["counts"] == {"not_executable": len(items) - 1, "pass": 1}
+    assert summary["file_errors"] == [] and summary["recorded"] is False
+
+
+def test_jobs_verify_several_items_at_once_and_report_them_in_order(executor_url, tmp_path):
+    set_file = runs_set_with_three_keys(tmp_path)
+    result = verify(set_file, executor_url, "--jobs", "3", "--json", "--repeats", "2")
+    assert result.returncode == 1, result.stdout + result.stderr
+    *items, summary = json_records(result.stdout)
+    verdicts = [(record["item_id"], record["verdict"]) for record in items]
+    assert verdicts == [("all-reduce", "pass"), ("wrong-key", "fail"), ("third", "pass")]
+    assert any("distractor A also matches" in reason for reason in items[1]["reasons"])
+    assert summary["ok"] is False and summary["counts"] == {"fail": 1, "pass": 2}
+
+
+def test_the_human_output_with_jobs_is_unchanged(executor_url, tmp_path):
+    set_file = runs_set_with_three_keys(tmp_path)
+    result = verify(set_file, executor_url, "--jobs", "2", "--repeats", "2")
+    assert result.returncode == 1
+    labels = [
+        line.split()[0] + " " + line.split()[-1]
+        for line in result.stdout.splitlines()
+        if line.startswith(("PASS", "FAIL"))
+    ]
+    assert labels == ["PASS all-reduce", "FAIL wrong-key", "PASS third"]
+    assert result.stdout.splitlines()[-1] == "verify: 1 fail, 2 pass; 0 file error(s)"
+
+
+def test_results_are_recorded_in_a_migrated_database(executor_url, tmp_path):
+    url = f"sqlite:///{tmp_path / 'ranklab.db'}"
+    migrations.upgrade(url)
+    result = verify(TEST_CHALLENGES / "runs", executor_url, "--json", database_url=url)
+    assert result.returncode == 0, result.stderr
+    printed, summary = json_records(result.stdout)
+    assert summary["recorded"] is True
+    engine = make_engine(url)
+    with Session(engine) as session:
+        stored = session.exec(select(VerificationRecord)).one()
+    engine.dispose()
+    assert (stored.set_id, stored.item_id, stored.verdict.value) == (
+        "test-runs",
+        "all-reduce",
+        "pass",
+    )
+    assert stored.content_hash == printed["content_hash"]
+    assert (stored.torch, stored.backend, stored.nproc) == (
+        printed["environment"]["torch"],
+        "gloo",
+        2,
+    )
+
+
+def test_a_database_that_is_not_migrated_is_named_in_one_line_and_skipped(executor_url, tmp_path):
+    url = f"sqlite:///{tmp_path / 'absent.db'}"
+    result = verify(TEST_CHALLENGES / "basics", executor_url, database_url=url)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("verify: not recording results:") == 1
+    assert "absent.db does not exist" in result.stderr
+    assert not (tmp_path / "absent.db").exists()

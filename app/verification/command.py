@@ -1,0 +1,126 @@
+"""`ranklab verify`: prove every key on an executor, print the verdicts, record them."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from collections import Counter
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from app import embedded
+from app.challenges import loader
+from app.db import utcnow
+from app.executor_client import HttpExecutorClient
+from app.verification import batch, evidence, records
+from app.verification import service as verification
+from app.verification.batch import Verified
+from app.verification.rules import Verdict
+
+
+def verify(
+    path: Path,
+    *,
+    executor_url: str | None = None,
+    repeats: int = 3,
+    trusted: bool = False,
+    jobs: int = 1,
+    as_json: bool = False,
+    database_url: str | None = None,
+) -> int:
+    """Verify every item under path; return 1 on any failed key or broken file, else 0."""
+    started = time.monotonic()
+    report = loader.load_path(path)
+    for error in report.errors:
+        print(error, file=sys.stderr)
+    engine = None
+    if database_url is not None:
+        engine, where = records.recording_engine(database_url)
+        if engine is None:
+            print(f"verify: not recording results: {where}", file=sys.stderr)
+    counts: Counter[str] = Counter()
+    try:
+        with _executor(executor_url, trusted, jobs) as url:
+            client = HttpExecutorClient(url)
+            for verified in batch.verify_in_order(client, report.sets, repeats, jobs):
+                counts[verified.report.verdict.value] += 1
+                if engine is not None and not _record(engine, verified):
+                    engine.dispose()
+                    engine = None
+                if as_json:
+                    print(_json_line(_item_record(verified)), flush=True)
+                else:
+                    _print_human(verified)
+    finally:
+        if engine is not None:
+            engine.dispose()
+    errors = [str(error) for error in report.errors]
+    if as_json:
+        elapsed = round((time.monotonic() - started) * 1000)
+        print(_json_line(evidence.summary_record(counts, errors, elapsed, engine is not None)))
+    else:
+        summary = ", ".join(f"{count} {verdict}" for verdict, count in sorted(counts.items()))
+        print(f"verify: {summary or 'nothing to run'}; {len(errors)} file error(s)")
+    return 1 if counts["fail"] or errors else 0
+
+
+def _executor(url: str | None, trusted: bool, jobs: int) -> AbstractContextManager[str]:
+    """The executor to use: the one given, or a private one with a slot per job."""
+    if url:
+        return contextlib.nullcontext(url)
+    return embedded.temporary_executor(trusted=trusted, slots=jobs if jobs > 1 else None)
+
+
+def _record(engine: Engine, verified: Verified) -> bool:
+    """Record one verdict (items with nothing to run have none); False once recording fails."""
+    if verified.report.verdict is Verdict.NOT_EXECUTABLE:
+        return True
+    try:
+        records.save_with_engine(
+            engine,
+            verified.loaded.challenge_set.id,
+            verified.content_hash,
+            verified.report,
+            verified.duration_ms,
+            utcnow(),
+        )
+    except SQLAlchemyError as error:
+        print(f"verify: stopped recording results: {error}", file=sys.stderr)
+        return False
+    return True
+
+
+def _item_record(verified: Verified) -> dict[str, Any]:
+    return evidence.item_record(
+        verified.loaded.challenge_set.id,
+        verified.loaded.path,
+        verified.report,
+        verified.duration_ms,
+        verified.content_hash,
+    )
+
+
+def _json_line(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False)
+
+
+def _print_human(verified: Verified) -> None:
+    """Print one item's verdict, its reasons and, for a failure, the observed evidence."""
+    item_report = verified.report
+    if item_report.verdict is Verdict.NOT_EXECUTABLE:
+        return
+    label = {"pass": "PASS", "fail": "FAIL", "needs_gpus": "GPU "}[item_report.verdict]
+    print(f"{label} {verified.loaded.path} {item_report.item_id}", flush=True)
+    for line in item_report.problems + item_report.notes:
+        print(f"     {line}")
+    if item_report.verdict is Verdict.FAIL and item_report.observations:
+        observed = item_report.observations[0].result
+        print(f"     observed ({observed.status.value}, {observed.duration_ms} ms):")
+        for rank in observed.ranks:
+            print(f"       {verification.describe_rank(rank)}")

@@ -1,0 +1,127 @@
+"""Verification records in the database: one per verified item, and which keys stand proven."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+
+from sqlalchemy import and_, func, make_url, or_
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+from sqlmodel import Session, col, select
+
+from app import migrations
+from app.challenges.loader import LoadedSet
+from app.challenges.schema import EXECUTABLE_KINDS, ItemBase
+from app.db import make_engine
+from app.verification import evidence
+from app.verification.models import VerificationRecord
+from app.verification.rules import ItemReport, Verdict
+
+# A "needs GPUs" record says nothing about the key, so it neither proves nor refutes it.
+JUDGED = (Verdict.PASS, Verdict.FAIL)
+
+
+def save(
+    session: Session,
+    set_id: str,
+    digest: str,
+    report: ItemReport,
+    duration_ms: int,
+    verified_at: datetime,
+) -> VerificationRecord:
+    """Record one item's verdict for this exact content, with where it ran."""
+    environment = evidence.environment_of(report) or {}
+    record = VerificationRecord(
+        set_id=set_id,
+        item_id=report.item_id,
+        content_hash=digest,
+        verdict=report.verdict,
+        verified_at=verified_at,
+        duration_ms=duration_ms,
+        **environment,
+    )
+    session.add(record)
+    session.commit()
+    return record
+
+
+def save_with_engine(
+    engine: Engine,
+    set_id: str,
+    digest: str,
+    report: ItemReport,
+    duration_ms: int,
+    verified_at: datetime,
+) -> VerificationRecord:
+    """Record one verdict in a short transaction of its own (never open while runs happen)."""
+    with Session(engine, expire_on_commit=False) as session:
+        return save(session, set_id, digest, report, duration_ms, verified_at)
+
+
+def proven(
+    session: Session, set_id: str, hashes: Mapping[str, str]
+) -> dict[str, VerificationRecord]:
+    """Items (id -> current content hash) whose latest judged record is a pass, in one query."""
+    if not hashes:
+        return {}
+    record = VerificationRecord
+    ranked = (
+        select(
+            col(record.id).label("id"),
+            func.row_number()
+            .over(
+                partition_by=col(record.item_id),
+                order_by=(col(record.verified_at).desc(), col(record.id).desc()),
+            )
+            .label("position"),
+        )
+        .where(
+            record.set_id == set_id,
+            col(record.verdict).in_(JUDGED),
+            or_(
+                *(
+                    and_(col(record.item_id) == item_id, col(record.content_hash) == digest)
+                    for item_id, digest in hashes.items()
+                )
+            ),
+        )
+        .subquery()
+    )
+    latest = (
+        select(record).join(ranked, col(record.id) == ranked.c.id).where(ranked.c.position == 1)
+    )
+    return {row.item_id: row for row in session.exec(latest) if row.verdict is Verdict.PASS}
+
+
+def proof_lines(session: Session, loaded: LoadedSet, items: Sequence[ItemBase]) -> dict[str, str]:
+    """Give the "Verified on …" line of each executable item whose current content is proven."""
+    hashes = {
+        item.id: evidence.item_hash(loaded, item)
+        for item in items
+        if isinstance(item, EXECUTABLE_KINDS)
+    }
+    return {
+        item_id: evidence.proof_line(record.torch, record.backend, record.nproc, record.verified_at)
+        for item_id, record in proven(session, loaded.challenge_set.id, hashes).items()
+        if record.torch and record.backend and record.nproc
+    }
+
+
+def recording_engine(database_url: str) -> tuple[Engine | None, str]:
+    """Open the database for recording if it exists and is at the latest revision, else say why."""
+    shown = make_url(database_url).render_as_string(hide_password=True)
+    if database_url.startswith("sqlite"):
+        path = make_url(database_url).database
+        if not path or path == ":memory:" or not Path(path).exists():
+            return None, f"{shown} does not exist (run `ranklab db upgrade`)"
+    engine = make_engine(database_url)
+    try:
+        if migrations.at_head(engine):
+            return engine, shown
+        reason = f"{shown} is not at the latest revision (run `ranklab db upgrade`)"
+    except SQLAlchemyError as error:
+        reason = f"{shown} cannot be read ({type(error).__name__})"
+    engine.dispose()
+    return None, reason

@@ -1,12 +1,16 @@
-"""Shared fixtures: a migrated throwaway database (SQLite, or PostgreSQL too), an app, a clock."""
+"""Shared fixtures: a migrated throwaway database (SQLite, or PostgreSQL too), an app, a clock,
+and one warm executor for the session (tests/executor and tests/parity share it)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from fastapi.testclient import TestClient
@@ -15,7 +19,14 @@ from app import migrations
 from app.config import Settings
 from app.deps import get_now
 from app.main import create_app
+from tests.support.executor import CANARY
 from tests.support.postgres import postgres_database_url
+
+if TYPE_CHECKING:
+    from executor.runner import Executor
+
+# Put a secret in the environment the executor is started from: no rank may ever see it.
+os.environ.setdefault("RANKLAB_TEST_SECRET", CANARY)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TEST_CHALLENGES = FIXTURES / "challenges"
@@ -112,6 +123,53 @@ def executor_url() -> Iterator[str]:
     print(f"executor sandbox {sandbox}: app tests use a trusted executor", file=sys.stderr)
     with temporary_executor(trusted=True) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def secret_dir() -> Iterator[Path]:
+    """A world-readable directory holding the canary: only the sandbox's mounts can hide it."""
+    directory = Path(tempfile.mkdtemp(prefix="ranklab-secrets-", dir="/var/tmp"))
+    directory.chmod(0o755)
+    (directory / "secret.txt").write_text(CANARY)
+    (directory / "secret.txt").chmod(0o644)
+    yield directory
+    shutil.rmtree(directory)
+
+
+@pytest.fixture(scope="session")
+def executor(secret_dir: Path) -> Iterator[Executor]:
+    """Start the sandboxed warm pool once per session."""
+    pytest.importorskip("torch")
+    from executor.runner import Executor
+    from executor.settings import ExecutorSettings
+
+    defaults = ExecutorSettings()
+    settings = ExecutorSettings(
+        max_concurrent_runs=2,
+        queue_limit=8,
+        hidden_paths=[*defaults.hidden_paths, str(secret_dir)],
+    )
+    runner = Executor(settings)
+    runner.pool.start()
+    problem = runner.info.get("sandbox_error")
+    if problem:
+        # Where this machine cannot sandbox (not root, no cgroup v1), the product refuses
+        # untrusted code (tested in test_sandbox); run semantics are still tested, trusted.
+        runner.close()
+        runner = Executor(settings.model_copy(update={"trusted": True}))
+        runner.pool.start()
+        runner.pool.info = {**(runner.pool.info or {}), "sandbox_error": problem}
+    yield runner
+    runner.close()
+
+
+@pytest.fixture(scope="session")
+def sandboxed(executor: Executor) -> Executor:
+    """The warm executor, or a skip where this machine cannot sandbox (not root, no cgroups)."""
+    problem = executor.info.get("sandbox_error")
+    if problem:
+        pytest.skip(f"sandbox unavailable here: {problem}")
+    return executor
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

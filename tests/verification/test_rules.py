@@ -191,3 +191,25 @@ def test_a_claimed_hang_must_time_out_and_a_hang_must_be_claimed():
     finished = judge(item, [Observation(run("done\n", "done\n"))])
     assert "expected a hang" in finished.problems[0]
     assert any("distractor B also matches" in p for p in finished.problems)
+
+
+def test_rank_order_is_only_claimed_by_an_outcome_that_quotes_output():
+    item = DebugItem.model_validate(
+        {
+            "id": "d",
+            "kind": "debug",
+            "category": "Debug",
+            "difficulty": "advanced",
+            "title": "T",
+            "prompt": "P",
+            "explanation": "E",
+            "code": "x",
+            "launch": {"nproc": 2},
+            "failure": {"hangs": True},
+            "options": [{"id": "A", "text": "a"}, {"id": "B", "text": "b"}],
+            "answer": "A",
+        }
+    )
+    blocked = run("a\n", "b\n", status="timeout")
+    runs = [Observation(blocked, (0, 1)), Observation(blocked, (1, 0), long_limit=True)]
+    assert judge(item, runs).verdict is Verdict.PASS

@@ -206,14 +206,20 @@ def _redirect(launch: RankLaunch) -> None:
     # slot worker's connection to the service must be out of the snippet's reach.
     os.closerange(RESULT_FD + 1, 1 << 16)
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
-    # Line-buffered so that output streams to the learner as ranks print it.
-    sys.stdout = _text_stream(1)
-    sys.stderr = _text_stream(2)
+    unbuffered = launch.launcher == "torchrun"
+    sys.stdout = _text_stream(1, "strict", unbuffered)
+    sys.stderr = _text_stream(2, "backslashreplace", unbuffered)
 
 
-def _text_stream(fd: int) -> io.TextIOWrapper:
+def _text_stream(fd: int, errors: str, unbuffered: bool) -> io.TextIOWrapper:
+    # Under torchrun as `python -u` (how torchrun starts its workers): every write reaches the
+    # pipe at once, so output printed just before a crash or a kill is kept. A plain `python
+    # snippet.py` is line-buffered here, as in a terminal, so that output still streams live.
+    # Python's own error handlers: strict for stdout, backslashreplace for stderr.
     raw = io.FileIO(fd, "w", closefd=False)
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace", line_buffering=True)
+    return io.TextIOWrapper(
+        raw, encoding="utf-8", errors=errors, write_through=unbuffered, line_buffering=True
+    )
 
 
 def _execute(code: str, script: str, exception_chars: int) -> tuple[int, dict[str, Any] | None]:

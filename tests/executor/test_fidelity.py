@@ -136,3 +136,25 @@ def test_each_rank_has_its_own_hash_secret_and_it_changes_between_runs(
     assert all(run.ranks[0].stdout != run.ranks[1].stdout for run in runs)
     # ...and which parent a rank gets is drawn per run, so rank 0's order changes too.
     assert len({run.ranks[0].stdout for run in runs}) > 1
+
+
+def test_output_is_unbuffered_as_under_torchrun_so_a_kill_keeps_it(executor: Executor) -> None:
+    code = (
+        "import os, signal\n"
+        "print('partial', end='')\n"
+        "if os.environ['RANK'] == '1':\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "print(' line')\n"
+    )
+    result = launch(executor, code)
+    assert [rank.stdout for rank in result.ranks] == ["partial line\n", "partial"]
+    assert result.ranks[1].status is RankStatus.KILLED and result.ranks[1].exit_code == -9
+
+
+def test_more_ranks_than_warm_parents_share_hash_secrets(executor: Executor) -> None:
+    """Pins a documented difference (README, "Executor fidelity"): with N sibling warm parents,
+    a run of more than N + 1 ranks has ranks that share a hash secret (torchrun: never)."""
+    parents = 1 + int(executor.info.get("siblings", 0))
+    result = launch(executor, HASH_ORDER, nproc=parents + 1)
+    orders = [rank.stdout for rank in result.ranks]
+    assert len(set(orders)) <= parents < len(orders)

@@ -10,6 +10,7 @@ import codecs
 import contextlib
 import json
 import os
+import random
 import select
 import shutil
 import signal
@@ -32,8 +33,9 @@ if TYPE_CHECKING:
 # torchrun stops every worker once one fails; the others get this long to report their own
 # error (gloo notices a dead peer at once), then they are killed.
 GRACE_AFTER_FAILURE_S = 1.0
-# Each sandboxed run has its own network namespace, so a fixed port cannot collide.
-SANDBOX_MASTER_PORT = 29500
+# Each sandboxed run has its own network namespace, so any port is free; like torchrun, which
+# binds port 0, a run gets a different one from the ephemeral range each time.
+EPHEMERAL_PORTS = (32768, 60999)
 READ_CHUNK = 65536
 AGENT_STORE_START_S = 5.0
 SANDBOX_SCRIPT_DIR = "/tmp"
@@ -127,7 +129,7 @@ class Cell:
         self.ranks = self.ranks[:processes]
         available = [index for index, path in enumerate(self.sibling_paths) if os.path.exists(path)]
         parents = siblings.choose_parents(processes, available)
-        port = SANDBOX_MASTER_PORT if self.plan is not None else free_port()
+        port = random.randint(*EPHEMERAL_PORTS) if self.plan is not None else free_port()
         order = {
             "code": request["code"],
             "nproc": nproc,

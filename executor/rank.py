@@ -14,7 +14,6 @@ import os
 import random
 import sys
 import threading
-import traceback
 import types
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -233,7 +232,9 @@ def _execute(code: str, script: str, exception_chars: int) -> tuple[int, dict[st
         return _exit_code_of(stop), None
     except BaseException as error:
         tb = error.__traceback__.tb_next if error.__traceback__ else None
-        traceback.print_exception(type(error), error, tb)
+        # Through sys.excepthook, as the interpreter does: init_process_group installs one that
+        # prefixes every line with "[rankN]: ".
+        sys.excepthook(type(error), error, tb)
         return 1, describe_exception(error, exception_chars)
     return 0, None
 

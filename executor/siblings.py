@@ -142,6 +142,9 @@ def _worker(
         sandbox.die_with_parent()
         if os.getppid() != parent:
             os._exit(0)
+        # Ranks of one run may come from the same worker: answer each request at once and let
+        # the kernel reap the children that wait for the ranks (see _enter_and_fork_rank).
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
         if context.plan is not None:
             # The slot's own cgroups: a rank started here counts against its run's limits. The
             # pid file comes first: the slot clears its cgroups after every run, sparing these.
@@ -188,14 +191,15 @@ def _handle(connection: socket.socket, context: ZygoteContext) -> None:
         problem = source.read().decode("utf-8", "replace")  # EOF: the rank is started
     with contextlib.suppress(OSError):
         connection.sendall(f"ok {os.getpid()}".encode() if not problem else problem.encode()[:4000])
-    os.waitpid(pid, 0)  # until the rank ends: one run at a time per slot
 
 
 def _enter_and_fork_rank(
     order: dict[str, Any], fds: list[int], context: ZygoteContext, errors_w: int
 ) -> NoReturn:
-    """In a child of the worker: enter the cell's namespaces, fork the rank into them, exit."""
+    """In a child of the worker: enter the cell's namespaces, fork the rank into them, report
+    how it ended to the cell's init."""
     try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the worker's SIG_IGN would reap the rank
         namespaces = dict(zip(NAMESPACES, fds, strict=False))
         stdout, stderr, result, hello = fds[len(NAMESPACES) :]
         for name, fd in namespaces.items():

@@ -22,6 +22,7 @@ import socket
 import sys
 import time
 import traceback
+import warnings
 from typing import Any, NoReturn
 
 from executor import cell, sandbox, siblings, supervisor
@@ -135,6 +136,9 @@ def _preload(warm: bool, modules: list[str] | None) -> tuple[str, int, list[str]
     import torch.nn.parallel
     import torch.utils.data
 
+    # The modules warmed up below add warning filters as they import (sympy: once
+    # SymPyDeprecationWarning) that a snippet importing torch would not have: keep torch's own.
+    torch_filters = list(warnings.filters)
     if warm and modules is None:  # a sibling is handed the main zygote's list
         modules = _modules_used_by(WARMUP_SNIPPET)
     for name in modules or []:
@@ -143,6 +147,8 @@ def _preload(warm: bool, modules: list[str] | None) -> tuple[str, int, list[str]
                 importlib.import_module(name)
             except Exception:  # some modules only import in special contexts; not needed then
                 continue
+    warnings.filters[:] = torch_filters  # type: ignore[index]
+    warnings._filters_mutated()  # type: ignore[attr-defined]
     # Counted through NVML (PYTORCH_NVML_BASED_CUDA_CHECK) so that CUDA is not initialised
     # before fork (trap 11).
     return str(torch.__version__), int(torch.cuda.device_count()), modules or []

@@ -16,7 +16,6 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app import embedded
 from app.challenges import loader
-from app.db import utcnow
 from app.executor_client import HttpExecutorClient
 from app.verification import batch, evidence, records
 from app.verification import service as verification
@@ -78,18 +77,9 @@ def _executor(url: str | None, trusted: bool, jobs: int) -> AbstractContextManag
 
 
 def _record(engine: Engine, verified: Verified) -> bool:
-    """Record one verdict (items with nothing to run have none); False once recording fails."""
-    if verified.report.verdict is Verdict.NOT_EXECUTABLE:
-        return True
+    """Record one verdict; False once recording fails (the rest is not recorded then)."""
     try:
-        records.save_with_engine(
-            engine,
-            verified.loaded.challenge_set.id,
-            verified.content_hash,
-            verified.report,
-            verified.duration_ms,
-            utcnow(),
-        )
+        records.save_verified(engine, verified)
     except SQLAlchemyError as error:
         print(f"verify: stopped recording results: {error}", file=sys.stderr)
         return False

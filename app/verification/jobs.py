@@ -17,10 +17,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.challenges.loader import LoadedSet
 from app.challenges.schema import ItemBase
-from app.db import utcnow
 from app.executor_client import ExecutorClient
 from app.verification import batch, records
-from app.verification.rules import ItemReport, Verdict
+from app.verification.rules import ItemReport
 
 log = logging.getLogger("ranklab")
 
@@ -131,7 +130,7 @@ def verify_in_background(
         for item in items:
             job.mark_running(item.id)
             verified = batch.verify_timed(client, loaded, item, repeats, facts)
-            if engine is not None and verified.report.verdict is not Verdict.NOT_EXECUTABLE:
+            if engine is not None:
                 _record(engine, verified)
             job.mark_done(verified.report)
 
@@ -142,13 +141,6 @@ def verify_in_background(
 
 def _record(engine: Engine, verified: batch.Verified) -> None:
     try:
-        records.save_with_engine(
-            engine,
-            verified.loaded.challenge_set.id,
-            verified.content_hash,
-            verified.report,
-            verified.duration_ms,
-            utcnow(),
-        )
+        records.save_verified(engine, verified)
     except SQLAlchemyError:
         log.exception("could not record the verification of %s", verified.item.id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import and_, func, make_url, or_
 from sqlalchemy.engine import Engine
@@ -14,10 +15,13 @@ from sqlmodel import Session, col, select
 from app import migrations
 from app.challenges.loader import LoadedSet
 from app.challenges.schema import EXECUTABLE_KINDS, ItemBase
-from app.db import make_engine
+from app.db import make_engine, utcnow
 from app.verification import evidence
 from app.verification.models import VerificationRecord
 from app.verification.rules import ItemReport, Verdict
+
+if TYPE_CHECKING:
+    from app.verification.batch import Verified
 
 # A "needs GPUs" record says nothing about the key, so it neither proves nor refutes it.
 JUDGED = (Verdict.PASS, Verdict.FAIL)
@@ -125,3 +129,17 @@ def recording_engine(database_url: str) -> tuple[Engine | None, str]:
         reason = f"{shown} cannot be read ({type(error).__name__})"
     engine.dispose()
     return None, reason
+
+
+def save_verified(engine: Engine, verified: Verified) -> None:
+    """Record a verified item (items with nothing to run have no verdict to keep)."""
+    if verified.report.verdict is Verdict.NOT_EXECUTABLE:
+        return
+    save_with_engine(
+        engine,
+        verified.loaded.challenge_set.id,
+        verified.content_hash,
+        verified.report,
+        verified.duration_ms,
+        utcnow(),
+    )

@@ -41,6 +41,25 @@ def predict(options: list[dict], answer: str = "A") -> PredictOutputItem:
     )
 
 
+def debug(failure: dict) -> DebugItem:
+    return DebugItem.model_validate(
+        {
+            "id": "d",
+            "kind": "debug",
+            "category": "Debug",
+            "difficulty": "advanced",
+            "title": "T",
+            "prompt": "P",
+            "explanation": "E",
+            "code": "x",
+            "launch": {"nproc": 2},
+            "failure": failure,
+            "options": [{"id": "A", "text": "a"}, {"id": "B", "text": "b"}],
+            "answer": "A",
+        }
+    )
+
+
 def rank_outcome(**ranks: str) -> dict:
     return {"ranks": {key.removeprefix("r"): {"stdout": text} for key, text in ranks.items()}}
 
@@ -148,22 +167,7 @@ def test_unseeded_output_cannot_be_keyed_as_fixed_text():
 
 
 def test_a_debug_item_must_observe_the_claimed_exception_on_the_claimed_rank():
-    item = DebugItem.model_validate(
-        {
-            "id": "d",
-            "kind": "debug",
-            "category": "Debug",
-            "difficulty": "advanced",
-            "title": "T",
-            "prompt": "P",
-            "explanation": "E",
-            "code": "x",
-            "launch": {"nproc": 2},
-            "failure": {"ranks": {"1": {"exception": "RuntimeError", "message_regex": "size"}}},
-            "options": [{"id": "A", "text": "a"}, {"id": "B", "text": "b"}],
-            "answer": "A",
-        }
-    )
+    item = debug({"ranks": {"1": {"exception": "RuntimeError", "message_regex": "size"}}})
     boom = ExceptionInfo(type="RuntimeError", message="size mismatch")
     assert (
         judge(item, [Observation(run("", "", status="error", exception=boom))]).verdict
@@ -194,22 +198,7 @@ def test_a_claimed_hang_must_time_out_and_a_hang_must_be_claimed():
 
 
 def test_rank_order_is_only_claimed_by_an_outcome_that_quotes_output():
-    item = DebugItem.model_validate(
-        {
-            "id": "d",
-            "kind": "debug",
-            "category": "Debug",
-            "difficulty": "advanced",
-            "title": "T",
-            "prompt": "P",
-            "explanation": "E",
-            "code": "x",
-            "launch": {"nproc": 2},
-            "failure": {"hangs": True},
-            "options": [{"id": "A", "text": "a"}, {"id": "B", "text": "b"}],
-            "answer": "A",
-        }
-    )
+    item = debug({"hangs": True})
     blocked = run("a\n", "b\n", status="timeout")
     runs = [Observation(blocked, (0, 1)), Observation(blocked, (1, 0), long_limit=True)]
     assert judge(item, runs).verdict is Verdict.PASS

@@ -2,6 +2,8 @@
 
 ruamel.yaml keeps the position of every key and item, so schema errors point at the line that
 caused them, not only YAML syntax errors. Duplicate keys are errors (ruamel refuses them).
+A file over the limits in `app.challenges.limits` (size, nesting, aliases, nodes) is refused
+before it is loaded, so hostile content costs a second at most and the other files still load.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from typing import Any
 from pydantic import ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.reader import ReaderError
 
+from app.challenges import limits
 from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -91,16 +95,20 @@ def load_path(root: Path, display_root: Path | None = None) -> LoadReport:
 def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]]:
     """Parse and validate one file; return the set (if valid) and its errors."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            # One byte past the limit is enough to refuse a huge file without reading it all.
+            data = file.read(limits.MAX_FILE_BYTES + 1)
+        problem = limits.size_problem(max(len(data), path.stat().st_size))
+        text = "" if problem else data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         return None, [LoadError(shown, 1, 1, f"cannot read file: {error}")]
     try:
+        problem = problem or limits.structure_problem(text)
+        if problem is not None:
+            return None, [LoadError(shown, problem.line, problem.column, problem.message)]
         document = YAML(typ="rt").load(text)
-    except MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = " ".join(str(part) for part in (error.context, error.problem) if part)
-        return None, [LoadError(shown, line, column, problem or str(error))]
+    except YAMLError as error:
+        return None, [_yaml_error(shown, text, error)]
     if not isinstance(document, CommentedMap):
         return None, [LoadError(shown, 1, 1, "a challenge file must be a mapping (id:, title:, …)")]
     try:
@@ -112,6 +120,20 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
     if errors or fixed_errors:
         return None, errors + fixed_errors
     return LoadedSet(challenge_set, shown, code, fixed_code), []
+
+
+def _yaml_error(shown: str, text: str, error: YAMLError) -> LoadError:
+    """Place a YAML error: syntax errors carry a mark, unreadable characters an offset."""
+    if isinstance(error, MarkedYAMLError):
+        mark = error.problem_mark or error.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = " ".join(str(part) for part in (error.context, error.problem) if part)
+        return LoadError(shown, line, column, problem or str(error))
+    if isinstance(error, ReaderError):
+        before = text[: error.position]
+        line, column = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+        return LoadError(shown, line, column, f"unacceptable character #x{error.character:04x}")
+    return LoadError(shown, 1, 1, str(error))
 
 
 def _resolve_snippets(
@@ -132,10 +154,18 @@ def _resolve_snippets(
                 errors.append(_at(shown, document, where, message))
                 continue
             try:
-                source = snippet_path.read_text(encoding="utf-8")
+                too_big = limits.size_problem(snippet_path.stat().st_size)
+                source = snippet_path.read_text(encoding="utf-8") if too_big is None else None
             except OSError:
                 message = f"{file_field} {code_file!r} not found beside {path.name}"
                 errors.append(_at(shown, document, where, message))
+                continue
+            except UnicodeDecodeError as error:
+                message = f"{file_field} {code_file!r} is not UTF-8 text: {error.reason}"
+                errors.append(_at(shown, document, where, message))
+                continue
+            if too_big is not None:
+                errors.append(_at(shown, document, where, f"{file_field}: {too_big.message}"))
                 continue
         if source is not None:
             code[item.id] = source

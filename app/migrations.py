@@ -24,6 +24,11 @@ def upgrade(database_url: str, revision: str = "head") -> None:
     command.upgrade(_config(database_url), revision)
 
 
+def downgrade(database_url: str, revision: str) -> None:
+    """Migrate the database back to the given revision (tests of data migrations use it)."""
+    command.downgrade(_config(database_url), revision)
+
+
 def check(database_url: str) -> int:
     """Return 0 if the models match the migrations, 1 (printing why) if not."""
     try:

@@ -4,17 +4,31 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import UniqueConstraint
+from sqlalchemy import Index, UniqueConstraint, text
 from sqlmodel import Column, Field, SQLModel
 
 from app.attempts.rules import ItemStatus
 from app.db import UTCDateTime, string_enum
+
+# At most one unfinished attempt per learner and set: parallel "Start" clicks must resume one
+# attempt, and only the database can decide that race (PostgreSQL and SQLite both index WHERE).
+_UNFINISHED = text("finished_at IS NULL")
 
 
 class SetAttempt(SQLModel, table=True):
     """One learner taking one set; refers to the set by its stable id."""
 
     __tablename__ = "set_attempt"
+    __table_args__ = (
+        Index(
+            "uq_set_attempt_one_unfinished",
+            "user_id",
+            "set_id",
+            unique=True,
+            postgresql_where=_UNFINISHED,
+            sqlite_where=_UNFINISHED,
+        ),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     user_id: int = Field(foreign_key="user_account.id", index=True)

@@ -60,6 +60,26 @@ def start_or_resume(
     existing = active_attempt(session, user_id, challenge_set.id)
     if existing is not None:
         return existing
+    try:
+        return _start(session, user_id, challenge_set, now, time_multiplier)
+    except IntegrityError:
+        # A parallel request (a double click) started one first and the unique index on
+        # unfinished attempts refused ours: resume theirs, which is committed by now.
+        session.rollback()
+        existing = active_attempt(session, user_id, challenge_set.id)
+        if existing is None:  # not that race after all
+            raise
+        return existing
+
+
+def _start(
+    session: Session,
+    user_id: int,
+    challenge_set: ChallengeSet,
+    now: datetime,
+    time_multiplier: float | None,
+) -> SetAttempt:
+    """Insert a new attempt with its questions and open the first one."""
     attempt = SetAttempt(
         user_id=user_id,
         set_id=challenge_set.id,

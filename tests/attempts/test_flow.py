@@ -7,9 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
-from app.attempts.models import ItemAttempt, Submission
+from app.attempts.models import ItemAttempt, SetAttempt, Submission
 from app.db import make_engine
 from tests.conftest import FIXTURES
 from tests.support.learner import Learner
@@ -158,3 +158,19 @@ def test_another_learners_attempt_is_not_found(learner, app_factory, database_ur
         other.start_as_guest()
         assert other.get(f"{attempt}/q/1").status_code == 404
         assert other.answer(attempt, 1, "B").status_code == 404
+
+
+def test_parallel_starts_make_one_active_attempt(learner, database_url):
+    def start(_: int) -> tuple[int, str | None]:
+        response = learner.post("/sets/test-basics/start", follow_redirects=False)
+        return response.status_code, response.headers.get("location")
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        responses = list(pool.map(start, range(12)))
+    assert {status for status, _ in responses} == {303}
+    assert len({location for _, location in responses}) == 1  # everyone is sent to the same one
+    engine = make_engine(database_url)
+    with Session(engine) as session:
+        active = session.exec(select(SetAttempt).where(col(SetAttempt.finished_at).is_(None)))
+        assert len(active.all()) == 1
+    engine.dispose()

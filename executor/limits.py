@@ -52,9 +52,22 @@ class LimitViolation(ValueError):
         self.status_code = status_code
 
 
+def max_body_bytes(limits: Limits) -> int:
+    """Return the largest request body to read: the largest code, every byte JSON-escaped."""
+    # A control character is six bytes in JSON ("\u0001"); the other fields take a few dozen.
+    return 6 * limits.max_code_bytes + 4096
+
+
 def check_request(request: RunRequest, limits: Limits) -> None:
     """Raise LimitViolation with a clear message when a request is outside the limits."""
-    size = len(request.code.encode("utf-8"))
+    try:
+        size = len(request.code.encode("utf-8"))
+    except UnicodeEncodeError as error:  # JSON's "\ud800" escape decodes to a lone surrogate
+        bad = error.object[error.start]
+        raise LimitViolation(
+            "code must be Unicode text that UTF-8 can encode: "
+            f"character {error.start} is a lone surrogate ({bad!a})"
+        ) from None
     if size > limits.max_code_bytes:
         raise LimitViolation(
             f"code is {size} bytes; the limit is {limits.max_code_bytes} bytes", status_code=413

@@ -10,9 +10,10 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from executor.contract import OutputEvent, RunRequest, RunResult
-from executor.limits import LimitViolation
+from executor.limits import LimitViolation, max_body_bytes
 from executor.pool import ExecutorUnavailable, QueueFull
 from executor.runner import Event, Executor
 from executor.settings import ExecutorSettings
@@ -41,6 +42,7 @@ def create_app(
 
     app = FastAPI(title="RankLab executor", lifespan=lifespan)
     app.state.executor = runner
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes(settings.limits))
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
@@ -97,6 +99,55 @@ def create_app(
         return StreamingResponse(_sse(events), media_type="text/event-stream", headers=headers)
 
     return app
+
+
+class BodyLimit:
+    """Refuse a request body over `max_bytes` with 413 as it arrives, before anything parses it.
+
+    FastAPI reads the whole body before validating it, so without this a client could make the
+    service hold any amount of memory; the code limit alone is checked only after parsing.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Read the body up to the limit, then hand it to the app as if unread."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.max_bytes:  # a chunked body, or a Content-Length that lied
+                await self._refuse(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()  # what follows the body: the disconnect, for streams
+            replayed = True
+            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        detail = f"the request body is over the limit of {self.max_bytes} bytes"
+        await JSONResponse({"detail": detail}, status_code=413)(scope, receive, send)
 
 
 async def _sse(events: AsyncIterator[Event]) -> AsyncIterator[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -11,6 +12,7 @@ from executor.limits import (
     Limits,
     LimitViolation,
     check_request,
+    max_body_bytes,
     rank_status,
     resolve_backend,
     run_budget,
@@ -113,3 +115,18 @@ def test_limit_events_outrank_rank_outcomes() -> None:
     assert run_status(ranks, timed_out=True) is RunStatus.TIMEOUT
     assert run_status(ranks, timed_out=True, output_exceeded=True) is RunStatus.OUTPUT_LIMIT
     assert run_status(ranks, output_exceeded=True, memory_exceeded=True) is RunStatus.MEMORY_LIMIT
+
+
+def test_a_lone_surrogate_in_the_code_is_refused_with_its_position() -> None:
+    with pytest.raises(LimitViolation) as caught:
+        check_request(request(code="print(1)  # \ud800"), LIMITS)
+    assert caught.value.status_code == 422
+    assert caught.value.message == (
+        "code must be Unicode text that UTF-8 can encode: character 12 is a lone surrogate"
+        " ('\\ud800')"
+    )
+
+
+def test_the_largest_code_fits_the_body_limit_even_when_every_byte_is_escaped() -> None:
+    escaped = json.dumps({"code": "\x01" * LIMITS.max_code_bytes, "nproc": 8, "timeout_s": 60.0})
+    assert len(escaped.encode()) <= max_body_bytes(LIMITS)

@@ -7,15 +7,17 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 import pytest
 import uvicorn
 
+from executor.limits import max_body_bytes
 from executor.runner import Executor
 from executor.service import create_app
+from executor.settings import ExecutorSettings
 
 pytestmark = pytest.mark.executor
 
@@ -123,9 +125,14 @@ def test_the_stream_sends_outputs_then_the_result(executor: Executor) -> None:
     response = call(executor, "POST", "/v1/runs/stream", json=body)
     assert response.headers["content-type"].startswith("text/event-stream")
     events = sse_events(response.text)
-    assert [name for name, _ in events] == ["output", "output", "result"]
-    outputs = sorted((data["rank"], data["stream"], data["text"]) for _, data in events[:2])
-    assert outputs == [(0, "stdout", "hello from 0\n"), (1, "stdout", "hello from 1\n")]
+    names = [name for name, _ in events]
+    assert names[-1] == "result" and set(names[:-1]) == {"output"}
+    # Ranks write unbuffered (as torchrun's `python -u`), so a line may come in several events.
+    printed: dict[tuple[int, str], str] = {}
+    for _, data in events[:-1]:
+        key = (data["rank"], data["stream"])
+        printed[key] = printed.get(key, "") + data["text"]
+    assert printed == {(0, "stdout"): "hello from 0\n", (1, "stdout"): "hello from 1\n"}
     assert events[-1][1]["status"] == "ok"
 
 
@@ -159,12 +166,16 @@ def live_server(executor: Executor) -> Iterator[str]:
 def test_output_streams_live_while_ranks_are_still_running(live_server: str) -> None:
     code = "import time\nprint('first', flush=True)\ntime.sleep(1.0)\nprint('second')\n"
     body = {"code": code, "nproc": 1, "use_cache": False}
-    arrivals: list[tuple[float, str]] = []
+    arrivals: list[tuple[float, str]] = []  # when, and all stdout seen by then
+    seen = ""
     with httpx.stream("POST", f"{live_server}/v1/runs/stream", json=body, timeout=20) as reply:
         for line in reply.iter_lines():
             if line.startswith("data: "):
-                arrivals.append((time.monotonic(), line))
-    first_at = next(at for at, line in arrivals if '"first\\n"' in line)
+                seen += json.loads(line[6:]).get("text", "")
+                arrivals.append((time.monotonic(), seen))
+    # Ranks write unbuffered (as torchrun's `python -u`): "first" and its newline may come in
+    # separate events.
+    first_at = next(at for at, text in arrivals if "first\n" in text)
     result_at = arrivals[-1][0]
     assert result_at - first_at >= 0.8  # "first" arrived a second before the run ended
 
@@ -189,3 +200,59 @@ def test_a_dead_warm_process_is_restarted(executor: Executor) -> None:
         assert result["status"] == "ok"
     finally:
         runner.close()
+
+
+@pytest.fixture
+def cold() -> Iterator[Executor]:
+    """An executor that is never started: these requests must be refused before any run."""
+    runner = Executor(ExecutorSettings())
+    yield runner
+    runner.close()
+
+
+def post_raw(runner: Executor, url: str, content: Any) -> httpx.Response:
+    """POST a body exactly as given (bytes, or an async iterator of chunks)."""
+    headers = {"content-type": "application/json"}
+    return call(runner, "POST", url, content=content, headers=headers)
+
+
+@pytest.mark.parametrize("url", ["/v1/runs", "/v1/runs/stream"])
+def test_a_lone_surrogate_in_the_code_is_a_422_with_a_message(cold: Executor, url: str) -> None:
+    response = post_raw(cold, url, b'{"code": "print(1) # \\ud800", "nproc": 1}')
+    assert response.status_code == 422
+    assert "character 11 is a lone surrogate" in response.json()["detail"]
+
+
+def test_a_lone_surrogate_in_a_field_name_is_a_422_with_a_message(cold: Executor) -> None:
+    response = post_raw(cold, "/v1/runs", b'{"code": "pass", "\\ud800": 1}')
+    assert response.status_code == 422  # the JSON parser itself refuses it
+    assert "unable to parse raw data as a unicode string" in response.json()["detail"]
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_parsed(cold: Executor) -> None:
+    limit = max_body_bytes(cold.settings.limits)
+    not_json = b"x" * (limit + 1)  # parsing would answer 422; the size is checked first
+    response = post_raw(cold, "/v1/runs", not_json)
+    assert response.status_code == 413
+    assert response.json()["detail"] == f"the request body is over the limit of {limit} bytes"
+
+
+def test_a_streamed_body_is_cut_off_once_it_passes_the_limit(cold: Executor) -> None:
+    limit = max_body_bytes(cold.settings.limits)
+    chunk, sent = b"x" * 65536, 0
+
+    async def endless() -> AsyncIterator[bytes]:  # no Content-Length: it is counted as it comes
+        nonlocal sent
+        while sent < 100 * limit:
+            sent += len(chunk)
+            yield chunk
+
+    response = post_raw(cold, "/v1/runs/stream", endless())
+    assert response.status_code == 413
+    assert sent <= limit + 2 * len(chunk)  # the rest was never read
+
+
+def test_the_largest_allowed_request_passes_the_body_limit(cold: Executor) -> None:
+    code = "\x01" * cold.settings.limits.max_code_bytes  # six bytes each once JSON-escaped
+    response = post_raw(cold, "/v1/runs", json.dumps({"code": code, "nproc": 1}).encode())
+    assert response.status_code == 503  # checked and accepted; only then: not started

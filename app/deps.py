@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from sqlmodel import Session
 
 from app.accounts import service as accounts
@@ -20,6 +20,12 @@ from app.verification.jobs import JobRegistry
 
 SESSION_COOKIE = "ranklab_session"
 CSRF_COOKIE = "ranklab_csrf"
+
+# Ids and question numbers are INTEGER columns, 32-bit on PostgreSQL (the narrower database): a
+# larger number cannot name a row, and the driver would fail on it with a 500. A number outside
+# this range names nothing, so the validation handler in app.main answers 404 for it.
+MAX_ROW_ID = 2**31 - 1
+RowId = Annotated[int, Path(ge=1, le=MAX_ROW_ID, description="A positive id or 1-based number.")]
 
 
 def get_settings(request: Request) -> Settings:

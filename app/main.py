@@ -7,6 +7,7 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -23,7 +24,7 @@ from app.challenges.catalog import Catalog
 from app.config import Settings
 from app.db import make_engine
 from app.deps import CSRF_COOKIE
-from app.errors import LoginRequired, RankLabError
+from app.errors import LoginRequired, NotFound, RankLabError
 from app.executor_client import ExecutorClient, HttpExecutorClient, NoExecutor
 from app.progress import routes as progress_routes
 from app.runs import routes as run_routes
@@ -133,11 +134,22 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, error: RequestValidationError) -> Response:
+        if any(_out_of_range_path_id(item) for item in error.errors()):
+            # A number no row can have (app.deps.RowId) names nothing, like any unknown id.
+            return await ranklab_error(request, NotFound())
         problems = "; ".join(
             f"{'.'.join(str(part) for part in item['loc'][1:])}: {item['msg']}"
             for item in error.errors()
         )
         return render(request, 422, "Invalid request", problems or "invalid request")
+
+
+def _out_of_range_path_id(problem: Any) -> bool:
+    """Whether a validation problem is a numeric path id outside the database's range."""
+    return problem["loc"][0] == "path" and problem["type"] in (
+        "greater_than_equal",
+        "less_than_equal",
+    )
 
 
 def _escape(text: str) -> str:

@@ -16,6 +16,7 @@ from app.deps import (
     CsrfDep,
     NowDep,
     OptionalUser,
+    RowId,
     SessionDep,
     SettingsDep,
 )
@@ -158,12 +159,13 @@ def users_page(request: Request, admin: AdminUser, session: SessionDep):
 
 @router.post("/admin/users/{user_id}", dependencies=[CsrfDep])
 def update_user(
-    user_id: int,
+    user_id: RowId,
     admin: AdminUser,
     session: SessionDep,
     role: Annotated[Role | None, Form()] = None,
     accommodation: Annotated[TimeAccommodation | None, Form()] = None,
 ):
-    """Change one user's role and/or time accommodation."""
-    accounts.update_user(session, user_id, role=role, accommodation=accommodation)
+    """Change one user's role and/or time accommodation (an admin's own role stays as it is)."""
+    assert admin.id is not None
+    accounts.update_user(session, user_id, admin.id, role=role, accommodation=accommodation)
     return RedirectResponse("/admin/users", status_code=303)

@@ -14,7 +14,7 @@ from sqlmodel import Session, col, select
 
 from app.accounts import rules
 from app.accounts.models import Role, TimeAccommodation, User, WebSession
-from app.errors import BadRequest, Conflict, NotFound
+from app.errors import BadRequest, Conflict, Forbidden, NotFound
 
 _hasher = PasswordHasher()
 # Verifying against a dummy hash when the user does not exist keeps the timing the same.
@@ -140,20 +140,25 @@ def list_users(session: Session) -> list[User]:
 def update_user(
     session: Session,
     user_id: int,
+    acting_admin_id: int,
     role: Role | None = None,
     accommodation: TimeAccommodation | None = None,
 ) -> User:
-    """Change a user's role or time accommodation; the last admin cannot be demoted."""
+    """Change a user's role or time accommodation; never one's own role, nor the last admin's."""
     user = session.get(User, user_id)
     if user is None:
         raise NotFound("No such user.")
     if role is not None and role is not user.role:
+        admins = _lock_admins(session)
+        session.refresh(user)  # as it is now that no other role change can run
+        if acting_admin_id not in admins:  # demoted by another admin since this request began
+            raise Forbidden("You are no longer an admin.")
         if user.is_guest and role is not Role.LEARNER:
             raise BadRequest("Guests cannot be staff: they need an account first.")
-        if user.role is Role.ADMIN:
-            admins = session.exec(select(User).where(User.role == Role.ADMIN)).all()
-            if len(admins) <= 1:
-                raise Conflict("This is the last admin; promote another admin first.")
+        if user.role is Role.ADMIN and role is not Role.ADMIN and len(admins) <= 1:
+            raise Conflict("This is the last admin; promote another admin first.")
+        if user_id == acting_admin_id:
+            raise Forbidden("You cannot change your own role: ask another admin.")
         user.role = role
     if accommodation is not None:
         user.time_accommodation = accommodation
@@ -161,3 +166,16 @@ def update_user(
     session.commit()
     session.refresh(user)
     return user
+
+
+def _lock_admins(session: Session) -> list[int]:
+    """Lock every admin's row (in id order, so two callers cannot deadlock); return their ids.
+
+    Two admins demoting each other at once must not both see two admins: on PostgreSQL the
+    second waits here for the first to commit, then sees its change (SQLite's BEGIN IMMEDIATE
+    already runs them one after the other).
+    """
+    statement = (
+        select(User.id).where(User.role == Role.ADMIN).order_by(col(User.id)).with_for_update()
+    )
+    return [admin_id for admin_id in session.exec(statement) if admin_id is not None]

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from app.analytics import rules
 from app.analytics import service as analytics
-from app.deps import AdminUser, CatalogDep, SessionDep
+from app.deps import AdminUser, CatalogDep, RowId, SessionDep
 
 router = APIRouter(prefix="/admin")
 
@@ -134,7 +134,7 @@ def learners(request: Request, _admin: AdminUser, session: SessionDep):
 
 @router.get("/learners/{user_id}", response_class=HTMLResponse)
 def learner(
-    request: Request, user_id: int, _admin: AdminUser, session: SessionDep, catalog: CatalogDep
+    request: Request, user_id: RowId, _admin: AdminUser, session: SessionDep, catalog: CatalogDep
 ):
     """Show one learner's progress: per set, then every attempt."""
     person = analytics.user_or_404(session, user_id)

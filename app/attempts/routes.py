@@ -28,6 +28,7 @@ from app.deps import (
     CurrentUser,
     ExecutorDep,
     NowDep,
+    RowId,
     SessionDep,
     SettingsDep,
 )
@@ -87,7 +88,7 @@ def start(set_id: str, catalog: CatalogDep, user: CurrentUser, session: SessionD
 
 @router.get("/attempts/{attempt_id}")
 def resume(
-    attempt_id: int,
+    attempt_id: RowId,
     user: CurrentUser,
     session: SessionDep,
     catalog: CatalogDep,
@@ -106,8 +107,8 @@ def resume(
 @router.get("/attempts/{attempt_id}/q/{number}", response_class=HTMLResponse)
 def question(
     request: Request,
-    attempt_id: int,
-    number: int,
+    attempt_id: RowId,
+    number: RowId,
     user: CurrentUser,
     session: SessionDep,
     catalog: CatalogDep,
@@ -134,8 +135,8 @@ def question(
 
 @router.get("/api/attempts/{attempt_id}/q/{number}")
 def question_json(
-    attempt_id: int,
-    number: int,
+    attempt_id: RowId,
+    number: RowId,
     user: CurrentUser,
     session: SessionDep,
     catalog: CatalogDep,
@@ -164,8 +165,8 @@ def question_json(
 @router.post("/attempts/{attempt_id}/q/{number}/answer", dependencies=[CsrfDep])
 def answer(
     request: Request,
-    attempt_id: int,
-    number: int,
+    attempt_id: RowId,
+    number: RowId,
     user: CurrentUser,
     session: SessionDep,
     catalog: CatalogDep,
@@ -194,8 +195,8 @@ def answer(
 @router.post("/attempts/{attempt_id}/q/{number}/hint", dependencies=[CsrfDep])
 def hint(
     request: Request,
-    attempt_id: int,
-    number: int,
+    attempt_id: RowId,
+    number: RowId,
     user: CurrentUser,
     session: SessionDep,
     catalog: CatalogDep,
@@ -219,8 +220,8 @@ def hint(
 
 @router.post("/attempts/{attempt_id}/q/{number}/expire", dependencies=[CsrfDep])
 def expire(
-    attempt_id: int,
-    number: int,
+    attempt_id: RowId,
+    number: RowId,
     user: CurrentUser,
     session: SessionDep,
     catalog: CatalogDep,
@@ -262,7 +263,7 @@ def _advance(
 
 @router.post("/attempts/{attempt_id}/next", dependencies=[CsrfDep])
 def next_question(
-    attempt_id: int,
+    attempt_id: RowId,
     user: CurrentUser,
     session: SessionDep,
     catalog: CatalogDep,
@@ -278,7 +279,7 @@ def next_question(
 
 @router.get("/attempts/{attempt_id}/results", response_class=HTMLResponse)
 def results(
-    request: Request, attempt_id: int, user: CurrentUser, session: SessionDep, catalog: CatalogDep
+    request: Request, attempt_id: RowId, user: CurrentUser, session: SessionDep, catalog: CatalogDep
 ) -> Response:
     """Score, time used, a review of every question, and the badge for a perfect set."""
     assert user.id is not None

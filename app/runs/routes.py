@@ -7,7 +7,7 @@ from fastapi.responses import StreamingResponse
 
 from app.attempts import service as attempts
 from app.challenges.schema import EXECUTABLE_KINDS
-from app.deps import CatalogDep, CurrentUser, ExecutorDep, SessionDep
+from app.deps import CatalogDep, CurrentUser, ExecutorDep, RowId, SessionDep
 from app.errors import Conflict, NotFound
 from app.runs import service as runs
 from executor.contract import RunRequest
@@ -17,8 +17,8 @@ router = APIRouter()
 
 @router.get("/attempts/{attempt_id}/q/{number}/run")
 def run_snippet(
-    attempt_id: int,
-    number: int,
+    attempt_id: RowId,
+    number: RowId,
     user: CurrentUser,
     session: SessionDep,
     catalog: CatalogDep,

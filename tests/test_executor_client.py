@@ -1,0 +1,130 @@
+"""The app's executor client against a fake transport (httpx.MockTransport): every error path.
+
+The executor is a separate service; whatever it (or the network) does, the client either returns
+a RunResult, yields events, or raises ExecutorUnavailable with a message: never anything else.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+
+from app.executor_client import ExecutorUnavailable, HttpExecutorClient
+from executor.contract import OutputEvent, RunRequest, RunResult
+
+REQUEST = RunRequest(code="print(1)", nproc=2, timeout_s=5)
+RESULT = {
+    "status": "ok",
+    "duration_ms": 80,
+    "ranks": [{"rank": 0, "status": "ok", "exit_code": 0, "stdout": "1\n"}],
+}
+
+
+def client(handler: Callable[[httpx.Request], httpx.Response]) -> HttpExecutorClient:
+    return HttpExecutorClient("http://executor.test", transport=httpx.MockTransport(handler))
+
+
+def sse(*events: tuple[str, dict]) -> bytes:
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
+
+
+def test_a_run_returns_the_result_and_sends_the_request_as_json() -> None:
+    seen: list[dict] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        return httpx.Response(200, json=RESULT)
+
+    result = client(handler).run(REQUEST)
+    assert isinstance(result, RunResult) and result.ranks[0].stdout == "1\n"
+    assert seen[0]["code"] == "print(1)" and seen[0]["nproc"] == 2
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "expected"),
+    [
+        (503, {"detail": "every slot is busy"}, "executor answered 503: every slot is busy"),
+        (422, {"detail": "nproc must be between 1 and 8"}, "422: nproc must be between 1 and 8"),
+        (500, "Internal Server Error", "executor answered 500: Internal Server Error"),
+    ],
+)
+def test_an_error_status_becomes_executor_unavailable_with_its_message(
+    status: int, body: object, expected: str
+) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if isinstance(body, dict):
+            return httpx.Response(status, json=body)
+        return httpx.Response(status, text=str(body))
+
+    with pytest.raises(ExecutorUnavailable, match=expected):
+        client(handler).run(REQUEST)
+    with pytest.raises(ExecutorUnavailable, match=expected):
+        list(client(handler).stream(REQUEST))
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        httpx.ConnectError("connection refused"),
+        httpx.ReadTimeout("timed out"),
+        httpx.RemoteProtocolError("peer closed connection"),
+    ],
+    ids=["refused", "timeout", "dropped"],
+)
+def test_network_failures_become_executor_unavailable(failure: httpx.HTTPError) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise failure
+
+    with pytest.raises(ExecutorUnavailable, match="executor unreachable"):
+        client(handler).run(REQUEST)
+    with pytest.raises(ExecutorUnavailable, match="executor unreachable"):
+        list(client(handler).stream(REQUEST))
+
+
+def test_the_stream_yields_outputs_then_the_result() -> None:
+    body = sse(
+        ("output", {"rank": 0, "stream": "stdout", "text": "1"}),
+        ("output", {"rank": 0, "stream": "stdout", "text": "\n"}),
+        ("result", RESULT),
+    )
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/v1/runs/stream"
+        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    events = list(client(handler).stream(REQUEST))
+    assert [type(event) for event in events] == [OutputEvent, OutputEvent, RunResult]
+    assert "".join(e.text for e in events if isinstance(e, OutputEvent)) == "1\n"
+
+
+class Dropping(httpx.SyncByteStream):
+    """A stream that sends one event, then the connection drops."""
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield sse(("output", {"rank": 0, "stream": "stdout", "text": "partial"}))
+        raise httpx.ReadError("connection reset by peer")
+
+
+def test_a_stream_that_drops_midway_raises_after_what_arrived() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=Dropping(), headers={"content-type": "text/event-stream"})
+
+    arrived: list[object] = []
+    with pytest.raises(ExecutorUnavailable, match="connection reset by peer"):
+        for event in client(handler).stream(REQUEST):
+            arrived.append(event)
+    assert [getattr(event, "text", None) for event in arrived] == ["partial"]
+
+
+def test_health_is_none_when_the_executor_is_down_or_starting() -> None:
+    assert client(lambda request: httpx.Response(503, json={"status": "starting"})).health() is None
+
+    def refused(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused")
+
+    assert client(refused).health() is None
+    up = client(lambda request: httpx.Response(200, json={"status": "ok", "cuda_devices": 0}))
+    assert up.health() == {"status": "ok", "cuda_devices": 0}

@@ -35,6 +35,11 @@ class Settings(BaseSettings):
     )
     executor_url: str | None = "http://127.0.0.1:8001"
     executor_timeout_s: float = 60.0
+    executor_token: str | None = Field(
+        default=None,
+        description="The executor's shared secret (RANKLAB_EXECUTOR_TOKEN, the same variable "
+        "the executor reads); required by an executor that listens beyond loopback.",
+    )
 
     @field_validator("database_url")
     @classmethod

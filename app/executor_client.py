@@ -45,9 +45,13 @@ class HttpExecutorClient:
     base_url: str
     timeout_s: float = 60.0
     transport: httpx.BaseTransport | None = None
+    token: str | None = None  # the executor's shared secret, when it has one
 
     def _client(self, timeout: httpx.Timeout) -> httpx.Client:
-        return httpx.Client(base_url=self.base_url, timeout=timeout, transport=self.transport)
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
+        return httpx.Client(
+            base_url=self.base_url, timeout=timeout, transport=self.transport, headers=headers
+        )
 
     def _run_timeout(self, request: RunRequest) -> httpx.Timeout:
         # The run's own limit plus time to queue and to fork; connecting must be quick.

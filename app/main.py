@@ -55,7 +55,9 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
     app.state.templates = build_templates()
     if executor is None:
         executor = (
-            HttpExecutorClient(settings.executor_url, settings.executor_timeout_s)
+            HttpExecutorClient(
+                settings.executor_url, settings.executor_timeout_s, token=settings.executor_token
+            )
             if settings.executor_url
             else NoExecutor()
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import sys
 from pathlib import Path
 
@@ -140,8 +141,25 @@ def _serve(args: argparse.Namespace) -> int:
     from executor.service import create_app
 
     settings = ExecutorSettings(trusted=args.trusted) if args.trusted else ExecutorSettings()
+    if settings.token is None and not _is_loopback(args.host):
+        print(
+            f"ranklab executor serve: refusing to listen on {args.host} without a token: set "
+            "RANKLAB_EXECUTOR_TOKEN (the app sends the same variable) so that only the app "
+            "can run code here",
+            file=sys.stderr,
+        )
+        return USAGE_ERROR
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
     return 0
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve beyond loopback
 
 
 if __name__ == "__main__":

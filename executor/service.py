@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 from collections.abc import AsyncIterator
+from typing import Annotated
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -86,12 +88,26 @@ def create_app(
             }
         )
 
-    @app.post("/v1/runs")
+    def authorised(authorization: Annotated[str | None, Header()] = None) -> None:
+        """Require the shared secret, when one is set (always, beyond loopback: see cli.py)."""
+        token = runner.settings.token
+        if token is None:
+            return
+        given = (authorization or "").encode()
+        if not hmac.compare_digest(given, f"Bearer {token}".encode()):
+            raise HTTPException(
+                401,
+                "this executor needs its token: send Authorization: Bearer "
+                "<RANKLAB_EXECUTOR_TOKEN>",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+
+    @app.post("/v1/runs", dependencies=[Depends(authorised)])
     async def create_run(request: RunRequest) -> RunResult:
         """Run a snippet across ranks and return its RunResult."""
         return await runner.run(request)
 
-    @app.post("/v1/runs/stream")
+    @app.post("/v1/runs/stream", dependencies=[Depends(authorised)])
     async def stream_run(request: RunRequest) -> StreamingResponse:
         """Run a snippet, streaming each rank's output as SSE, then the RunResult."""
         events = await runner.open(request)

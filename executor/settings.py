@@ -30,6 +30,11 @@ class ExecutorSettings(BaseSettings):
     trusted: bool = Field(
         default=False, description="Run without the sandbox: only for instructor-authored content."
     )
+    token: str | None = Field(
+        default=None,
+        description="Shared secret the run API requires (Authorization: Bearer TOKEN); required "
+        "to listen beyond loopback.",
+    )
     warm: bool = Field(default=True, description="Preload what DDP imports lazily at start-up.")
     max_concurrent_runs: int = Field(
         default_factory=lambda: max(1, os.cpu_count() or 1),

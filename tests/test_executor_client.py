@@ -128,3 +128,16 @@ def test_health_is_none_when_the_executor_is_down_or_starting() -> None:
     assert client(refused).health() is None
     up = client(lambda request: httpx.Response(200, json={"status": "ok", "cuda_devices": 0}))
     assert up.health() == {"status": "ok", "cuda_devices": 0}
+
+
+def test_the_token_is_sent_when_the_executor_has_one() -> None:
+    seen: list[str | None] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization"))
+        return httpx.Response(200, json=RESULT)
+
+    transport = httpx.MockTransport(handler)
+    HttpExecutorClient("http://executor.test", transport=transport, token="s3cret").run(REQUEST)
+    HttpExecutorClient("http://executor.test", transport=transport).run(REQUEST)
+    assert seen == ["Bearer s3cret", None]

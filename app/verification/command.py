@@ -16,6 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app import embedded
 from app.challenges import loader
+from app.config import Settings
 from app.executor_client import HttpExecutorClient
 from app.verification import batch, evidence, records
 from app.verification import service as verification
@@ -46,7 +47,7 @@ def verify(
     counts: Counter[str] = Counter()
     try:
         with _executor(executor_url, trusted, jobs) as url:
-            client = HttpExecutorClient(url)
+            client = HttpExecutorClient(url, token=Settings().executor_token)
             for verified in batch.verify_in_order(client, report.sets, repeats, jobs):
                 counts[verified.report.verdict.value] += 1
                 if engine is not None and not _record(engine, verified):

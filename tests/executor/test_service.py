@@ -256,3 +256,26 @@ def test_the_largest_allowed_request_passes_the_body_limit(cold: Executor) -> No
     code = "\x01" * cold.settings.limits.max_code_bytes  # six bytes each once JSON-escaped
     response = post_raw(cold, "/v1/runs", json.dumps({"code": code, "nproc": 1}).encode())
     assert response.status_code == 503  # checked and accepted; only then: not started
+
+
+def test_with_a_token_the_run_api_refuses_requests_without_it(executor: Executor) -> None:
+    guarded = Executor(executor.settings.model_copy(update={"token": "s3cret"}), executor.pool)
+    body = {"code": "print('ran')", "nproc": 1, "use_cache": False}
+    for path in ("/v1/runs", "/v1/runs/stream"):
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}):
+            refused = call(guarded, "POST", path, json=body, headers=headers)
+            assert refused.status_code == 401, (path, headers)
+            assert "RANKLAB_EXECUTOR_TOKEN" in refused.json()["detail"]
+    ran = call(guarded, "POST", "/v1/runs", json=body, headers={"Authorization": "Bearer s3cret"})
+    assert ran.status_code == 200 and ran.json()["ranks"][0]["stdout"] == "ran\n"
+    assert call(guarded, "GET", "/healthz").status_code == 200  # health stays open
+
+
+def test_serving_beyond_loopback_without_a_token_is_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from executor import cli
+
+    monkeypatch.delenv("RANKLAB_EXECUTOR_TOKEN", raising=False)
+    assert cli.main(["executor", "serve", "--host", "0.0.0.0", "--port", "1"]) == cli.USAGE_ERROR
+    assert "without a token" in capsys.readouterr().err

@@ -9,27 +9,11 @@ from app.challenges.schema import PredictOutputItem
 from app.verification import evidence
 from app.verification.rules import ItemReport, Observation, Verdict
 from tests.support.fake_executor import canned_result
+from tests.support.items import predict_item
 
 
 def item(**changes: object) -> PredictOutputItem:
-    fields: dict[str, object] = {
-        "id": "p",
-        "kind": "predict_output",
-        "category": "Predict Output",
-        "difficulty": "beginner",
-        "title": "T",
-        "prompt": "P",
-        "explanation": "E",
-        "code_file": "p.py",
-        "launch": {"nproc": 2},
-        "options": [
-            {"id": "A", "text": "1", "outcome": {"ranks": {"all": {"stdout": "1\n"}}}},
-            {"id": "B", "text": "2", "outcome": {"ranks": {"all": {"stdout": "2\n"}}}},
-        ],
-        "answer": "A",
-    }
-    fields.update(changes)
-    return PredictOutputItem.model_validate(fields)
+    return predict_item(code=None, code_file="p.py", **changes)
 
 
 def test_the_content_hash_is_stable_for_the_same_item_and_code():

@@ -13,12 +13,12 @@ import pytest
 
 from app.challenges import loader
 from app.challenges.loader import LoadedSet
-from app.challenges.schema import PredictOutputItem
 from app.config import ROOT
 from app.executor_client import HttpExecutorClient
 from app.verification import service
 from app.verification.rules import Verdict, judge
 from executor.contract import Environment, OutputEvent, RankResult, RunRequest, RunResult
+from tests.support.items import predict_item
 
 GAPS = ROOT / "tests" / "fixtures" / "gaps"
 REPEATS = 3
@@ -113,22 +113,12 @@ class ScriptedClient:
 
 def test_fixed_text_over_unseeded_output_fails_even_when_three_runs_agreed() -> None:
     loaded = load("true")
-    item = PredictOutputItem.model_validate(
-        {
-            "id": "unseeded-values",  # the loaded set holds its code
-            "kind": "predict_output",
-            "category": "Predict Output",
-            "difficulty": "beginner",
-            "title": "T",
-            "prompt": "P",
-            "explanation": "E",
-            "code": "x",
-            "options": [
-                {"id": "A", "text": "1", "outcome": {"ranks": {"0": {"stdout": "1\n"}}}},
-                {"id": "B", "text": "3", "outcome": {"ranks": {"0": {"stdout": "3\n"}}}},
-            ],
-            "answer": "A",
-        }
+    item = predict_item(
+        id="unseeded-values",  # the loaded set holds its code
+        options=[
+            {"id": "A", "text": "1", "outcome": {"ranks": {"0": {"stdout": "1\n"}}}},
+            {"id": "B", "text": "3", "outcome": {"ranks": {"0": {"stdout": "3\n"}}}},
+        ],
     )
     lucky = ScriptedClient(["1\n", "1\n", "1\n", "1\n", "3\n"], unseeded=True)
     report = service.verify_item(lucky, loaded, item, REPEATS, cuda_devices=0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from app.challenges.schema import DebugItem, PredictOutputItem
 from app.verification.rules import Observation, Verdict, judge, normalise
 from executor.contract import Environment, ExceptionInfo, RankResult, RunResult
+from tests.support.items import debug_item, predict_item
 
 ENV = Environment(torch="2.13.0+cpu", backend="gloo", device="cpu", nproc=2, python="3.11.7")
 
@@ -24,40 +25,11 @@ def run(*stdouts: str, status: str = "ok", exception: ExceptionInfo | None = Non
 
 
 def predict(options: list[dict], answer: str = "A") -> PredictOutputItem:
-    return PredictOutputItem.model_validate(
-        {
-            "id": "p",
-            "kind": "predict_output",
-            "category": "Predict Output",
-            "difficulty": "beginner",
-            "title": "T",
-            "prompt": "P",
-            "explanation": "E",
-            "code": "print(1)",
-            "launch": {"nproc": 2},
-            "options": options,
-            "answer": answer,
-        }
-    )
+    return predict_item(options=options, answer=answer)
 
 
 def debug(failure: dict) -> DebugItem:
-    return DebugItem.model_validate(
-        {
-            "id": "d",
-            "kind": "debug",
-            "category": "Debug",
-            "difficulty": "advanced",
-            "title": "T",
-            "prompt": "P",
-            "explanation": "E",
-            "code": "x",
-            "launch": {"nproc": 2},
-            "failure": failure,
-            "options": [{"id": "A", "text": "a"}, {"id": "B", "text": "b"}],
-            "answer": "A",
-        }
-    )
+    return debug_item(failure=failure)
 
 
 def rank_outcome(**ranks: str) -> dict:

@@ -126,7 +126,7 @@ class WarmPool:
                 "trusted": self.settings.trusted,
                 "warm": self.settings.warm,
                 "limits": self.settings.limits.model_dump(),
-                "hidden": self.settings.hidden_paths,
+                "exposed": self.settings.exposed_paths,
                 "uid": self.settings.sandbox_uid,
                 "gid": self.settings.sandbox_gid,
                 "cgroup_root": self.settings.cgroup_root,

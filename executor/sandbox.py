@@ -7,7 +7,9 @@ Layout (every process is a fork of the warm zygote, which holds torch and no sec
       └─ init: pid 1 of a new pid namespace, with its own mount, network, IPC and UTS namespaces;
            │  staged before the request arrives (see cell.py), dies with the slot worker
            └─ rank 0..N-1: uid/gid nobody, no capabilities, no_new_privs, seccomp, rlimits,
-                read-only filesystem except a private /tmp and /dev/shm, loopback-only network
+                loopback-only network, and a root of its own built from an allow-list (/usr, the
+                Python install and its packages, read-only; a private /tmp and /dev/shm; a few
+                devices; a fresh /proc; an empty /sys): nothing else of the host exists inside
 
 This module is the one place where that isolation is built; the comments say why each piece is
 there. It is a sandbox for learner snippets in a teaching tool, defended in layers; it does not
@@ -34,8 +36,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import glob
 import os
 import resource
+import shutil
 import signal
 import socket
 import struct
@@ -67,6 +71,8 @@ AT_RECURSIVE = 0x8000
 MOUNT_ATTR_RDONLY = 0x1
 MOUNT_ATTR_NOSUID = 0x2
 SYS_MOUNT_SETATTR = 442  # same number on every architecture (syscalls >= 424 are unified)
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+MNT_DETACH = 2
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -87,40 +93,75 @@ class SandboxError(RuntimeError):
 
 @dataclass(frozen=True)
 class SandboxPlan:
-    """What the sandbox hides and re-exposes, decided once in the zygote."""
+    """The ranks' whole view of the host's filesystem (an allow-list), decided once in the zygote.
 
-    hidden: tuple[str, ...]
+    Everything not named here does not exist for a rank: no /sys, no home, no checkout, no other
+    process's files. The zygote builds it anew in every run's mount namespace (isolate_init).
+    """
+
+    # Host directories bound read-only at their own paths: the OS's libraries (/usr), the Python
+    # interpreter, the virtualenv with torch, and any extra directory the operator exposes.
     exposed: tuple[str, ...]
-    # Python trees under /tmp (a checkout or venv there): the run's private /tmp would cover them.
+    # Top-level symlinks recreated as they are on the host (/lib -> usr/lib on merged-/usr).
+    links: tuple[tuple[str, str], ...] = ()
+    # Python trees under /tmp (a checkout or venv there): bound back over the private /tmp.
     under_tmp: tuple[str, ...] = ()
+    # Character devices bound from the host's /dev (null, zero, urandom...; NVIDIA's on GPU hosts).
+    devices: tuple[str, ...] = ()
+    # Read-only /sys subtrees: only on GPU hosts, where NCCL reads the PCI topology there.
+    sysfs: tuple[str, ...] = ()
     uid: int = 65534
     gid: int = 65534
     cgroup_root: str = "/sys/fs/cgroup"
     cpu_fairness: bool = False
 
 
-def make_plan(
-    hidden: list[str], uid: int, gid: int, cgroup_root: str, cpu_fairness: bool = False
-) -> SandboxPlan:
-    """Hide the given directories but re-expose the interpreter and its packages inside them.
+# The system's files every process needs: the OS's libraries and programs live under /usr (on
+# merged-/usr systems /bin, /lib... are links into it; elsewhere they are directories).
+SYSTEM_TREES = ("/usr",)
+TOP_LEVEL = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# What of the host's /etc is copied in: the dynamic loader's cache and the time zone. Users,
+# groups and hosts are written fresh (no host account, no host name leaks).
+ETC_COPIED = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone")
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+GPU_DEVICE_GLOBS = ("/dev/nvidia*", "/dev/nvidia-caps")
+GPU_SYSFS = ("/sys/bus/pci", "/sys/devices/pci0000:00", "/sys/devices/system/cpu",
+             "/sys/devices/system/node", "/sys/class/pci_bus")  # fmt: skip
+PASSWD = (
+    "root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:{uid}:{gid}:nobody:/tmp:/usr/sbin/nologin\n"
+)
+GROUP = "root:x:0:\nnogroup:x:{gid}:\n"
 
-    The interpreter lives under /root/.pyenv, which uid nobody cannot traverse (trap 8), and the
-    virtualenv lives inside the repository, which holds the app's database: both parents are
-    hidden behind an empty tmpfs and only the Python trees are bound back, read-only.
+
+def make_plan(
+    extra: list[str], uid: int, gid: int, cgroup_root: str, cpu_fairness: bool = False
+) -> SandboxPlan:
+    """Name what a rank may see: /usr, the Python trees in use, the extra directories, devices.
+
+    The interpreter may live under /root/.pyenv and the virtualenv inside the repository (whose
+    var/ holds the app's database): each is bound alone, read-only, at its own path, so the
+    directories around them (the rest of /root, the checkout) simply do not exist in the sandbox.
     """
-    real_hidden = tuple(sorted({os.path.realpath(p) for p in hidden if os.path.isdir(p)}))
     candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix}
     candidates |= {p for p in sys.path if p.endswith(("site-packages", "dist-packages"))}
     candidates |= {str(Path(os.path.realpath(sys.executable)).parent.parent)}
+    candidates |= {p for p in SYSTEM_TREES if os.path.isdir(p)}
+    candidates |= {p for p in extra if os.path.isdir(p)}
+    links = tuple((p, os.readlink(p)) for p in TOP_LEVEL if os.path.islink(p))
+    candidates |= {p for p in TOP_LEVEL if os.path.isdir(p) and not os.path.islink(p)}
     real = sorted({os.path.realpath(p) for p in candidates if os.path.isdir(p)})
-    under_hidden = [p for p in real if any(_is_under(p, h) for h in real_hidden)]
-    # Keep only outermost exposures: binding a parent already brings its children.
-    exposed = tuple(p for p in under_hidden if not any(_is_under(p, q) and p != q for q in real))
+    # Keep only outermost trees: binding a parent already brings its children.
+    outermost = [p for p in real if not any(_is_under(p, q) and p != q for q in real)]
     tmp = os.path.realpath("/tmp")
-    under_tmp = tuple(
-        p for p in real if _is_under(p, tmp) and not any(_is_under(p, q) and p != q for q in real)
+    under_tmp = tuple(p for p in outermost if _is_under(p, tmp))
+    exposed = tuple(p for p in outermost if not _is_under(p, tmp))
+    devices = [f"/dev/{name}" for name in DEVICES if os.path.exists(f"/dev/{name}")]
+    gpu = [path for pattern in GPU_DEVICE_GLOBS for path in sorted(glob.glob(pattern))]
+    devices += gpu
+    sysfs = tuple(p for p in GPU_SYSFS if os.path.isdir(p)) if gpu else ()
+    return SandboxPlan(
+        exposed, links, under_tmp, tuple(devices), sysfs, uid, gid, cgroup_root, cpu_fairness
     )
-    return SandboxPlan(real_hidden, exposed, under_tmp, uid, gid, cgroup_root, cpu_fairness)
 
 
 def _is_under(path: str, parent: str) -> bool:
@@ -167,77 +208,124 @@ def restore_pid_namespace(own_namespace_fd: int) -> None:
 
 
 def isolate_init(plan: SandboxPlan, tmp_bytes: int, shm_bytes: int) -> None:
-    """Give the run's init process its own mount, network, IPC and UTS namespaces."""
+    """Give the run's init process its own mount, network, IPC and UTS namespaces, and a root
+    filesystem built from the plan's allow-list (nothing else of the host exists inside)."""
     _check(
         _libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS),
         "unshare(mount, net, ipc, uts)",
     )
     # Private propagation first, or every mount below would leak back into the host.
     _mount("none", "/", None, MS_REC | MS_PRIVATE)
-    _hide_and_expose(plan)
-    # One recursive read-only flip of the whole tree (mount_setattr, Linux >= 5.12): remounting
-    # mount by mount would miss submounts and race with nothing, but costs a syscall each.
-    attr = _MountAttr(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0)
-    _check(
-        _libc.syscall(
-            ctypes.c_long(SYS_MOUNT_SETATTR),
-            ctypes.c_int(AT_FDCWD),
-            b"/",
-            ctypes.c_uint(AT_RECURSIVE),
-            ctypes.byref(attr),
-            ctypes.c_size_t(ctypes.sizeof(attr)),
-        ),
-        "mount_setattr(read-only)",
-    )
-    # The only writable places: a private, size-capped /tmp and /dev/shm (multiprocessing and
-    # NCCL need shm). They are fresh tmpfs mounts, so nothing written there reaches the host.
-    tmpfs_flags = MS_NOSUID | MS_NODEV
-    # Held by fd before the private /tmp covers them, then bound back read-only (the recursive
-    # read-only flip above does not reach mounts made after it).
+    # Held by fd: the new root is staged on a tmpfs over /tmp, which covers these trees.
     tmp_fds = [os.open(p, os.O_PATH | os.O_DIRECTORY) for p in plan.under_tmp]
+    umask = os.umask(0o022)
     try:
-        _mount("tmpfs", "/tmp", "tmpfs", tmpfs_flags, f"size={tmp_bytes},mode=1777")
-        for path, fd in zip(plan.under_tmp, tmp_fds, strict=True):
-            os.makedirs(path, mode=0o755, exist_ok=True)
-            _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-            _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID)
+        _build_root(plan, tmp_fds, tmp_bytes, shm_bytes)
     finally:
+        os.umask(umask)
         for fd in tmp_fds:
             os.close(fd)
-    if os.path.isdir("/dev/shm"):
-        _mount("tmpfs", "/dev/shm", "tmpfs", tmpfs_flags, f"size={shm_bytes},mode=1777")
-    _install_hosts_file()
-    # A /proc for the new pid namespace: ranks see only their own run's processes.
-    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _enter_root(STAGING)
     _bring_up_loopback()
     name = HOSTNAME.encode()
     _check(_libc.sethostname(name, ctypes.c_size_t(len(name))), "sethostname")
 
 
-def _hide_and_expose(plan: SandboxPlan) -> None:
-    for hidden in plan.hidden:
-        inside = [p for p in plan.exposed if _is_under(p, hidden)]
-        # Hold each exposed tree by fd before covering its parent, then bind it back through
-        # /proc/self/fd: the path is gone once the tmpfs is on top, the fd is not.
-        fds = [os.open(p, os.O_PATH | os.O_DIRECTORY) for p in inside]
-        try:
-            _mount("tmpfs", hidden, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
-            for path, fd in zip(inside, fds, strict=True):
-                os.makedirs(path, mode=0o755, exist_ok=True)
-                _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-        finally:
-            for fd in fds:
-                os.close(fd)
+# Where the new root is assembled before it becomes "/": a tmpfs mounted over the host's /tmp
+# inside the run's own mount namespace (the host's /tmp is untouched).
+STAGING = "/tmp"
 
 
-def _install_hosts_file() -> None:
-    if not os.path.exists("/etc/hosts"):
-        return
-    os.makedirs("/tmp/.ranklab", mode=0o755, exist_ok=True)
-    Path("/tmp/.ranklab/hosts").write_text(HOSTS)
-    # Root-owned in a root-owned 0755 directory: the uid nobody can read but not replace it.
-    _mount("/tmp/.ranklab/hosts", "/etc/hosts", None, MS_BIND)
-    _mount("none", "/etc/hosts", None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+def _build_root(plan: SandboxPlan, tmp_fds: list[int], tmp_bytes: int, shm_bytes: int) -> None:
+    root = STAGING
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
+    for tree in plan.exposed + plan.sysfs:
+        os.makedirs(root + tree, mode=0o755, exist_ok=True)
+        _mount(tree, root + tree, None, MS_BIND | MS_REC)
+    for link, target in plan.links:
+        os.symlink(target, root + link)
+    _write_etc(root + "/etc", plan)
+    _populate_dev(root + "/dev", plan.devices)
+    for directory in ("/proc", "/tmp", "/sys"):
+        os.makedirs(root + directory, mode=0o755, exist_ok=True)
+    # One recursive read-only, nosuid flip of everything so far (mount_setattr, Linux >= 5.12):
+    # remounting mount by mount would miss submounts of the bound trees.
+    _set_read_only(root)
+    # The only writable places: a private, size-capped /tmp and /dev/shm (multiprocessing and
+    # NCCL need shm). They are fresh tmpfs mounts, so nothing written there reaches the host.
+    tmpfs_flags = MS_NOSUID | MS_NODEV
+    _mount("tmpfs", root + "/tmp", "tmpfs", tmpfs_flags, f"size={tmp_bytes},mode=1777")
+    for path, fd in zip(plan.under_tmp, tmp_fds, strict=True):
+        os.makedirs(root + path, mode=0o755, exist_ok=True)
+        _mount(f"/proc/self/fd/{fd}", root + path, None, MS_BIND | MS_REC)
+        _set_read_only(root + path)
+    _mount("tmpfs", root + "/dev/shm", "tmpfs", tmpfs_flags, f"size={shm_bytes},mode=1777")
+    # A /proc for the new pid namespace: ranks see only their own run's processes.
+    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def _write_etc(etc: str, plan: SandboxPlan) -> None:
+    os.makedirs(etc, mode=0o755)
+    fresh = {
+        # c10d looks the hostname up on every rank; without an entry it warns into the output.
+        "hosts": HOSTS,
+        "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
+        # getpass.getuser() and ~ expansion work as for any unprivileged user.
+        "passwd": PASSWD.format(uid=plan.uid, gid=plan.gid),
+        "group": GROUP.format(gid=plan.gid),
+    }
+    for name, text in fresh.items():
+        Path(etc, name).write_text(text)
+    for name in ETC_COPIED:
+        source, target = os.path.join("/etc", name), os.path.join(etc, name)
+        if os.path.islink(source):
+            os.symlink(os.readlink(source), target)
+        elif os.path.isdir(source):
+            shutil.copytree(source, target, symlinks=True)
+        elif os.path.isfile(source):
+            shutil.copyfile(source, target)
+
+
+def _populate_dev(dev: str, devices: tuple[str, ...]) -> None:
+    os.makedirs(dev + "/shm", mode=0o755)
+    for device in devices:
+        target = dev + device.removeprefix("/dev")
+        if os.path.isdir(device):
+            os.makedirs(target, mode=0o755, exist_ok=True)
+        else:
+            Path(target).touch()  # a bind mount needs a file to cover
+        _mount(device, target, None, MS_BIND | MS_REC)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):  # fmt: skip
+        os.symlink(target, os.path.join(dev, name))
+
+
+def _set_read_only(path: str) -> None:
+    attr = _MountAttr(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0)
+    _check(
+        _libc.syscall(
+            ctypes.c_long(SYS_MOUNT_SETATTR),
+            ctypes.c_int(AT_FDCWD),
+            path.encode(),
+            ctypes.c_uint(AT_RECURSIVE),
+            ctypes.byref(attr),
+            ctypes.c_size_t(ctypes.sizeof(attr)),
+        ),
+        f"mount_setattr({path}, read-only)",
+    )
+
+
+def _enter_root(root: str) -> None:
+    """Make `root` the filesystem root and drop the host's tree entirely."""
+    os.chdir(root)
+    # pivot_root(".", "."): the old root ends up stacked on the new one, and the lazy unmount
+    # takes it away, with every host mount under it; no directory for it is needed.
+    number = SYS_PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        raise SandboxError(f"pivot_root: unknown syscall number on {os.uname().machine}")
+    _check(_libc.syscall(ctypes.c_long(number), b".", b"."), "pivot_root")
+    _check(_libc.umount2(b".", ctypes.c_int(MNT_DETACH)), "umount2(old root)")
+    os.chdir("/")
 
 
 def _bring_up_loopback() -> None:

@@ -14,14 +14,6 @@ from executor.limits import Limits
 PACKAGE_PARENT = Path(__file__).resolve().parent.parent
 
 
-def _default_hidden() -> list[str]:
-    # Home directories hold credentials; a checkout holds the app's database under var/.
-    hidden = ["/root", "/home", "/run/secrets", "/var/lib/postgresql"]
-    if (PACKAGE_PARENT / "pyproject.toml").exists():
-        hidden.append(str(PACKAGE_PARENT))
-    return hidden
-
-
 class ExecutorSettings(BaseSettings):
     """How the executor runs: sandbox or trusted, capacity, cache, limits."""
 
@@ -44,7 +36,12 @@ class ExecutorSettings(BaseSettings):
     retry_after_s: int = Field(default=1, description="Retry-After sent with a 503.")
     cache_entries: int = Field(default=1024, description="Results kept in memory (LRU).")
     cache_dir: Path | None = Field(default=None, description="Optional on-disk result cache.")
-    hidden_paths: list[str] = Field(default_factory=_default_hidden)
+    exposed_paths: list[str] = Field(
+        default_factory=list,
+        description="Extra host directories ranks may read (read-only, at the same path), e.g. a "
+        "data set. Ranks see nothing else of the host but /usr, the Python install and its "
+        "packages (an allow-list; see executor/sandbox.py).",
+    )
     sandbox_uid: int = 65534
     sandbox_gid: int = 65534
     cgroup_root: str = "/sys/fs/cgroup"

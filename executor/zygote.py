@@ -108,7 +108,7 @@ def _serve_as_sibling(
     """Serve the main zygote's slots as one more warm parent with its own hash secret."""
     if not config["trusted"]:
         plan = sandbox.make_plan(
-            config["hidden"],
+            config["exposed"],
             uid=config["uid"],
             gid=config["gid"],
             cgroup_root=config["cgroup_root"],
@@ -198,7 +198,7 @@ def _probe_sandbox(
     try:
         if os.geteuid() != 0:
             raise sandbox.SandboxError("the executor is not running as root")
-        plan = sandbox.make_plan(config["hidden"], **plan_kwargs)
+        plan = sandbox.make_plan(config["exposed"], **plan_kwargs)
         _remove_stale_cgroups(plan)
     except (OSError, sandbox.SandboxError) as error:
         return dataclasses.replace(context, plan=None, sandbox_error=str(error))

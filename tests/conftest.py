@@ -143,12 +143,9 @@ def executor(secret_dir: Path) -> Iterator[Executor]:
     from executor.runner import Executor
     from executor.settings import ExecutorSettings
 
-    defaults = ExecutorSettings()
-    settings = ExecutorSettings(
-        max_concurrent_runs=2,
-        queue_limit=8,
-        hidden_paths=[*defaults.hidden_paths, str(secret_dir)],
-    )
+    # The secret directory is world-readable and not on the sandbox's allow-list: ranks must
+    # not see it.
+    settings = ExecutorSettings(max_concurrent_runs=2, queue_limit=8)
     runner = Executor(settings)
     runner.pool.start()
     problem = runner.info.get("sandbox_error")

@@ -4,8 +4,10 @@ on the host, and leave the executor serving the next run normally."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
+import shutil
 import socket
 import time
 import uuid
@@ -16,6 +18,7 @@ import pytest
 
 from executor.contract import RankStatus, RunRequest, RunResult, RunStatus
 from executor.runner import Executor
+from executor.sandbox import make_plan
 from executor.settings import PACKAGE_PARENT
 from tests.support.executor import CANARY, run
 
@@ -141,9 +144,29 @@ def check_host_loopback(result: RunResult) -> None:
 def check_read_secrets(result: RunResult) -> None:
     output = result.ranks[0].stdout + result.ranks[0].stderr
     assert CANARY not in output
-    assert "/etc/shadow blocked: PermissionError" in output
+    assert "/etc/shadow blocked: FileNotFoundError" in output  # not in the sandbox at all
     assert "secret.txt blocked: FileNotFoundError" in output  # world-readable, yet hidden
     assert "root:" not in output
+
+
+def check_host_view(result: RunResult) -> None:
+    seen = json.loads(result.ranks[0].stdout)
+    assert CANARY not in result.ranks[0].stdout
+    assert seen["sys"] == []  # an empty /sys: no interfaces, devices or cgroups of the host
+    for path in ("/sys/class/net", "/sys/block", "/sys/fs/cgroup/memory"):
+        assert seen[path] == "FileNotFoundError"
+    assert seen[SIBLING_DB] == "FileNotFoundError"  # world-readable, but not on the allow-list
+    assert seen["/proc/1/environ"] == "PermissionError"  # the run's root-owned init
+    # Every mount is one the allow-list names; nothing of the host's other mounts.
+    plan = make_plan([], 65534, 65534, "")
+    allowed = {"/", "/tmp", "/dev/shm", "/proc", *plan.exposed, *plan.under_tmp, *plan.devices}
+    assert set(seen["mounts"]) <= allowed, set(seen["mounts"]) - allowed
+    # The warm parent's configuration went through a pipe: its command line names no setting.
+    assert seen["init_cmdline"].split("\0")[1:3] == ["-m", "executor.zygote"]
+    assert "{" not in seen["init_cmdline"]
+    # The directory above this checkout shows only the way down to the bound virtualenv.
+    assert seen["checkouts"] == [PACKAGE_PARENT.name]
+    assert seen["accounts"] == ["root", "nobody"]
 
 
 def check_leave_files(result: RunResult) -> None:
@@ -166,6 +189,7 @@ CHECKS: dict[str, Callable[[RunResult], None]] = {
     "host_loopback": check_host_loopback,
     "read_secrets": check_read_secrets,
     "leave_files": check_leave_files,
+    "host_view": check_host_view,
     "user_namespace": check_user_namespace,
 }
 
@@ -174,9 +198,30 @@ def test_every_hostile_snippet_has_a_check() -> None:
     assert set(SNIPPETS) == set(CHECKS)
 
 
+# Another checkout of the app beside this one, as on a shared development machine: its
+# database is world-readable on the host.
+SIBLING_DB = str(PACKAGE_PARENT.parent / f"ranklab-other-{os.getpid()}" / "var" / "ranklab.db")
+
+
+@pytest.fixture(scope="module")
+def sibling_checkout() -> Iterator[Path]:
+    """A second checkout's database next to this checkout, holding the canary."""
+    database = Path(SIBLING_DB)
+    database.parent.mkdir(parents=True)
+    database.write_text(CANARY)
+    for path in (database, database.parent, database.parent.parent):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    yield database
+    shutil.rmtree(database.parent.parent)
+
+
 @pytest.mark.parametrize("name", SNIPPETS)
 def test_hostile_snippet_is_contained_and_the_next_run_works(
-    sandboxed: Executor, name: str, host_listener: socket.socket, secret_dir: Path
+    sandboxed: Executor,
+    name: str,
+    host_listener: socket.socket,
+    secret_dir: Path,
+    sibling_checkout: Path,
 ) -> None:
     leftover = f"ranklab-leftover-{uuid.uuid4().hex}"
     code = (
@@ -185,6 +230,7 @@ def test_hostile_snippet_is_contained_and_the_next_run_works(
         .replace("__HOST_PORT__", str(host_listener.getsockname()[1]))
         .replace("__CANARY_FILE__", str(secret_dir / "secret.txt"))
         .replace("__REPO__", str(PACKAGE_PARENT))
+        .replace("__SIBLING_DB__", str(sibling_checkout))
         .replace("__LEFTOVER__", leftover)
     )
     result = run(sandboxed, code, nproc=1, timeout_s=TIMEOUTS.get(name, 10))

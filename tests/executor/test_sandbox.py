@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -24,7 +25,7 @@ facts["interfaces"] = [name for _, name in socket.if_nameindex()]
 facts["hostname"] = socket.gethostname()
 facts["processes"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
 facts["tmp"] = os.listdir("/tmp")
-facts["home_dirs"] = os.listdir("/root")
+facts["home_dirs"] = os.listdir("/root") if os.path.isdir("/root") else []
 facts["repo"] = os.listdir(%(repo)r)
 status = dict(line.split(":\t", 1) for line in open("/proc/self/status").read().splitlines())
 facts["seccomp"] = status["Seccomp"].strip()
@@ -64,14 +65,13 @@ def test_a_rank_runs_as_nobody_in_its_own_namespaces(sandboxed: Executor) -> Non
     assert facts["internet"] in {"OSError", "ConnectionRefusedError"}
     assert facts["root_writable"] in {"OSError", "PermissionError"}
     assert facts["dev_null"] == 1
-    # A fresh private /tmp: the hosts file, the snippet, torchrun's error-file folder, plus the
-    # way down to a venv bound back from a checkout under /tmp (where CI may clone), nothing
-    # else of the host's /tmp.
+    # A fresh private /tmp: the snippet, torchrun's error-file folder, plus the way down to a
+    # venv bound back from a checkout under /tmp (where CI may clone), nothing else of the host's.
     bound_back = {Path(p).relative_to("/tmp").parts[0] for p in make_plan([], 0, 0, "").under_tmp}
     elastic = {name for name in facts["tmp"] if name.startswith("torchelastic_")}
     assert len(elastic) == 1
-    assert set(facts["tmp"]) == {".ranklab", "snippet.py"} | elastic | bound_back
-    assert facts["home_dirs"] == [".pyenv"]  # only the interpreter is visible in /root
+    assert set(facts["tmp"]) == {"snippet.py"} | elastic | bound_back
+    assert set(facts["home_dirs"]) <= {".pyenv"}  # at most the interpreter is visible in /root
     assert set(facts["repo"]) <= {".venv"}  # the app's files and database are hidden
 
 
@@ -127,3 +127,16 @@ def test_python_trees_under_tmp_are_bound_back_over_the_private_tmp(
     plan = make_plan([], 65534, 65534, "/sys/fs/cgroup")
     assert str(tmp_path / "clone" / ".venv") in plan.under_tmp
     assert str(site) not in plan.under_tmp
+
+
+def test_the_plan_is_an_allow_list_of_system_and_python_trees() -> None:
+    plan = make_plan([], 65534, 65534, "/sys/fs/cgroup")
+    trees = set(plan.exposed) | set(plan.under_tmp)
+    python = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}
+    # Every Python tree in use is reachable through a bound tree...
+    assert all(any(p == t or p.startswith(t + "/") for t in trees) for p in python)
+    # ...and nothing else: no home, no checkout around the venv, no /var, /etc, /sys or /opt.
+    assert trees <= {"/usr", *python, *(t for t in trees if t.startswith("/tmp/"))}
+    assert str(PACKAGE_PARENT) not in trees
+    assert set(plan.devices) >= {"/dev/null", "/dev/urandom"}
+    assert "/dev/shm" not in plan.devices  # a fresh tmpfs per run instead

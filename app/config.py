@@ -33,7 +33,11 @@ class Settings(BaseSettings):
         le=30,
         description="Extra seconds after a deadline during which an answer still counts.",
     )
-    executor_url: str | None = "http://127.0.0.1:8001"
+    executor_url: str | None = Field(
+        default=None,
+        description="An executor service to use (RANKLAB_EXECUTOR_URL). Unset, `ranklab serve` "
+        "starts its own next to the app, on a free loopback port with a token made per start.",
+    )
     executor_timeout_s: float = 60.0
     executor_token: str | None = Field(
         default=None,

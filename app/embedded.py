@@ -6,17 +6,19 @@ HTTP. If it cannot start, the app still serves challenges and pages say runs are
 
 from __future__ import annotations
 
+import logging
 import os
+import secrets
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
-from urllib.parse import urlsplit
 
 import uvicorn
 
@@ -24,12 +26,18 @@ from app.config import Settings
 from app.executor_client import HttpExecutorClient
 from app.main import create_app
 
+log = logging.getLogger("ranklab")
+
 # What the executor may inherit: how to find Python and its own settings, never the app's
 # secret key or database URL.
 _PASSED_TO_EXECUTOR = ("PATH", "LANG", "LC_ALL", "TZ", "HOME", "TMPDIR", "VIRTUAL_ENV")
 
 
-def executor_environment(slots: int | None = None) -> dict[str, str]:
+class EmbeddedExecutorError(RuntimeError):
+    """The embedded executor did not start, or something else answers where it should be."""
+
+
+def executor_environment(slots: int | None = None, token: str | None = None) -> dict[str, str]:
     """The embedded executor's environment: no app secrets (RANKLAB_EXECUTOR_* settings pass)."""
     environment = {
         name: value
@@ -39,6 +47,8 @@ def executor_environment(slots: int | None = None) -> dict[str, str]:
     if slots is not None:
         # Runs executed at once (the executor's default is one per core).
         environment["RANKLAB_EXECUTOR_MAX_CONCURRENT_RUNS"] = str(slots)
+    if token is not None:
+        environment["RANKLAB_EXECUTOR_TOKEN"] = token
     return environment
 
 
@@ -48,8 +58,15 @@ def spawn_executor(
     trusted: bool = False,
     log: IO[bytes] | None = None,
     slots: int | None = None,
+    token: str | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start `ranklab executor serve` in its own process group (so it can be stopped whole)."""
+    """Start `ranklab executor serve` in its own process group (so it can be stopped whole).
+
+    It dies with this process, however this process ends (even by SIGKILL): it asks the kernel
+    for SIGTERM when its parent goes (PR_SET_PDEATHSIG), shuts down its warm pool and removes
+    its cgroups. The kernel sends that signal when the *thread* that started it ends, so call
+    this from a thread that lives as long as the executor should (the main thread).
+    """
     command = [
         sys.executable,
         "-m",
@@ -60,12 +77,14 @@ def spawn_executor(
         host,
         "--port",
         str(port),
+        "--parent-pid",
+        str(os.getpid()),
     ]
     if trusted:
         command.append("--trusted")
     return subprocess.Popen(
         command,
-        env=executor_environment(slots),
+        env=executor_environment(slots, token),
         start_new_session=True,
         stdout=log,
         stderr=subprocess.STDOUT if log else None,
@@ -91,42 +110,90 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def wait_until_warm(
+    process: subprocess.Popen[bytes],
+    url: str,
+    token: str | None,
+    wait_s: float,
+    log: IO[bytes] | None = None,
+) -> None:
+    """Block until the executor we started answers warm at `url`; raise a clear error if it
+    exits, if it is not warm in time, or if what answers there refuses this start's token (an
+    executor left over from an earlier start holds the port: never use it silently)."""
+    client = HttpExecutorClient(url, token=token)
+    deadline = time.monotonic() + wait_s
+    while True:
+        document = client.probe()
+        if document is not None and token is not None and document.get("token") != "accepted":
+            raise EmbeddedExecutorError(
+                f"refusing the executor answering at {url}: it does not hold the token of this "
+                "start, so it is not the one just started (a stale executor from an earlier "
+                "start?). Stop it, or point RANKLAB_EXECUTOR_URL at it with its token."
+            )
+        if document is not None and document.get("status") == "ok":
+            return
+        if process.poll() is not None:
+            tail = ""
+            if log is not None:
+                log.seek(0)
+                tail = ":\n" + log.read().decode(errors="replace")[-2000:]
+            raise EmbeddedExecutorError(f"the executor exited ({process.returncode}){tail}")
+        if time.monotonic() > deadline:
+            raise EmbeddedExecutorError(f"the executor was not warm after {wait_s:.0f} s")
+        time.sleep(0.2)
+
+
 @contextmanager
 def temporary_executor(
-    trusted: bool = False, wait_s: float = 180.0, slots: int | None = None
+    trusted: bool = False,
+    wait_s: float = 180.0,
+    slots: int | None = None,
+    token: str | None = None,
 ) -> Iterator[str]:
-    """Run a private executor (`slots` runs at once, else one per core); yield its URL when warm."""
+    """Run a private executor (`slots` runs at once, else one per core); yield its URL when warm.
+
+    With a `token`, it accepts runs only with that token (and a stale executor on the port is
+    refused); without one it inherits RANKLAB_EXECUTOR_TOKEN, if set.
+    """
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     # Its access log would drown the command's own output; kept to explain a failed start.
     with tempfile.TemporaryFile() as log:
-        process = spawn_executor("127.0.0.1", port, trusted, log, slots)
+        process = spawn_executor("127.0.0.1", port, trusted, log, slots, token)
         try:
-            client = HttpExecutorClient(url)
-            deadline = time.monotonic() + wait_s
-            while client.health() is None:
-                if process.poll() is not None:
-                    log.seek(0)
-                    tail = log.read().decode(errors="replace")[-2000:]
-                    raise RuntimeError(f"the executor exited ({process.returncode}):\n{tail}")
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the executor was not warm after {wait_s:.0f} s")
-                time.sleep(0.2)
+            wait_until_warm(process, url, token, wait_s, log)
             yield url
         finally:
             stop_executor(process)
 
 
 def serve(settings: Settings, host: str, port: int, with_executor: bool = True) -> int:
-    """Start the executor (if embedded), then serve the app until interrupted."""
+    """Start the embedded executor (unless RANKLAB_EXECUTOR_URL names one), serve the app until
+    interrupted, then stop the executor (it also dies on its own if this process is killed)."""
     executor = None
-    if with_executor and settings.executor_url:
-        parts = urlsplit(settings.executor_url)
-        if parts.hostname in ("127.0.0.1", "localhost"):  # a remote executor runs elsewhere
-            executor = spawn_executor(parts.hostname, parts.port or 8001)
+    if with_executor and not settings.executor_url:
+        # A free port and a token made for this start: the app can never talk to an executor
+        # left from an earlier start, nor another local user run code through this one.
+        token, executor_port = secrets.token_urlsafe(32), free_port()
+        url = f"http://127.0.0.1:{executor_port}"
+        executor = spawn_executor("127.0.0.1", executor_port, token=token)
+        settings = settings.model_copy(update={"executor_url": url, "executor_token": token})
+        threading.Thread(
+            target=_report_start, args=(executor, url, token), name="executor-start", daemon=True
+        ).start()
     try:
         uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
     finally:
         if executor is not None:
             stop_executor(executor)
     return 0
+
+
+def _report_start(process: subprocess.Popen[bytes], url: str, token: str) -> None:
+    # The app serves pages at once; runs say "unavailable" until the executor is warm.
+    try:
+        wait_until_warm(process, url, token, wait_s=300)
+    except EmbeddedExecutorError as error:
+        log.error("runs are unavailable: %s", error)
+    else:
+        log.info("the embedded executor is warm at %s", url)

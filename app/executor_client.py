@@ -58,16 +58,24 @@ class HttpExecutorClient:
         return httpx.Timeout(self.timeout_s + request.timeout_s, connect=2.0)
 
     def health(self) -> dict[str, Any] | None:
-        """Ask /healthz with a short timeout: pages must not stall on a dead executor."""
+        """Ask /healthz with a short timeout: pages must not stall on a dead executor.
+
+        None unless it is warm and takes this client's token (one that refuses it would refuse
+        every run: a stale or foreign executor)."""
+        document = self.probe()
+        if document is None or document.get("status") != "ok" or document.get("token") == "refused":
+            return None
+        return document
+
+    def probe(self) -> dict[str, Any] | None:
+        """Return /healthz's document, warm or still starting; None if nothing answers it."""
         try:
             with self._client(httpx.Timeout(1.0)) as client:
                 response = client.get("/healthz")
-        except httpx.HTTPError:
+            document = response.json()
+        except (httpx.HTTPError, ValueError):
             return None
-        if response.status_code != 200:
-            return None
-        document: dict[str, Any] = response.json()
-        return document
+        return document if isinstance(document, dict) else None
 
     def run(self, request: RunRequest) -> RunResult:
         """Run a snippet and return the RunResult."""

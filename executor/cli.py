@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
 import ipaddress
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -16,6 +19,7 @@ from executor.limits import LimitViolation, check_request
 from executor.pool import ExecutorUnavailable
 from executor.settings import ExecutorSettings
 
+PR_SET_PDEATHSIG = 1
 USAGE_ERROR = 2
 INFRASTRUCTURE_ERROR = 3
 
@@ -62,6 +66,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8001)
     serve.add_argument("--trusted", action="store_true", help="run every snippet unsandboxed")
     serve.add_argument("--log-level", default="info", help="uvicorn log level")
+    serve.add_argument(
+        "--parent-pid",
+        type=int,
+        help="stop (SIGTERM) when this process, the one that started the executor, ends",
+    )
     return parser
 
 
@@ -149,8 +158,19 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return USAGE_ERROR
+    if args.parent_pid is not None:
+        _die_with_parent(args.parent_pid)
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
     return 0
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask the kernel for SIGTERM when the parent goes: uvicorn then shuts down gracefully and
+    the pool stops its zygote and removes its cgroups, even if the parent was SIGKILLed."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:  # it went before the line above took effect
+        sys.exit(0)
 
 
 def _is_loopback(host: str) -> bool:

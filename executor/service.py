@@ -69,11 +69,19 @@ def create_app(
         headers = {"Retry-After": str(settings.retry_after_s)}
         return JSONResponse({"detail": str(error)}, status_code=503, headers=headers)
 
+    def token_state(authorization: str | None) -> str:
+        # Lets a client tell "this executor is not the one I started" (it refuses my token)
+        # from "it is still starting"; /v1/runs answers 401 alike, so nothing new is revealed.
+        if runner.settings.token is None:
+            return "none"
+        return "accepted" if _token_matches(runner.settings.token, authorization) else "refused"
+
     @app.get("/healthz")
-    async def healthz() -> JSONResponse:
+    async def healthz(authorization: Annotated[str | None, Header()] = None) -> JSONResponse:
         """Answer 200 once the warm pool is ready, 503 before."""
+        token = token_state(authorization)
         if not runner.ready:
-            return JSONResponse({"status": "starting"}, status_code=503)
+            return JSONResponse({"status": "starting", "token": token}, status_code=503)
         info = runner.info
         sandbox = "trusted" if info.get("trusted") else "on"
         if info.get("sandbox_error"):
@@ -85,16 +93,14 @@ def create_app(
                 "sandbox": sandbox,
                 "cuda_devices": info.get("cuda_devices", 0),
                 "max_timeout_s": runner.settings.limits.max_timeout_s,
+                "token": token,
             }
         )
 
     def authorised(authorization: Annotated[str | None, Header()] = None) -> None:
         """Require the shared secret, when one is set (always, beyond loopback: see cli.py)."""
         token = runner.settings.token
-        if token is None:
-            return
-        given = (authorization or "").encode()
-        if not hmac.compare_digest(given, f"Bearer {token}".encode()):
+        if token is not None and not _token_matches(token, authorization):
             raise HTTPException(
                 401,
                 "this executor needs its token: send Authorization: Bearer "
@@ -115,6 +121,10 @@ def create_app(
         return StreamingResponse(_sse(events), media_type="text/event-stream", headers=headers)
 
     return app
+
+
+def _token_matches(token: str, authorization: str | None) -> bool:
+    return hmac.compare_digest((authorization or "").encode(), f"Bearer {token}".encode())
 
 
 class BodyLimit:

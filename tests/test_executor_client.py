@@ -141,3 +141,19 @@ def test_the_token_is_sent_when_the_executor_has_one() -> None:
     HttpExecutorClient("http://executor.test", transport=transport, token="s3cret").run(REQUEST)
     HttpExecutorClient("http://executor.test", transport=transport).run(REQUEST)
     assert seen == ["Bearer s3cret", None]
+
+
+def test_health_is_none_when_the_executor_refuses_this_clients_token() -> None:
+    # An executor that would answer every run with 401 (a stale one, or someone else's) is not
+    # usable: pages must say runs are unavailable rather than offer a button that fails.
+    refusing = client(lambda r: httpx.Response(200, json={"status": "ok", "token": "refused"}))
+    assert refusing.health() is None
+    assert refusing.probe() == {"status": "ok", "token": "refused"}
+    accepting = client(lambda r: httpx.Response(200, json={"status": "ok", "token": "accepted"}))
+    assert accepting.health() == {"status": "ok", "token": "accepted"}
+
+
+def test_probe_returns_a_starting_document_and_none_for_garbage() -> None:
+    starting = client(lambda request: httpx.Response(503, json={"status": "starting"}))
+    assert starting.probe() == {"status": "starting"}
+    assert client(lambda request: httpx.Response(200, text="<html>")).probe() is None

@@ -1,0 +1,128 @@
+"""The embedded executor's life is tied to the app's: stopping the app however it ends stops the
+executor and everything it started, and a start never uses an executor it did not start."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app import embedded, migrations
+from app.embedded import EmbeddedExecutorError, free_port, temporary_executor
+
+pytestmark = pytest.mark.executor
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _processes() -> dict[int, tuple[int, str]]:
+    """Every process on the host: pid -> (parent pid, command line)."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path("/proc", entry, "stat").read_text()
+            cmdline = Path("/proc", entry, "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        table[int(entry)] = (int(stat.rsplit(")", 1)[1].split()[1]), cmdline.decode())
+    return table
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    table = _processes()
+    found: dict[int, str] = {}
+    frontier = [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, (ppid, cmdline) in table.items():
+            if ppid == parent and child not in found:
+                found[child] = cmdline
+                frontier.append(child)
+    return found
+
+
+def _wait_for(predicate, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def app_process(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`ranklab serve` as a newcomer starts it, on a migrated SQLite file."""
+    database = f"sqlite:///{tmp_path / 'app.db'}"
+    migrations.upgrade(database)
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith("RANKLAB_EXECUTOR") and name != "DATABASE_URL"
+    }
+    # A light executor: one slot, no warm-up, no sibling parents (the lifecycle is the same).
+    environment |= {
+        "DATABASE_URL": database,
+        "RANKLAB_EXECUTOR_WARM": "false",
+        "RANKLAB_EXECUTOR_SIBLINGS": "0",
+        "RANKLAB_EXECUTOR_MAX_CONCURRENT_RUNS": "1",
+    }
+    command = [sys.executable, "-m", "app.cli", "serve", "--port", str(free_port())]
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=environment,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    yield process
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda stop: stop.name)
+def test_stopping_the_app_stops_its_executor_and_everything_it_started(
+    app_process: subprocess.Popen[bytes], stop: signal.Signals
+) -> None:
+    def warm_tree() -> dict[int, str]:
+        tree = _descendants(app_process.pid)
+        zygotes = [pid for pid, cmdline in tree.items() if "executor.zygote" in cmdline]
+        # The zygote has forked its slot worker: the executor is fully up.
+        return tree if zygotes and _descendants(zygotes[0]) else {}
+
+    tree = _wait_for(warm_tree, 120, "the embedded executor's zygote")
+    assert any("executor serve" in cmdline for cmdline in tree.values())
+    app_process.send_signal(stop)
+    app_process.wait(timeout=30)
+    _wait_for(lambda: not (set(tree) & set(_processes())), 30, "the executor's processes to end")
+    zygote = next(pid for pid, cmdline in tree.items() if "executor.zygote" in cmdline)
+    leftovers = [
+        path
+        for controller in ("memory", "pids")
+        for path in Path("/sys/fs/cgroup", controller, "ranklab").glob(f"slot-{zygote}-*")
+    ]
+    assert leftovers == []
+
+
+def test_a_start_refuses_an_executor_it_did_not_start(
+    executor_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The free port was taken between choosing it and binding it, by an executor left running
+    # from an earlier start: the new start must say so, never use that one silently.
+    stale_port = int(executor_url.rsplit(":", 1)[1])
+    monkeypatch.setattr(embedded, "free_port", lambda: stale_port)
+    with (
+        pytest.raises(EmbeddedExecutorError, match="not the one just started"),
+        temporary_executor(token="this-start", wait_s=60),
+    ):
+        pass

@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
+from jinja2 import ChoiceLoader, FileSystemLoader, PrefixLoader
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 from pygments import highlight as pygments_highlight
@@ -17,6 +18,7 @@ from pygments.lexers import PythonLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
+KINDS_DIR = Path(__file__).resolve().parent / "kinds"
 _FORMATTER = HtmlFormatter(cssclass="highlight", wrapcode=True)
 
 
@@ -66,6 +68,13 @@ def _user(request: Request) -> dict[str, Any]:
 def build_templates() -> Jinja2Templates:
     """Create the template environment with RankLab's filters."""
     templates = Jinja2Templates(directory=str(TEMPLATES_DIR), context_processors=[_user])
+    # Each item kind keeps its answer widget in its own folder: "kinds/<name>/answer.html".
+    templates.env.loader = ChoiceLoader(
+        [
+            FileSystemLoader(str(TEMPLATES_DIR)),
+            PrefixLoader({"kinds": FileSystemLoader(str(KINDS_DIR))}),
+        ]
+    )
     templates.env.filters.update(
         markdown=markdown, highlight=highlight, duration=duration, when=when
     )

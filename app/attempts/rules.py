@@ -5,13 +5,13 @@ Pure: the standard library, pydantic and the challenge schema only (an import-li
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from app.challenges.schema import ChoiceBase, ItemBase, NumericItem
+from app.challenges.schema import ItemBase
+from app.kinds import kind_of
 
 
 class ItemStatus(StrEnum):
@@ -89,33 +89,12 @@ def refusal(
 
 def parse_answer(item: ItemBase, raw: Iterable[str]) -> str | None:
     """Normalise what the learner sent into the stored answer text, or None if it is invalid."""
-    values = [value.strip() for value in raw if value.strip()]
-    if isinstance(item, NumericItem):
-        if len(values) != 1:
-            return None
-        try:
-            number = float(values[0].replace(",", "."))
-        except ValueError:
-            return None
-        return None if not math.isfinite(number) else repr(number)
-    if isinstance(item, ChoiceBase):
-        known = {option.id for option in item.options}
-        chosen = sorted(set(values))
-        if not chosen or not set(chosen) <= known:
-            return None
-        if not item.multiple and len(chosen) != 1:
-            return None
-        return ",".join(chosen)
-    return None
+    return kind_of(item).parse_answer(item, [value.strip() for value in raw if value.strip()])
 
 
 def is_correct(item: ItemBase, answer: str) -> bool:
     """Judge a normalised answer against the item's key."""
-    if isinstance(item, NumericItem):
-        return abs(float(answer) - item.answer) <= item.tolerance + 1e-12
-    if isinstance(item, ChoiceBase):
-        return frozenset(answer.split(",")) == item.answer_ids
-    return False
+    return kind_of(item).is_correct(item, answer)
 
 
 def status_after(correct: bool, attempts_used: int, attempts_allowed: int) -> ItemStatus:
@@ -162,9 +141,11 @@ def public_question(
     Everything a page or the JSON API shows of a question goes through here, so that a key can
     never reach the browser before the learner has answered.
     """
+    kind = kind_of(item)
     view: dict[str, object] = {
         "id": item.id,
-        "kind": getattr(item, "kind", "choice"),
+        "kind": kind.name,
+        "partial": kind.partial,
         "category": item.category.value,
         "difficulty": item.difficulty.value,
         "title": item.title,
@@ -175,30 +156,9 @@ def public_question(
         "attempts_allowed": attempts_allowed,
         "has_hint": item.hint is not None,
         "hint": item.hint if hint_shown else None,
-        "multiple": isinstance(item, ChoiceBase) and item.multiple,
-        "unit": item.unit if isinstance(item, NumericItem) else None,
+        "last_answer": last_answer,
     }
-    if isinstance(item, ChoiceBase):
-        view["options"] = [{"id": option.id, "text": option.text} for option in item.options]
-    chosen = set(last_answer.split(",")) if last_answer and isinstance(item, ChoiceBase) else set()
-    if last_answer is not None and isinstance(item, ChoiceBase):
-        # Feedback on the learner's own pick is fair once they have made it.
-        view["chosen_feedback"] = [
-            {"id": option.id, "feedback": option.feedback}
-            for option in item.options
-            if option.id in chosen and option.feedback
-        ]
-    view["last_answer"] = last_answer
+    view.update(kind.view(item, last_answer, status.closed))
     if status.closed:
         view["explanation"] = item.explanation
-        if isinstance(item, ChoiceBase):
-            view["answer"] = sorted(item.answer_ids)
-            view["all_feedback"] = [
-                {"id": option.id, "feedback": option.feedback}
-                for option in item.options
-                if option.feedback
-            ]
-        elif isinstance(item, NumericItem):
-            view["answer"] = item.answer
-            view["tolerance"] = item.tolerance
     return view

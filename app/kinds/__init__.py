@@ -1,0 +1,49 @@
+"""The item kinds, registered in one place.
+
+To add a kind: create app/kinds/<name>/ with __init__.py (its pydantic model and a `KIND`
+spec, see spec.py) and answer.html (its answer widget), then add the module to `_MODULES`
+below. Schema, JSON Schema, loader, grading, pages and analytics all go through the registry.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Union
+
+from pydantic import Field
+
+from app.challenges.base import ExecutableMixin, ItemBase
+from app.kinds import choice, debug, numeric, predict_output
+from app.kinds.spec import Kind
+
+_MODULES = (choice, predict_output, debug, numeric)
+
+KINDS: dict[str, Kind] = {module.KIND.name: module.KIND for module in _MODULES}
+
+if TYPE_CHECKING:
+    Item = ItemBase  # for type checkers, the base every kind extends
+else:
+    # A discriminated union over every registered kind: `kind:` in YAML picks the model.
+    Item = Annotated[
+        Union[tuple(kind.model for kind in KINDS.values())],  # noqa: UP007
+        Field(discriminator="kind"),
+    ]
+
+
+def _executable_models() -> tuple[type[ExecutableMixin], ...]:
+    models: list[type[ExecutableMixin]] = []
+    for kind in KINDS.values():
+        if kind.executable:
+            if not issubclass(kind.model, ExecutableMixin):
+                raise TypeError(f"executable kind {kind.name} must extend ExecutableMixin")
+            models.append(kind.model)
+    return tuple(models)
+
+
+# Kinds whose snippet runs on the executor (and whose keys `ranklab verify` proves).
+EXECUTABLE_KINDS = _executable_models()
+
+
+def kind_of(item: ItemBase) -> Kind:
+    """The registered kind of an item."""
+    name: str = getattr(item, "kind")  # noqa: B009  (every registered model has one)
+    return KINDS[name]

@@ -1,0 +1,294 @@
+"""What every item kind is built from: shared fields, options, launch settings, outcomes.
+
+The concrete kinds live in app/kinds (one folder each) and subclass these; app.challenges.schema
+puts them together into a challenge set. Pure: the standard library and pydantic only.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SLUG = r"^[a-z0-9][a-z0-9-]*$"
+DEFAULT_TIME_LIMIT_S = 120
+DEFAULT_ATTEMPTS = 2
+
+
+class Strict(BaseModel):
+    """Base for every schema model: unknown fields are errors and models are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Category(StrEnum):
+    """What kind of skill an item exercises (as on the seed pages)."""
+
+    CONCEPTUAL = "Conceptual"
+    PREDICT_OUTPUT = "Predict Output"
+    HYPERPARAMETER = "Hyperparameter"
+    DEBUG = "Debug"
+    MODEL_CHOICE = "Model Choice"
+    METRICS = "Metrics"
+
+
+class Difficulty(StrEnum):
+    """How hard an item is meant to be, easiest first."""
+
+    BEGINNER = "beginner"
+    INTERMEDIATE = "intermediate"
+    ADVANCED = "advanced"
+    EXPERT = "expert"
+
+
+class Backend(StrEnum):
+    """torch.distributed backend for a snippet; auto picks NCCL when enough GPUs exist."""
+
+    AUTO = "auto"
+    GLOO = "gloo"
+    NCCL = "nccl"
+
+
+def parse_time_limit(value: object) -> object:
+    """Accept seconds as an integer or a "m:ss" string, as the seed pages print them."""
+    if isinstance(value, str):
+        match = re.fullmatch(r"(\d+):([0-5]\d)", value.strip())
+        if not match:
+            raise ValueError('time limit must be seconds (an integer) or "m:ss", e.g. "2:00"')
+        return int(match[1]) * 60 + int(match[2])
+    return value
+
+
+class Badge(Strict):
+    """The badge a learner earns by answering every item of a set correctly."""
+
+    name: str = Field(min_length=1, description="Badge title shown on results and progress.")
+    icon: str = Field(default="🎖️", max_length=8, description="An emoji shown with the badge.")
+    description: str = Field(
+        default="Get all challenges correct to earn this badge!",
+        description="One line telling the learner how the badge is earned.",
+    )
+
+
+class Launcher(StrEnum):
+    """How a snippet is started: by torchrun (one process per rank) or as a plain script."""
+
+    TORCHRUN = "torchrun"
+    PYTHON = "python"
+
+
+class Launch(Strict):
+    """How the executor launches a snippet: as torchrun --nproc_per_node=nproc would."""
+
+    launcher: Launcher = Field(
+        default=Launcher.TORCHRUN,
+        description="torchrun: nproc ranks with torchrun's variables. python: one process run as "
+        "`python snippet.py` (no torchrun variables) whose own children, e.g. from mp.spawn, are "
+        "the ranks; its output is reported as rank 0's. `launch: python` is short for this.",
+    )
+    nproc: int = Field(
+        default=1,
+        ge=1,
+        le=8,
+        description="Number of ranks to start (with launcher python: the children it starts).",
+    )
+    backend: Backend = Field(default=Backend.AUTO, description="Process-group backend.")
+    gpus: int = Field(
+        default=0,
+        ge=0,
+        le=8,
+        description="CUDA devices the snippet needs; a CPU executor reports 'needs N GPUs'.",
+    )
+    timeout_s: float = Field(
+        default=20, gt=0, le=60, description="Wall-clock limit (the executor's maximum is 60 s)."
+    )
+
+
+class RankOutcome(StrEnum):
+    """How a rank ends."""
+
+    RETURNS = "returns"  # the script ran to its end (exit code 0)
+    RAISES = "raises"  # an uncaught exception ended it
+    HANGS = "hangs"  # still blocked when the run was stopped, even with a much longer limit
+    KILLED = "killed"  # a signal or the memory limit ended it
+
+
+class RankExpectation(Strict):
+    """What one rank (or every rank) is expected to do when the snippet runs.
+
+    With no `status`, a claim about an exception implies `raises`, and a claim about stdout
+    implies `returns` (unless the outcome says the run hangs): "prints X" means it finished.
+    """
+
+    status: RankOutcome | None = Field(
+        default=None, description="How the rank ends: returns, raises, hangs or killed."
+    )
+    stdout: str | None = Field(
+        default=None, description="Exact stdout (trailing whitespace of each line ignored)."
+    )
+    stdout_regex: str | None = Field(
+        default=None, description="A regular expression the whole stdout must match."
+    )
+    stderr_regex: str | None = Field(
+        default=None,
+        description="A regular expression searched in stderr (a warning, a traceback line).",
+    )
+    exception: str | None = Field(
+        default=None,
+        description="Class of the uncaught exception, e.g. RuntimeError; a subclass matches "
+        "too (DistBackendError is a RuntimeError). A module-qualified name also works.",
+    )
+    message_regex: str | None = Field(
+        default=None, description="A regular expression searched in the exception message."
+    )
+    exit_code: int | None = Field(
+        default=None, description="The rank's exit code (-N when killed by signal N)."
+    )
+    differs_across_ranks: bool | None = Field(
+        default=None,
+        description="true: this rank's stdout differs from every other rank's (on every run); "
+        "false: it is the same as every other rank's.",
+    )
+    varies_between_runs: bool | None = Field(
+        default=None,
+        description="true: the rank's stdout changes from run to run (unseeded randomness); "
+        "false: it is the same on every run. An exact `stdout` implies false.",
+    )
+
+    def implied_status(self, run_hangs: bool) -> RankOutcome | None:
+        """The status the claims imply when `status` is not given."""
+        if self.status is not None:
+            return self.status
+        if self.exception is not None or self.message_regex is not None:
+            return RankOutcome.RAISES
+        if not run_hangs and (self.stdout is not None or self.stdout_regex is not None):
+            return RankOutcome.RETURNS
+        return None
+
+
+class Outcome(Strict):
+    """An observable result of running a snippet, used by `ranklab verify` to prove a key."""
+
+    ranks: dict[str, RankExpectation] = Field(
+        default_factory=dict,
+        description='Expectations keyed by rank number as a string ("0", "1") or "all".',
+    )
+    hangs: bool = Field(
+        default=False,
+        description="The run hangs (deadlock or missing rank): some rank is still blocked "
+        "with a much longer time limit. Say which with a rank `status: hangs`.",
+    )
+    order_varies: bool = Field(
+        default=False,
+        description="Which rank prints first is not deterministic across runs.",
+    )
+
+    @field_validator("ranks")
+    @classmethod
+    def rank_keys_are_numbers_or_all(
+        cls, ranks: dict[str, RankExpectation]
+    ) -> dict[str, RankExpectation]:
+        """Refuse rank keys other than "all" or a non-negative integer."""
+        for key in ranks:
+            if key != "all" and not key.isdigit():
+                raise ValueError(f'rank key {key!r} must be "all" or a rank number')
+        return ranks
+
+
+class Option(Strict):
+    """One answer option of a multiple-choice item."""
+
+    id: str = Field(pattern=r"^[A-Z]$", description="Option letter, A to Z.")
+    text: str = Field(min_length=1, description="The option as shown (Markdown).")
+    feedback: str | None = Field(
+        default=None, description="Shown after the learner picks this option (Markdown)."
+    )
+    outcome: Outcome | None = Field(
+        default=None,
+        description="For executable items: what running the snippet shows if this option is true.",
+    )
+
+
+class ItemBase(Strict):
+    """Fields every item has, whatever its kind."""
+
+    id: str = Field(pattern=SLUG, description="Stable id within the set; attempts refer to it.")
+    category: Category = Field(description="What the item exercises.")
+    difficulty: Difficulty = Field(description="beginner, intermediate, advanced or expert.")
+    title: str = Field(min_length=1, description="A short heading for the question.")
+    prompt: str = Field(min_length=1, description="The question (Markdown).")
+    hint: str | None = Field(default=None, description="Shown on demand (Markdown).")
+    explanation: str = Field(
+        min_length=1, description="Shown once the item is answered or closed (Markdown)."
+    )
+    time_limit: Annotated[int, Field(ge=10, le=3600)] = Field(
+        default=DEFAULT_TIME_LIMIT_S,
+        description='Seconds to answer, as an integer or "m:ss"; default 2:00.',
+    )
+    attempts: int = Field(
+        default=DEFAULT_ATTEMPTS, ge=1, le=10, description="Tries allowed; default 2."
+    )
+
+    @field_validator("time_limit", mode="before")
+    @classmethod
+    def _time_limit(cls, value: object) -> object:
+        return parse_time_limit(value)
+
+
+class ChoiceBase(ItemBase):
+    """An item answered by picking options."""
+
+    options: list[Option] = Field(min_length=2, max_length=8, description="The options, A first.")
+    answer: str | list[str] = Field(
+        description="The correct option letter, or a list of letters when several are correct."
+    )
+
+    @property
+    def answer_ids(self) -> frozenset[str]:
+        """The set of correct option letters."""
+        return frozenset([self.answer] if isinstance(self.answer, str) else self.answer)
+
+    @property
+    def multiple(self) -> bool:
+        """Whether the learner must pick several options."""
+        return isinstance(self.answer, list)
+
+    @model_validator(mode="after")
+    def _options_are_consistent(self) -> ChoiceBase:
+        ids = [option.id for option in self.options]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"option ids must be unique, got {ids}")
+        unknown = sorted(self.answer_ids - set(ids))
+        if unknown:
+            raise ValueError(f"answer names unknown option(s) {unknown}; options are {ids}")
+        if isinstance(self.answer, list) and len(self.answer) < 2:
+            raise ValueError("a list answer needs at least two letters; use a single letter")
+        return self
+
+
+class ExecutableMixin(Strict):
+    """Fields of items whose code runs on the executor."""
+
+    code: str | None = Field(default=None, description="The snippet, inline.")
+    code_file: str | None = Field(
+        default=None,
+        pattern=r"^[\w./-]+\.py$",
+        description="A .py file beside the YAML holding the snippet (instead of code).",
+    )
+    launch: Launch = Field(default_factory=Launch, description="How the snippet is launched.")
+
+    @field_validator("launch", mode="before")
+    @classmethod
+    def _launcher_shorthand(cls, value: object) -> object:
+        # `launch: python` reads better than `launch: {launcher: python}` for a plain script.
+        if isinstance(value, str) and value in {member.value for member in Launcher}:
+            return {"launcher": value}
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ExecutableMixin:
+        if (self.code is None) == (self.code_file is None):
+            raise ValueError("give exactly one of code or code_file")
+        return self

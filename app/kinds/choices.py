@@ -1,0 +1,53 @@
+"""Reading, judging and showing answers of the kinds answered by picking options (choice,
+predict_output, debug): shared here so each of those kinds stays a few lines."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.challenges.base import ChoiceBase
+
+
+def parse_answer(item: ChoiceBase, values: Sequence[str]) -> str | None:
+    """The picked letters, sorted and comma-joined; None for unknown letters or a wrong count."""
+    known = {option.id for option in item.options}
+    chosen = sorted(set(values))
+    if not chosen or not set(chosen) <= known:
+        return None
+    if not item.multiple and len(chosen) != 1:
+        return None
+    return ",".join(chosen)
+
+
+def is_correct(item: ChoiceBase, answer: str) -> bool:
+    """Exactly the keyed letters."""
+    return frozenset(answer.split(",")) == item.answer_ids
+
+
+def view(item: ChoiceBase, last_answer: str | None, closed: bool) -> dict[str, object]:
+    """Options always; feedback on the learner's own pick once made; the key once closed."""
+    chosen = set(last_answer.split(",")) if last_answer else set()
+    shown: dict[str, object] = {
+        "multiple": item.multiple,
+        "options": [{"id": option.id, "text": option.text} for option in item.options],
+    }
+    if last_answer is not None:
+        # Feedback on the learner's own pick is fair once they have made it.
+        shown["chosen_feedback"] = [
+            {"id": option.id, "feedback": option.feedback}
+            for option in item.options
+            if option.id in chosen and option.feedback
+        ]
+    if closed:
+        shown["answer"] = sorted(item.answer_ids)
+        shown["all_feedback"] = [
+            {"id": option.id, "feedback": option.feedback}
+            for option in item.options
+            if option.feedback
+        ]
+    return shown
+
+
+def answer_labels(item: ChoiceBase) -> tuple[str, ...]:
+    """Answers are counted per option letter."""
+    return tuple(option.id for option in item.options)

@@ -2,10 +2,13 @@
 
 from app.accounts.models import User, WebSession
 from app.attempts.models import ItemAttempt, SetAttempt, Submission
+from app.review.models import ReviewCard, ReviewLog
 from app.verification.models import VerificationRecord
 
 __all__ = [
     "ItemAttempt",
+    "ReviewCard",
+    "ReviewLog",
     "SetAttempt",
     "Submission",
     "User",

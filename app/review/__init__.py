@@ -1,0 +1,1 @@
+"""Spaced repetition: flashcards and missed items, scheduled by FSRS (the `fsrs` package)."""

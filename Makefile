@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck contracts check-content pytest bench migrate schema vendor clean
+.PHONY: run test lint typecheck contracts check-content pytest bench bench-web migrate schema vendor clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,17 +42,23 @@ test: lint typecheck contracts check-content pytest
 bench: $(STAMP)
 	$(BIN)/python bench/bench_executor.py
 
+# The app's hot pages against a bare FastAPI + Jinja2 page under wrk (apt-get install wrk).
+bench-web: $(STAMP)
+	$(BIN)/python bench/bench_web.py
+
 schema: $(STAMP)
 	$(BIN)/ranklab schema
 
 # Re-vendor the front-end files from the npm registry (see static/vendor/README.md).
 vendor:
 	rm -rf var/vendor && mkdir -p var/vendor
-	cd var/vendor && npm pack htmx.org@2.0.11 alpinejs@3.17.5 @picocss/pico@2.1.1 chart.js@4.6.1 >/dev/null
+	cd var/vendor && npm pack htmx.org@2.0.11 @alpinejs/csp@3.17.4 @picocss/pico@2.1.1 chart.js@4.6.1 >/dev/null
 	cd var/vendor && for f in *.tgz; do mkdir -p "$${f%.tgz}" && tar xzf "$$f" -C "$${f%.tgz}"; done
 	cp var/vendor/htmx.org-2.0.11/package/dist/htmx.min.js static/vendor/htmx/
 	cp var/vendor/htmx.org-2.0.11/package/LICENSE static/vendor/htmx/
-	cp var/vendor/alpinejs-3.17.5/package/dist/cdn.min.js static/vendor/alpinejs/alpine.min.js
+	# Alpine's CSP build: it parses expressions itself instead of `new Function`, so the
+	# Content-Security-Policy needs no 'unsafe-eval'.
+	cp var/vendor/alpinejs-csp-3.17.4/package/dist/cdn.min.js static/vendor/alpinejs/alpine-csp.min.js
 	cp var/vendor/picocss-pico-2.1.1/package/css/pico.min.css static/vendor/pico/
 	cp var/vendor/picocss-pico-2.1.1/package/LICENSE.md static/vendor/pico/
 	cp var/vendor/chart.js-4.6.1/package/dist/chart.umd.min.js static/vendor/chartjs/

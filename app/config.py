@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+import limits
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -23,6 +24,14 @@ class Settings(BaseSettings):
         validation_alias="DATABASE_URL",
         description="SQLAlchemy URL; postgres:// and postgresql:// are normalised to psycopg 3.",
     )
+    database_pool_size: int = Field(
+        default=40,
+        ge=1,
+        le=1000,
+        description="Database connections kept per process. The default, 40, is one per worker "
+        "thread that runs pages (anyio's default), so no page waits for a connection; with "
+        "PostgreSQL, processes × this must stay under the server's max_connections.",
+    )
     challenges_dir: Path = ROOT / "challenges"
     secret_key: str = PLACEHOLDER_SECRET
     cookie_secure: bool = False
@@ -32,6 +41,23 @@ class Settings(BaseSettings):
         ge=0,
         le=30,
         description="Extra seconds after a deadline during which an answer still counts.",
+    )
+    login_limit_per_account: str = Field(
+        default="10/minute",
+        description="Log-in attempts allowed per username (the `limits` notation, e.g. 10/minute).",
+    )
+    login_limit_per_address: str = Field(
+        default="30/minute", description="Log-in attempts allowed per client IP address."
+    )
+    register_limit_per_address: str = Field(
+        default="60/hour",
+        description="Sign-up attempts allowed per client IP address (a classroom behind one "
+        "NAT address signs up together).",
+    )
+    rate_limit_storage: str = Field(
+        default="memory://",
+        description="Where attempt counts live: memory:// is per process; several processes or "
+        "hosts need a shared store such as redis://host:6379.",
     )
     executor_url: str | None = Field(
         default=None,
@@ -44,6 +70,16 @@ class Settings(BaseSettings):
         description="The executor's shared secret (RANKLAB_EXECUTOR_TOKEN, the same variable "
         "the executor reads); required by an executor that listens beyond loopback.",
     )
+    access_log: bool = Field(
+        default=False,
+        description="Log a line per request (uvicorn's access log) in `ranklab serve`. Off by "
+        "default: formatting and writing it cost about a tenth of a page's time under load.",
+    )
+    reload_templates: bool = Field(
+        default=False,
+        description="Re-read a template when its file changes (development only: every page "
+        "then checks the modification time of each template it uses).",
+    )
 
     @field_validator("database_url")
     @classmethod
@@ -53,10 +89,27 @@ class Settings(BaseSettings):
                 return "postgresql+psycopg://" + url.removeprefix(prefix)
         return url
 
+    @field_validator(
+        "login_limit_per_account", "login_limit_per_address", "register_limit_per_address"
+    )
+    @classmethod
+    def _rate_limit(cls, value: str) -> str:
+        try:
+            limits.parse(value)
+        except ValueError as error:
+            raise ValueError(f"{value!r} is not a rate limit such as 10/minute") from error
+        return value
+
     @model_validator(mode="after")
     def _no_placeholder_secret_in_production(self) -> Settings:
         if self.environment == "production" and self.secret_key == PLACEHOLDER_SECRET:
             raise ValueError("set RANKLAB_SECRET_KEY to a long random value in production")
+        return self
+
+    @model_validator(mode="after")
+    def _reload_templates_in_development_only(self) -> Settings:
+        if self.reload_templates and self.environment != "development":
+            raise ValueError("RANKLAB_RELOAD_TEMPLATES is for development only")
         return self
 
     @property

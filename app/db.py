@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import anyio.to_thread
 from sqlalchemy import DateTime, Enum, event, make_url
 from sqlalchemy.engine import Engine
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Session, create_engine
+
+T = TypeVar("T")
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -42,14 +46,47 @@ def string_enum(enum_type: type[StrEnum]) -> Enum:
     )
 
 
-def make_engine(url: str) -> Engine:
-    """Create an engine; on SQLite, wait for locks and take the write lock at BEGIN."""
+# anyio runs FastAPI's sync routes and dependencies on at most 40 worker threads. Each holds one
+# pooled connection while it works and gives it back before it returns (services and pages end
+# their transactions), so the pool keeps as many: no request waits for a connection (SQLAlchemy's
+# default of 5 + 10 made 25 threads queue at 50 connections).
+WORKER_THREADS = 40
+
+# Connection execution option: True makes this connection's transactions readers. On SQLite a
+# reader begins with a plain (deferred) BEGIN, takes no lock and, in WAL mode, never waits for a
+# writer; a write inside a reader is refused (ReadOnlyTransaction), on every database, because
+# upgrading a read to a write is what fails with "database is locked" under concurrency.
+READER = "ranklab_reader"
+
+
+class ReadOnlyTransaction(RuntimeError):
+    """A write was attempted inside a reader transaction: call begin_write(session) first."""
+
+
+def make_engine(url: str, pool_size: int | None = None) -> Engine:
+    """Create an engine with a connection per worker thread; on SQLite, writers lock at BEGIN.
+
+    Transactions are writers unless the connection carries the READER option (read_session
+    sets it for a whole session): writers on SQLite begin with BEGIN IMMEDIATE, taking the
+    write lock up front, so two transactions that both read and then write never deadlock into
+    SQLITE_BUSY; the second simply waits its turn (up to the 30 s busy timeout).
+    """
+    size = pool_size or WORKER_THREADS
     if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True)
+        engine = create_engine(url, pool_pre_ping=True, pool_size=size, max_overflow=0)
+        _refuse_writes_in_readers(engine)
+        return engine
     database = make_url(url).database
     if database and database != ":memory:":
         Path(database).parent.mkdir(parents=True, exist_ok=True)  # var/ on a fresh checkout
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+    engine = create_engine(
+        url,
+        connect_args={"check_same_thread": False, "timeout": 30},
+        pool_size=size,
+        # Beyond those, a connection to a file opens at once: checking one out never waits,
+        # which the event loop's reads rely on (never_waits). PostgreSQL's stay bounded.
+        max_overflow=-1,
+    )
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -62,17 +99,108 @@ def make_engine(url: str) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        # BEGIN IMMEDIATE takes the write lock up front: two transactions that both read and then
-        # write can never deadlock into SQLITE_BUSY; the second simply waits its turn.
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        reader = connection.get_execution_options().get(READER, False)
+        connection.exec_driver_sql("BEGIN" if reader else "BEGIN IMMEDIATE")
 
+    _refuse_writes_in_readers(engine)
     return engine
 
 
-def session_scope(engine: Engine) -> Iterator[Session]:
-    """Yield a session that is closed afterwards (services decide when to commit)."""
-    with Session(engine, expire_on_commit=False) as session:
-        yield session
+def _refuse_writes_in_readers(engine: Engine) -> None:
+    @event.listens_for(engine, "before_cursor_execute")
+    def _check(
+        connection: Any,
+        _cursor: Any,
+        statement: str,
+        _parameters: Any,
+        context: Any,
+        _executemany: bool,
+    ) -> None:
+        if context is None or not (context.isinsert or context.isupdate or context.isdelete):
+            return
+        if connection.get_execution_options().get(READER, False):
+            raise ReadOnlyTransaction(
+                "a write inside a read transaction: the service must call "
+                f"app.db.begin_write(session) first ({' '.join(statement.split()[:3])} ...)"
+            )
+
+
+def write_session(engine: Engine) -> Session:
+    """Return a session whose transactions are writers (services decide when to commit)."""
+    return Session(engine, expire_on_commit=False)
+
+
+def read_session(engine: Engine) -> Session:
+    """Return a session whose transactions read: no write lock unless begin_write asks for one."""
+    return Session(engine, expire_on_commit=False, execution_options={READER: True})
+
+
+def never_waits(session: Session) -> bool:
+    """Whether the session's reads and its close can never wait: an SQLite reader's.
+
+    In WAL mode a reader takes no lock, SQLite is in-process (no network) and its pool never
+    makes a checkout wait, so such work may run on the event loop: a trip to a worker thread
+    costs more than the query. A writer may wait up to the busy timeout for the write lock, and
+    PostgreSQL is a network round trip: those run on worker threads.
+    """
+    reader = bool(session.execution_options.get(READER, False))
+    return reader and session.get_bind().dialect.name == "sqlite"
+
+
+async def run_reads(session: Session, reads: Callable[..., T], *args: Any) -> T:
+    """Run a function that only reads through the session: here if that cannot wait, else on a
+    worker thread. A write inside it is refused (ReadOnlyTransaction, or begin_write's check).
+
+    Here, the transaction goes on (it holds no lock, and its connection costs nothing held); a
+    worker thread ends it before returning, so no connection is held outside a worker thread
+    and the pool, one connection per thread, never makes a request wait.
+    """
+    if never_waits(session):
+        return reads(*args)
+    return await anyio.to_thread.run_sync(_then_end, session, reads, *args)
+
+
+async def run_writes(session: Session, writes: Callable[..., T], *args: Any) -> T:
+    """Run a function that may write (and wait for SQLite's write lock) on a worker thread,
+    ending its transaction before the thread returns."""
+    return await anyio.to_thread.run_sync(_then_end, session, writes, *args)
+
+
+def _then_end(session: Session, work: Callable[..., T], *args: Any) -> T:
+    try:
+        result = work(*args)
+    except BaseException:
+        session.rollback()
+        raise
+    session.commit()
+    return result
+
+
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def begin_write(session: Session) -> None:
+    """Make sure the session is in a writer transaction; every service that writes starts so.
+
+    In a writer transaction already (a POST request's, a command's) this does nothing. A reader
+    transaction in progress is committed first (it holds no lock that could be upgraded without
+    risking SQLITE_BUSY), so what was read before may have changed: services re-check it with
+    conditional writes. Objects loaded before stay loaded (expire_on_commit is off).
+    """
+    if _on_event_loop():  # BEGIN IMMEDIATE may wait for the lock: never on the event loop
+        raise RuntimeError("a write must run on a worker thread, not on the event loop")
+    if session.in_transaction():
+        if not session.connection().get_execution_options().get(READER, False):
+            return
+        if session.new or session.dirty or session.deleted:
+            raise ReadOnlyTransaction("begin_write must come before the first change")
+        session.commit()
+    session.connection(execution_options={READER: False})
 
 
 def utcnow() -> datetime:

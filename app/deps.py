@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request
+from fastapi.concurrency import run_in_threadpool
 from sqlmodel import Session
 
 from app.accounts import service as accounts
 from app.accounts.models import Role, User
+from app.accounts.throttle import Throttle
 from app.challenges.catalog import Catalog
 from app.config import Settings
-from app.db import session_scope, utcnow
+from app.db import never_waits, read_session, run_reads, utcnow, write_session
 from app.errors import Forbidden, LoginRequired
 from app.executor_client import ExecutorClient
 from app.verification.jobs import JobRegistry
@@ -26,38 +28,61 @@ CSRF_COOKIE = "ranklab_csrf"
 # this range names nothing, so the validation handler in app.main answers 404 for it.
 MAX_ROW_ID = 2**31 - 1
 RowId = Annotated[int, Path(ge=1, le=MAX_ROW_ID, description="A positive id or 1-based number.")]
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")  # they change nothing (RFC 9110): their sessions read
 
 
-def get_settings(request: Request) -> Settings:
+# Trivial dependencies are `async def`: FastAPI runs a plain `def` in a worker thread, and a
+# thread hop for returning an attribute cost more than the work on every request.
+async def get_settings(request: Request) -> Settings:
     """Return the app's settings (set by create_app)."""
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_session(request: Request) -> Iterator[Session]:
-    """Yield a database session for one request."""
-    yield from session_scope(request.app.state.engine)
+async def get_session(request: Request) -> AsyncIterator[Session]:
+    """Yield the request's one session: GET and HEAD read, without SQLite's write lock.
+
+    Their transactions are readers (app.db.read_session); a service that writes during a GET
+    (recording a time-out) begins a writer first (app.db.begin_write). Other methods change
+    things: every transaction of theirs is a writer, holding the write lock from BEGIN.
+    """
+    engine = request.app.state.engine
+    safe = request.method in SAFE_METHODS
+    session = read_session(engine) if safe else write_session(engine)
+    try:
+        yield session
+    finally:
+        if session.in_transaction() and not never_waits(session):
+            await run_in_threadpool(session.close)  # a rollback over the network, or a lock
+        else:
+            session.close()
 
 
-def get_catalog(request: Request) -> Catalog:
+async def get_catalog(request: Request) -> Catalog:
     """Return the loaded challenge catalog."""
     catalog: Catalog = request.app.state.catalog
     return catalog
 
 
-def get_executor(request: Request) -> ExecutorClient:
+async def get_executor(request: Request) -> ExecutorClient:
     """Return the executor client (tests inject a fake one)."""
     client: ExecutorClient = request.app.state.executor
     return client
 
 
-def get_verify_jobs(request: Request) -> JobRegistry:
+async def get_verify_jobs(request: Request) -> JobRegistry:
     """Return this process's registry of staff verification jobs."""
     registry: JobRegistry = request.app.state.verify_jobs
     return registry
 
 
-def get_now() -> datetime:
+async def get_throttle(request: Request) -> Throttle:
+    """Return the log-in and sign-up attempt counter."""
+    throttle: Throttle = request.app.state.throttle
+    return throttle
+
+
+async def get_now() -> datetime:
     """Return the server's clock; tests override this one dependency to move time."""
     return utcnow()
 
@@ -68,26 +93,39 @@ CatalogDep = Annotated[Catalog, Depends(get_catalog)]
 ExecutorDep = Annotated[ExecutorClient, Depends(get_executor)]
 NowDep = Annotated[datetime, Depends(get_now)]
 VerifyJobsDep = Annotated[JobRegistry, Depends(get_verify_jobs)]
+ThrottleDep = Annotated[Throttle, Depends(get_throttle)]
 
 
-def get_optional_user(request: Request, session: SessionDep, now: NowDep) -> User | None:
+def wants_json(request: Request) -> bool:
+    """Whether the client asked for JSON (the API, or an Accept header) rather than a page."""
+    return request.url.path.startswith("/api/") or "application/json" in request.headers.get(
+        "accept", ""
+    )
+
+
+async def get_optional_user(request: Request, session: SessionDep, now: NowDep) -> User | None:
     """Return the signed-in user (guest or account), or None."""
-    user = accounts.user_for_token(session, request.cookies.get(SESSION_COOKIE), now)
+    token = request.cookies.get(SESSION_COOKIE)
+    # No cookie, no query. A worker thread ends its transaction (a POST's holds SQLite's write
+    # lock); a GET's lookup on SQLite runs here and its read goes on into the page.
+    user = await run_reads(session, _user_for_token, session, token, now) if token else None
+    request.state.user = user
+    return user
+
+
+def _user_for_token(session: Session, token: str, now: datetime) -> User | None:
+    user = accounts.user_for_token(session, token, now)
     if user is not None:
         # Detached with its columns loaded: a rollback later in the request (a refused answer)
         # must not expire the object that error pages still render.
         session.expunge(user)
-    # End the read at once: on SQLite every transaction holds the write lock (BEGIN IMMEDIATE),
-    # and a request may go on to wait for the executor.
-    session.commit()
-    request.state.user = user
     return user
 
 
 OptionalUser = Annotated[User | None, Depends(get_optional_user)]
 
 
-def get_current_user(user: OptionalUser) -> User:
+async def get_current_user(user: OptionalUser) -> User:
     """Return the signed-in user or refuse (HTML pages redirect to the start page)."""
     if user is None:
         raise LoginRequired()
@@ -100,7 +138,7 @@ CurrentUser = Annotated[User, Depends(get_current_user)]
 def require_role(*roles: Role) -> Any:
     """A dependency that lets through only users with one of these roles (guests log in, 403)."""
 
-    def check(user: CurrentUser) -> User:
+    async def check(user: CurrentUser) -> User:
         if user.role not in roles:
             raise Forbidden("This page is for " + " and ".join(f"{r.value}s" for r in roles) + ".")
         return user
@@ -110,6 +148,18 @@ def require_role(*roles: Role) -> Any:
 
 StaffUser = Annotated[User, require_role(Role.INSTRUCTOR, Role.ADMIN)]
 AdminUser = Annotated[User, require_role(Role.ADMIN)]
+
+
+def use_csrf_seed(request: Request, seed: str) -> None:
+    """Make seed this visitor's CSRF seed; the middleware sends the cookie if it is new."""
+    request.state.csrf_seed = seed
+    # Pages rendered later in this request carry a token for this seed, not the old one.
+    request.state.csrf_token = accounts.csrf_token(request.app.state.settings.secret_key, seed)
+
+
+def renew_csrf_seed(request: Request) -> None:
+    """Give the visitor a new CSRF seed: on every privilege change, so an old token is useless."""
+    use_csrf_seed(request, accounts.new_csrf_seed())
 
 
 async def verify_csrf(request: Request, settings: SettingsDep) -> None:

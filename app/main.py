@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import logging
+import re
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -14,16 +17,18 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Match, Mount
 
 from app.accounts import routes as account_routes
 from app.accounts import service as accounts
+from app.accounts.throttle import Throttle
 from app.analytics import routes as analytics_routes
 from app.attempts import routes as attempt_routes
 from app.challenges import routes as challenge_routes
 from app.challenges.catalog import Catalog
 from app.config import Settings
 from app.db import make_engine
-from app.deps import CSRF_COOKIE
+from app.deps import CSRF_COOKIE, use_csrf_seed, wants_json
 from app.errors import LoginRequired, NotFound, RankLabError
 from app.executor_client import ExecutorClient, HttpExecutorClient, NoExecutor
 from app.progress import routes as progress_routes
@@ -39,7 +44,7 @@ STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
 def create_app(settings: Settings | None = None, executor: ExecutorClient | None = None) -> FastAPI:
     """Build the app: database engine, catalog (broken files reported, not fatal), routes."""
     settings = settings or Settings()
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, settings.database_pool_size)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -52,7 +57,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
     app.state.catalog = Catalog.load(settings.challenges_dir)
     for error in app.state.catalog.errors:
         log.error("challenge file skipped: %s", error)
-    app.state.templates = build_templates()
+    app.state.templates = build_templates(auto_reload=settings.reload_templates)
     if executor is None:
         executor = (
             HttpExecutorClient(
@@ -75,46 +80,107 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         analytics_routes,
     ):
         app.include_router(module.router)
-    _install_csrf_cookie(app, settings)
+    _install_security(app, settings)
     _install_error_handlers(app)
     return app
 
 
-def _install_csrf_cookie(app: FastAPI, settings: Settings) -> None:
-    @app.middleware("http")
-    async def csrf_cookie(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        # Every visitor gets a random CSRF seed cookie; forms carry an HMAC of it.
-        seed = request.cookies.get(CSRF_COOKIE)
-        fresh = seed is None
-        if seed is None:
-            seed = secrets.token_urlsafe(32)
-        request.state.csrf_token = accounts.csrf_token(settings.secret_key, seed)
-        request.state.csrf_seed = seed
-        response = await call_next(request)
-        if fresh:
-            response.set_cookie(
-                CSRF_COOKIE, seed, httponly=True, samesite="lax", secure=settings.cookie_secure
-            )
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("Referrer-Policy", "same-origin")
-        return response
+def content_security_policy(nonce: str, inline_script_hashes: Iterable[str] = ()) -> str:
+    """The policy for every response: scripts only with this response's nonce, nothing framed.
 
-
-def _wants_json(request: Request) -> bool:
-    return request.url.path.startswith("/api/") or "application/json" in request.headers.get(
-        "accept", ""
+    No 'unsafe-inline' and no 'unsafe-eval' anywhere: Alpine is its CSP build (no `new Function`),
+    htmx is told not to inject its indicator <style> nor to evaluate code (the htmx-config meta
+    tag in base.html), and Chart.js styles its canvas through the CSSOM, which style-src allows.
+    """
+    hashes = (f"'sha256-{digest}'" for digest in inline_script_hashes)
+    return "; ".join(
+        [
+            "default-src 'self'",
+            " ".join(["script-src", f"'nonce-{nonce}'", *hashes]),
+            "style-src 'self'",
+            "img-src 'self' data:",
+            "connect-src 'self'",
+            "object-src 'none'",
+            "base-uri 'none'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+        ]
     )
 
 
+def _docs_policy(nonce: str, page: bytes) -> str:
+    """The policy for /api/docs, FastAPI's Swagger UI: its files come from a CDN and it starts
+    with one inline script, allowed by that script's hash (not by 'unsafe-inline')."""
+    hashes = [
+        base64.b64encode(hashlib.sha256(match[1]).digest()).decode()
+        for match in _INLINE_SCRIPT.finditer(page)
+    ]
+    cdn = "https://cdn.jsdelivr.net"
+    policy = content_security_policy(nonce, hashes).replace("script-src", f"script-src {cdn}")
+    # Swagger UI places its widgets with style attributes: inline style on this page only.
+    policy = policy.replace("style-src 'self'", f"style-src 'self' 'unsafe-inline' {cdn}")
+    return policy.replace(
+        "img-src 'self' data:", "img-src 'self' data: https://fastapi.tiangolo.com"
+    )
+
+
+_INLINE_SCRIPT = re.compile(rb"<script>(.*?)</script>", re.DOTALL)
+_SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",  # for browsers that predate frame-ancestors
+    "Referrer-Policy": "same-origin",
+}
+
+
+def _install_security(app: FastAPI, settings: Settings) -> None:
+    """Security headers with a per-request CSP nonce, the CSRF seed cookie, log-in throttling."""
+    app.state.throttle = Throttle(settings)
+
+    @app.middleware("http")
+    async def security(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        # Every visitor gets a random CSRF seed cookie; forms carry an HMAC of it. A route that
+        # changes privileges renews the seed (app.deps.renew_csrf_seed) and the cookie follows.
+        incoming = request.cookies.get(CSRF_COOKIE)
+        use_csrf_seed(request, incoming or accounts.new_csrf_seed())
+        nonce = secrets.token_urlsafe(16)
+        request.state.csp_nonce = nonce  # templates put it on every <script> (csp_nonce)
+        response = await call_next(request)
+        if request.url.path == app.docs_url and response.status_code == 200:
+            page = b"".join([chunk async for chunk in response.body_iterator])  # type: ignore[attr-defined]
+            response = Response(page, response.status_code, headers=dict(response.headers))
+            response.headers["Content-Security-Policy"] = _docs_policy(nonce, page)
+        else:
+            response.headers["Content-Security-Policy"] = content_security_policy(nonce)
+        if request.state.csrf_seed != incoming:
+            response.set_cookie(
+                CSRF_COOKIE,
+                request.state.csrf_seed,
+                httponly=True,
+                samesite="lax",
+                secure=settings.cookie_secure,
+            )
+        for name, value in _SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
+
+
 def _install_error_handlers(app: FastAPI) -> None:
-    def render(request: Request, status: int, title: str, message: str) -> Response:
-        if _wants_json(request):
-            return JSONResponse({"detail": message}, status_code=status)
+    def render(
+        request: Request,
+        status: int,
+        title: str,
+        message: str,
+        headers: Mapping[str, str] | None = None,
+    ) -> Response:
+        if wants_json(request):
+            return JSONResponse({"detail": message}, status_code=status, headers=headers)
         if request.headers.get("hx-request") == "true":
             return HTMLResponse(
-                f'<p class="error" role="alert">{_escape(message)}</p>', status_code=status
+                f'<p class="error" role="alert">{_escape(message)}</p>',
+                status_code=status,
+                headers=headers,
             )
         templates = request.app.state.templates
         return templates.TemplateResponse(
@@ -122,17 +188,22 @@ def _install_error_handlers(app: FastAPI) -> None:
             "error.html",
             {"title": title, "message": message, "status": status},
             status_code=status,
+            headers=headers,
         )
 
     @app.exception_handler(RankLabError)
     async def ranklab_error(request: Request, error: RankLabError) -> Response:
-        if isinstance(error, LoginRequired) and not _wants_json(request):
+        if isinstance(error, LoginRequired) and not wants_json(request):
             return RedirectResponse(f"/login?next={request.url.path}", status_code=303)
         return render(request, error.status_code, error.title, error.message)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> Response:
-        return render(request, error.status_code, "Error", str(error.detail))
+        # Keep the exception's headers (a 405's Allow, a 401's WWW-Authenticate).
+        headers = dict(error.headers or {})
+        if error.status_code == 405:
+            headers["Allow"] = _allowed_methods(request) or headers.get("Allow", "")
+        return render(request, error.status_code, "Error", str(error.detail), headers)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, error: RequestValidationError) -> Response:
@@ -144,6 +215,27 @@ def _install_error_handlers(app: FastAPI) -> None:
             for item in error.errors()
         )
         return render(request, 422, "Invalid request", problems or "invalid request")
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method some route accepts at this path (Starlette's 405 names one route's only)."""
+    path = {
+        "type": "http",
+        "path": request.scope["path"],
+        "root_path": request.scope.get("root_path", ""),
+    }
+
+    def accepts(route: BaseRoute, method: str) -> bool:
+        # A mount matches any method; the only one is /static, which serves GET and HEAD.
+        if isinstance(route, Mount) and method not in ("GET", "HEAD"):
+            return False
+        return route.matches({**path, "method": method})[0] is Match.FULL
+
+    routes = request.app.router.routes
+    return ", ".join(m for m in _METHODS if any(accepts(route, m) for route in routes))
 
 
 def _out_of_range_path_id(problem: Any) -> bool:

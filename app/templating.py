@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
@@ -11,19 +12,26 @@ from fastapi import Request
 from fastapi.templating import Jinja2Templates
 from jinja2 import ChoiceLoader, FileSystemLoader, PrefixLoader
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
+from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
+from markdown_it.utils import OptionsDict
 from markupsafe import Markup
 from pygments import highlight as pygments_highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from app.challenges import content_checks
+
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
 KINDS_DIR = Path(__file__).resolve().parent / "kinds"
 _FORMATTER = HtmlFormatter(cssclass="highlight", wrapcode=True)
 
 
+@lru_cache(maxsize=1024)
 def highlight(code: str, language: str = "python") -> Markup:
-    """Return code as highlighted HTML (Pygments escapes it)."""
+    """Return code as highlighted HTML (Pygments escapes it); each snippet is highlighted once."""
     try:
         lexer = get_lexer_by_name(language) if language else PythonLexer()
     except ClassNotFound:
@@ -34,15 +42,38 @@ def highlight(code: str, language: str = "python") -> Markup:
 @lru_cache(maxsize=1)
 def _markdown() -> MarkdownIt:
     # "js-default" turns raw HTML off: challenge text can never inject markup or scripts.
-    return MarkdownIt(
+    parser = MarkdownIt(
         "js-default",
         {"highlight": lambda code, lang, _attrs: str(highlight(code, lang or "python"))},
     ).enable("table")
+    parser.add_render_rule("image", _local_image_only)
+    return parser
+
+
+def _local_image_only(
+    renderer: RendererHTML, tokens: Sequence[Token], index: int, options: OptionsDict, env: Any
+) -> str:
+    """Render an image from this site; one from another site becomes a link to it.
+
+    `ranklab validate` refuses such images (app.challenges.content_checks); this is the second
+    line: the page never makes a learner's browser fetch from a third party (nor would the CSP).
+    """
+    token = tokens[index]
+    source = str(token.attrGet("src") or "")
+    if not content_checks.is_external_url(source):
+        return renderer.image(tokens, index, options, env)
+    text = renderer.renderInlineAsText(token.children, options, env) or source
+    return f'<a href="{escapeHtml(source)}" rel="nofollow noreferrer">{escapeHtml(text)}</a>'
 
 
 def markdown(text: str | None) -> Markup:
     """Render Markdown to safe HTML."""
     return Markup(_markdown().render(text or ""))
+
+
+# What pages render: markdown() is a pure function of the text, so a page view reuses the HTML
+# of the last view of the same text (bounded: a content reload adds texts, old ones age out).
+_markdown_once = lru_cache(maxsize=4096)(markdown)
 
 
 def duration(seconds: float | timedelta | None) -> str:
@@ -65,9 +96,22 @@ def _user(request: Request) -> dict[str, Any]:
     return {"user": getattr(request.state, "user", None)}
 
 
-def build_templates() -> Jinja2Templates:
-    """Create the template environment with RankLab's filters."""
-    templates = Jinja2Templates(directory=str(TEMPLATES_DIR), context_processors=[_user])
+def _csp_nonce(request: Request) -> dict[str, Any]:
+    # Set per request by the security middleware (app.main); every <script> tag carries it.
+    return {"csp_nonce": getattr(request.state, "csp_nonce", "")}
+
+
+def build_templates(auto_reload: bool = False) -> Jinja2Templates:
+    """Create the template environment with RankLab's filters.
+
+    Templates are compiled once; auto_reload (development only) re-reads a changed file, at the
+    price of checking every template's modification time on every render. Markdown is rendered
+    once per distinct text: challenge text is the same on every page view.
+    """
+    templates = Jinja2Templates(
+        directory=str(TEMPLATES_DIR), context_processors=[_user, _csp_nonce]
+    )
+    templates.env.auto_reload = auto_reload
     # Each item kind keeps its answer widget in its own folder: "kinds/<name>/answer.html".
     templates.env.loader = ChoiceLoader(
         [
@@ -76,7 +120,7 @@ def build_templates() -> Jinja2Templates:
         ]
     )
     templates.env.filters.update(
-        markdown=markdown, highlight=highlight, duration=duration, when=when
+        markdown=_markdown_once, highlight=highlight, duration=duration, when=when
     )
     return templates
 

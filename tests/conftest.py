@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,8 +21,8 @@ from app import migrations
 from app.config import Settings
 from app.deps import get_now
 from app.main import create_app
+from tests.support import postgres
 from tests.support.executor import CANARY
-from tests.support.postgres import postgres_database_url
 
 if TYPE_CHECKING:
     from executor.runner import Executor
@@ -46,24 +48,63 @@ class FakeClock:
         self.now += timedelta(seconds=seconds)
 
 
-def _sqlite_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'test.db'}"
+def _sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One SQLite file migrated once per session; each test gets a copy of it."""
+    path = tmp_path_factory.mktemp("template") / "template.db"
+    migrations.upgrade(_sqlite_url(path))
+    # WAL mode: committed pages may still sit in template.db-wal. Fold them into the main file
+    # (Alembic's engine is disposed, so nothing holds the file open) so one copied file is whole.
+    with closing(sqlite3.connect(path)) as connection:
+        busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    wal = path.with_name(path.name + "-wal")
+    if busy or (wal.exists() and wal.stat().st_size):
+        raise RuntimeError(f"could not checkpoint the template database {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def postgres_template() -> Iterator[str]:
+    """One PostgreSQL database migrated once per session: tests' databases are copies of it."""
+    with postgres.migrated_template(migrations.upgrade) as name:
+        yield name
+
+
+def _sqlite_copy(template: Path, folder: Path) -> str:
+    copy = folder / "test.db"
+    shutil.copy(template, copy)
+    return _sqlite_url(copy)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A freshly migrated database: SQLite file, and PostgreSQL where a server can be had."""
-    url = _sqlite_url(tmp_path) if request.param == "sqlite" else postgres_database_url(request)
-    migrations.upgrade(url)
-    yield url
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A migrated database of this test's own: SQLite, and PostgreSQL where a server can be had.
+
+    A copy of the session's migrated template, so Alembic runs once per session, not per test;
+    tests/test_migrations.py runs the migrations themselves from an empty database.
+    """
+    if request.param == "sqlite":
+        return _sqlite_copy(request.getfixturevalue("sqlite_template"), tmp_path)
+    template = request.getfixturevalue("postgres_template")
+    return postgres.postgres_database_url(request, template=template)
 
 
 @pytest.fixture
-def sqlite_url(tmp_path: Path) -> str:
+def sqlite_url(sqlite_template: Path, tmp_path: Path) -> str:
     """A migrated SQLite database only (for tests that need not run twice)."""
-    url = _sqlite_url(tmp_path)
-    migrations.upgrade(url)
-    return url
+    return _sqlite_copy(sqlite_template, tmp_path)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database with no tables at all, for tests that run the migrations themselves."""
+    if request.param == "sqlite":
+        return _sqlite_url(tmp_path / "empty.db")
+    return postgres.postgres_database_url(request)
 
 
 @pytest.fixture

@@ -90,7 +90,9 @@ def app_process(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
         process.wait()
 
 
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda stop: stop.name)
+@pytest.mark.parametrize(
+    "stop", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda stop: stop.name
+)
 def test_stopping_the_app_stops_its_executor_and_everything_it_started(
     app_process: subprocess.Popen[bytes], stop: signal.Signals
 ) -> None:

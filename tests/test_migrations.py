@@ -12,6 +12,18 @@ from app.attempts.rules import ItemStatus
 from app.db import make_engine
 
 
+def test_every_revision_runs_up_from_nothing_down_to_base_and_up_again(empty_database_url):
+    """The other tests get copies of a migrated template: here the migrations themselves run."""
+    migrations.upgrade(empty_database_url)
+    assert migrations.check(empty_database_url) == 0
+    migrations.downgrade(empty_database_url, "base")
+    engine = make_engine(empty_database_url)
+    assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
+    engine.dispose()
+    migrations.upgrade(empty_database_url)
+    assert migrations.check(empty_database_url) == 0
+
+
 def test_upgrade_head_then_check_finds_nothing_to_generate(database_url, capsys):
     assert migrations.check(database_url) == 0
     engine = make_engine(database_url)

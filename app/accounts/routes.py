@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request, Response
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 
 from app.accounts import service as accounts
 from app.accounts.models import Role, TimeAccommodation, User
+from app.accounts.throttle import Refusal
 from app.config import Settings
 from app.deps import (
     SESSION_COOKIE,
@@ -19,6 +20,9 @@ from app.deps import (
     RowId,
     SessionDep,
     SettingsDep,
+    ThrottleDep,
+    renew_csrf_seed,
+    wants_json,
 )
 from app.errors import BadRequest, Conflict
 
@@ -34,7 +38,28 @@ def _safe_next(target: str | None) -> str:
     return "/"
 
 
-def _signed_in(response: Response, token: str, settings: Settings) -> Response:
+def _client_address(request: Request) -> str:
+    # The peer's address; behind a reverse proxy, run uvicorn with --proxy-headers and
+    # --forwarded-allow-ips so this is the visitor's and not the proxy's.
+    return request.client.host if request.client else "unknown"
+
+
+def _too_many(
+    request: Request, template: str, context: dict[str, Any], refusal: Refusal
+) -> Response:
+    """Answer 429 with Retry-After: the form again with the message, or JSON's detail."""
+    headers = {"Retry-After": str(refusal.retry_after_s)}
+    if wants_json(request):
+        return JSONResponse({"detail": refusal.message}, status_code=429, headers=headers)
+    return request.app.state.templates.TemplateResponse(
+        request, template, {**context, "error": refusal.message}, status_code=429, headers=headers
+    )
+
+
+def _signed_in(request: Request, response: Response, token: str, settings: Settings) -> Response:
+    # A privilege change: the session token is new (the caller ended the old one) and so is
+    # the CSRF seed, so nothing a page or a cookie held before the change still works.
+    renew_csrf_seed(request)
     response.set_cookie(
         SESSION_COOKIE,
         token,
@@ -48,6 +73,7 @@ def _signed_in(response: Response, token: str, settings: Settings) -> Response:
 
 @router.post("/guest", dependencies=[CsrfDep])
 def start_as_guest(
+    request: Request,
     session: SessionDep,
     settings: SettingsDep,
     now: NowDep,
@@ -59,9 +85,10 @@ def start_as_guest(
     if user is not None:
         return response
     guest = accounts.create_guest(session, now)
-    return _signed_in(
-        response, accounts.open_session(session, guest, now, settings.session_days), settings
+    token = accounts.replace_session(
+        session, request.cookies.get(SESSION_COOKIE), guest, now, settings.session_days
     )
+    return _signed_in(request, response, token, settings)
 
 
 @router.get("/login", response_class=HTMLResponse)
@@ -77,12 +104,16 @@ def login(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
+    throttle: ThrottleDep,
     now: NowDep,
     username: TextField,
     password: TextField,
     next: NextField = "/",
 ):
-    """Check the password and open a session."""
+    """Check the password (within the attempt limits) and open a new session."""
+    refusal = throttle.login(username, _client_address(request))
+    if refusal is not None:
+        return _too_many(request, "login.html", {"next": _safe_next(next)}, refusal)
     user = accounts.authenticate(session, username.strip(), password)
     if user is None:
         return request.app.state.templates.TemplateResponse(
@@ -92,9 +123,10 @@ def login(
             status_code=400,
         )
     response = RedirectResponse(_safe_next(next), status_code=303)
-    return _signed_in(
-        response, accounts.open_session(session, user, now, settings.session_days), settings
+    token = accounts.replace_session(
+        session, request.cookies.get(SESSION_COOKIE), user, now, settings.session_days
     )
+    return _signed_in(request, response, token, settings)
 
 
 @router.get("/register", response_class=HTMLResponse)
@@ -110,13 +142,17 @@ def register(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
+    throttle: ThrottleDep,
     now: NowDep,
     user: OptionalUser,
     username: TextField,
     password: TextField,
 ):
-    """Create an account (turning the current guest into it) and sign in."""
+    """Create an account (turning the current guest into it) and sign in with a new session."""
     guest: User | None = user if user is not None and user.is_guest else None
+    refusal = throttle.register(_client_address(request))
+    if refusal is not None:
+        return _too_many(request, "register.html", {"is_guest": guest is not None}, refusal)
     try:
         account = accounts.create_account(session, username.strip(), password, now, guest=guest)
     except (BadRequest, Conflict) as error:
@@ -127,17 +163,23 @@ def register(
             status_code=error.status_code,
         )
     response = RedirectResponse("/me/progress", status_code=303)
-    if guest is not None:
-        return response  # the guest's session now belongs to the account
-    return _signed_in(
-        response, accounts.open_session(session, account, now, settings.session_days), settings
+    # The guest's rows (attempts, answers) now belong to the account; no guest token survives.
+    token = accounts.replace_session(
+        session,
+        request.cookies.get(SESSION_COOKIE),
+        account,
+        now,
+        settings.session_days,
+        end_all_of_user=guest is not None,
     )
+    return _signed_in(request, response, token, settings)
 
 
 @router.post("/logout", dependencies=[CsrfDep])
 def logout(request: Request, session: SessionDep):
-    """End the session."""
+    """End the session on the server (a replayed cookie signs in as nobody) and renew CSRF."""
     accounts.close_session(session, request.cookies.get(SESSION_COOKIE))
+    renew_csrf_seed(request)
     response = RedirectResponse("/", status_code=303)
     response.delete_cookie(SESSION_COOKIE)
     return response

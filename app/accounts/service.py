@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import bindparam, or_
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -65,7 +66,9 @@ def create_account(
 
 def authenticate(session: Session, username: str, password: str) -> User | None:
     """Return the user if the password is right, else None."""
-    user = session.exec(select(User).where(User.username == username)).first()
+    # PostgreSQL refuses text holding NUL (the query would fail: a 500); no username holds one.
+    named = select(User).where(User.username == username)
+    user = None if "\x00" in username else session.exec(named).first()
     try:
         _hasher.verify(user.password_hash if user and user.password_hash else _DUMMY_HASH, password)
     except (VerificationError, InvalidHashError):
@@ -95,16 +98,51 @@ def open_session(session: Session, user: User, now: datetime, days: int) -> str:
     return token
 
 
+def replace_session(
+    session: Session,
+    old_token: str | None,
+    user: User,
+    now: datetime,
+    days: int,
+    *,
+    end_all_of_user: bool = False,
+) -> str:
+    """Open a new session for user and end the browser's old one (every privilege change).
+
+    A token known before the change (one planted in the browser by someone else) then signs in
+    as nobody. `end_all_of_user` also ends the user's other sessions: a guest becoming an account
+    keeps their rows (attempts, answers) but no token issued to the guest survives.
+    """
+    assert user.id is not None
+    stale = []
+    if old_token:
+        stale.append(col(WebSession.token_hash) == _token_hash(old_token))
+    if end_all_of_user:
+        stale.append(col(WebSession.user_id) == user.id)
+    if stale:
+        for row in session.exec(select(WebSession).where(or_(*stale))):
+            session.delete(row)
+    return open_session(session, user, now, days)  # one commit: the swap is atomic
+
+
+# Every page asks it: one query, built once (building a statement costs about as much as
+# running it).
+_LIVE_SESSION_USER = (
+    select(User)
+    .join(WebSession, col(WebSession.user_id) == col(User.id))
+    .where(
+        col(WebSession.token_hash) == bindparam("token_hash"),
+        col(WebSession.expires_at) > bindparam("now"),
+    )
+)
+
+
 def user_for_token(session: Session, token: str | None, now: datetime) -> User | None:
     """Return the user of a live session token, or None."""
     if not token:
         return None
-    row = session.exec(
-        select(WebSession).where(WebSession.token_hash == _token_hash(token))
-    ).first()
-    if row is None or row.expires_at <= now:
-        return None
-    return session.get(User, row.user_id)
+    parameters = {"token_hash": _token_hash(token), "now": now}
+    return session.exec(_LIVE_SESSION_USER, params=parameters).first()
 
 
 def close_session(session: Session, token: str | None) -> None:
@@ -117,6 +155,11 @@ def close_session(session: Session, token: str | None) -> None:
     if row is not None:
         session.delete(row)
         session.commit()
+
+
+def new_csrf_seed() -> str:
+    """Return a fresh random CSRF seed (the value of the visitor's CSRF cookie)."""
+    return secrets.token_urlsafe(32)
 
 
 def csrf_token(secret_key: str, seed: str) -> str:

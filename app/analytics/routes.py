@@ -8,9 +8,11 @@ from collections.abc import Iterable, Sequence
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
+from sqlmodel import col
 
 from app.analytics import rules
 from app.analytics import service as analytics
+from app.attempts.models import SetAttempt
 from app.deps import AdminUser, CatalogDep, RowId, SessionDep
 
 router = APIRouter(prefix="/admin")
@@ -44,15 +46,9 @@ def _page(request: Request, template: str, context: dict[str, object]) -> HTMLRe
 @router.get("", response_class=HTMLResponse)
 def overview(request: Request, _admin: AdminUser, session: SessionDep, catalog: CatalogDep):
     """Show learners, attempts, completions and badges, per day and per set."""
-    records = analytics.attempt_records(session)
-    days = rules.daily_activity(records)
+    days = analytics.daily_activity(session)
     sets = analytics.set_rows(session, catalog)
-    totals = {
-        "learners": analytics.learner_count(session),
-        "attempts": len(records),
-        "completions": sum(record.finished_at is not None for record in records),
-        "badges": len(rules.first_badges(records)),
-    }
+    totals = analytics.overview_totals(session)
     daily_chart = _chart(
         "bar",
         [day.day.isoformat() for day in days],
@@ -90,7 +86,8 @@ def set_report(
     """Show one set's summary and, per item, facility, discrimination, time, hints and options."""
     title = analytics.set_title(session, catalog, set_id)
     items = analytics.item_rows(session, catalog, set_id)
-    summary = rules.set_summary(analytics.attempt_records(session, set_id=set_id))
+    totals = analytics.attempt_totals(session, col(SetAttempt.set_id), set_id=set_id)
+    summary = rules.set_summary(totals.get(set_id, rules.NO_ATTEMPTS))
     labels = [row.statistics.item_id for row in items]
     index_chart = _chart(
         "bar",
@@ -122,14 +119,7 @@ def set_report(
 @router.get("/learners", response_class=HTMLResponse)
 def learners(request: Request, _admin: AdminUser, session: SessionDep):
     """List every user with their attempts, completions, badges and mean score."""
-    grouped: dict[int, list[rules.AttemptRecord]] = {}
-    for record in analytics.attempt_records(session):
-        grouped.setdefault(record.user_id, []).append(record)
-    rows = [
-        (user, rules.learner_summary(grouped.get(user.id or 0, [])))
-        for user in analytics.users(session)
-    ]
-    return _page(request, "admin/learners.html", {"rows": rows})
+    return _page(request, "admin/learners.html", {"rows": analytics.learner_rows(session)})
 
 
 @router.get("/learners/{user_id}", response_class=HTMLResponse)
@@ -137,22 +127,19 @@ def learner(
     request: Request, user_id: RowId, _admin: AdminUser, session: SessionDep, catalog: CatalogDep
 ):
     """Show one learner's progress: per set, then every attempt."""
-    person = analytics.user_or_404(session, user_id)
-    attempts = analytics.set_attempts(session, user_id=user_id)
-    records = analytics.attempt_records(session, user_id=user_id)
-    titles = {attempt.set_id: attempt.set_title for attempt in attempts}
+    [(person, summary)] = analytics.learner_rows(session, user_id)
     per_set = [
-        (set_id, titles[set_id], rules.set_summary(group))
-        for set_id, group in rules.by_set(records).items()
+        (row.set_id, row.title, row.summary)
+        for row in analytics.set_rows(session, catalog, user_id=user_id)
     ]
     return _page(
         request,
         "admin/learner.html",
         {
             "person": person,
-            "summary": rules.learner_summary(records),
+            "summary": summary,
             "per_set": per_set,
-            "attempts": list(reversed(attempts)),
+            "attempts": list(reversed(analytics.set_attempts(session, user_id=user_id))),
         },
     )
 
@@ -240,8 +227,10 @@ ITEM_COLUMNS = (
 def export_items(_admin: AdminUser, session: SessionDep, catalog: CatalogDep) -> Response:
     """Download every item's statistics (finished attempts only) as CSV."""
     rows = []
+    totals = analytics.item_totals(session)  # every set at once: two queries, not two per set
+    answers = analytics.answer_counts(session)
     for set_row in analytics.set_rows(session, catalog):
-        for item in analytics.item_rows(session, catalog, set_row.set_id):
+        for item in analytics.item_rows(session, catalog, set_row.set_id, totals, answers):
             stats = item.statistics
             counts = ";".join(f"{option}={count}" for option, count in stats.option_counts.items())
             rows.append(

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import (
     HTMLResponse,
     JSONResponse,
@@ -22,6 +23,7 @@ from app.attempts.models import ItemAttempt, SetAttempt
 from app.challenges.catalog import Catalog
 from app.challenges.schema import EXECUTABLE_KINDS
 from app.config import Settings
+from app.db import run_reads, run_writes
 from app.deps import (
     CatalogDep,
     CsrfDep,
@@ -57,14 +59,15 @@ def _question_context(
         row.hint_shown_at is not None,
     )
     loaded = catalog.get(attempt.set_id)
-    code = loaded.code.get(item.id) if loaded else None
     clock = attempts.clock(row, grace_s) if row.started_at else None
     deadline = clock.deadline if clock else None
     return {
         "attempt": attempt,
         "row": row,
+        "item": item,
+        "loaded": loaded,
         "q": view,
-        "code": code,
+        "code": loaded.code.get(item.id) if loaded else None,
         "position": row.position,
         "count": len(attempt.item_id_list),
         "deadline_ms": int(deadline.timestamp() * 1000) if deadline else None,
@@ -99,13 +102,14 @@ def resume(
     assert user.id is not None
     attempt = attempts.attempt_for_user(session, attempt_id, user.id)
     attempt = _advance(session, attempt, catalog, settings, now, user, attempts.skip_removed_items)
+    session.commit()  # end the read in this thread: its connection goes back before sending
     if attempt.finished:
         return _redirect(f"/attempts/{attempt.id}/results")
     return _redirect(f"/attempts/{attempt.id}/q/{attempt.current_position + 1}")
 
 
 @router.get("/attempts/{attempt_id}/q/{number}", response_class=HTMLResponse)
-def question(
+async def question(
     request: Request,
     attempt_id: RowId,
     number: RowId,
@@ -118,18 +122,23 @@ def question(
 ):
     """Show a question: countdown, attempts left, hint on demand, options; feedback once closed."""
     assert user.id is not None
-    attempt, row = attempts.question_for_user(session, attempt_id, number, user.id)
+    grace_s = settings.grace_seconds
+    found = await run_reads(
+        session, attempts.question_for_user, session, attempt_id, number, user.id
+    )
+    attempt, row = found
     if row.status is rules.ItemStatus.PENDING:
         return _redirect(f"/attempts/{attempt.id}")
-    attempts.close_if_expired(session, row, settings.grace_seconds, now)
-    context = _question_context(catalog, attempt, row, settings.grace_seconds, now)
-    item = attempts.catalog_item(catalog, attempt, row)
-    loaded = catalog.get(attempt.set_id)
+    if attempts.expired(row, grace_s, now):  # the page records the time-out: a write
+        await run_writes(session, attempts.close_if_expired, session, row, grace_s, now)
+    context = _question_context(catalog, attempt, row, grace_s, now)
+    item, loaded = context["item"], context["loaded"]
     if row.status.closed and loaded is not None:  # the key is shown: say where it was proven
-        context["verified"] = records.proof_lines(session, loaded, [item]).get(item.id)
-    session.commit()  # release SQLite's lock before asking the executor
+        lines = await run_reads(session, records.proof_lines, session, loaded, [item])
+        context["verified"] = lines.get(item.id)
     if isinstance(item, EXECUTABLE_KINDS) and row.status.closed:
-        context["run"] = {"nproc": item.launch.nproc, "available": runs.available(executor)}
+        available = await run_in_threadpool(runs.available, executor)  # an HTTP health check
+        context["run"] = {"nproc": item.launch.nproc, "available": available}
     return request.app.state.templates.TemplateResponse(request, "question.html", context)
 
 
@@ -150,6 +159,7 @@ def question_json(
         raise NotFound("This question is not open yet.")
     attempts.close_if_expired(session, row, settings.grace_seconds, now)
     context = _question_context(catalog, attempt, row, settings.grace_seconds, now)
+    session.commit()  # end the read in this thread: its connection goes back before sending
     return JSONResponse(
         {
             "question": context["q"],
@@ -278,16 +288,17 @@ def next_question(
 
 
 @router.get("/attempts/{attempt_id}/results", response_class=HTMLResponse)
-def results(
+async def results(
     request: Request, attempt_id: RowId, user: CurrentUser, session: SessionDep, catalog: CatalogDep
 ) -> Response:
     """Score, time used, a review of every question, and the badge for a perfect set."""
     assert user.id is not None
-    attempt = attempts.attempt_for_user(session, attempt_id, user.id)
+    attempt, rows = await run_reads(
+        session, attempts.attempt_with_items, session, attempt_id, user.id
+    )
     if not attempt.finished:
         return _redirect(f"/attempts/{attempt.id}")
     reviews = []
-    rows = attempts.items_of(session, attempt_id)
     for row in rows:
         found = catalog.item(attempt.set_id, row.item_id)
         view = None

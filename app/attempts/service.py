@@ -2,6 +2,8 @@
 
 Integrity lives here: every write that counts an attempt is one conditional UPDATE, so parallel
 submissions for one question can never use more attempts than allowed (on SQLite and PostgreSQL).
+Every function that writes begins a writer transaction first (app.db.begin_write): pages read
+without SQLite's write lock, and a read may not turn into a write halfway (SQLITE_BUSY).
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import update
+from sqlalchemy import and_, bindparam, case, func, update
+from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -19,6 +22,7 @@ from app.attempts.models import ItemAttempt, SetAttempt, Submission
 from app.attempts.rules import Clock, ItemStatus, Refusal
 from app.challenges.catalog import Catalog
 from app.challenges.schema import ChallengeSet, ItemBase
+from app.db import begin_write
 from app.errors import BadRequest, Conflict, NotFound
 
 
@@ -57,6 +61,7 @@ def start_or_resume(
     time_multiplier: float | None = 1.0,
 ) -> SetAttempt:
     """Resume the user's unfinished attempt at the set, or start one and open its first item."""
+    begin_write(session)
     existing = active_attempt(session, user_id, challenge_set.id)
     if existing is not None:
         return existing
@@ -132,14 +137,36 @@ def attempt_for_user(session: Session, attempt_id: int, user_id: int) -> SetAtte
     return attempt
 
 
+# Built once: the question page runs it on every view (building a statement costs about as
+# much as running it).
+_QUESTION = (
+    select(SetAttempt, ItemAttempt)
+    .outerjoin(
+        ItemAttempt,
+        and_(
+            col(ItemAttempt.set_attempt_id) == col(SetAttempt.id),
+            col(ItemAttempt.position) == bindparam("position"),
+        ),
+    )
+    .where(
+        col(SetAttempt.id) == bindparam("attempt_id"),
+        col(SetAttempt.user_id) == bindparam("user_id"),
+    )
+)
+
+
 def question_for_user(
     session: Session, attempt_id: int, number: int, user_id: int
 ) -> tuple[SetAttempt, ItemAttempt]:
-    """Load question `number` (1-based) of one of this user's attempts, or 404."""
-    attempt = attempt_for_user(session, attempt_id, user_id)
-    if number < 1:
+    """Load question `number` (1-based) of one of this user's attempts, or 404 (one query)."""
+    parameters = {"attempt_id": attempt_id, "user_id": user_id, "position": number - 1}
+    found = session.exec(_QUESTION, params=parameters).first()
+    if found is None:
+        raise NotFound("No such attempt.")
+    attempt, row = found
+    if row is None:
         raise NotFound("No such question in this attempt.")
-    return attempt, item_at(session, attempt_id, number - 1)
+    return attempt, row
 
 
 def catalog_item(catalog: Catalog, attempt: SetAttempt, row: ItemAttempt) -> ItemBase:
@@ -161,6 +188,13 @@ def item_at(session: Session, attempt_id: int, position: int) -> ItemAttempt:
     return row
 
 
+def attempt_with_items(
+    session: Session, attempt_id: int, user_id: int
+) -> tuple[SetAttempt, list[ItemAttempt]]:
+    """Load one of this user's attempts with its questions in order, or 404."""
+    return attempt_for_user(session, attempt_id, user_id), items_of(session, attempt_id)
+
+
 def items_of(session: Session, attempt_id: int) -> list[ItemAttempt]:
     """Load every item attempt of an attempt, in order."""
     statement = (
@@ -171,10 +205,16 @@ def items_of(session: Session, attempt_id: int) -> list[ItemAttempt]:
     return list(session.exec(statement))
 
 
+def expired(row: ItemAttempt, grace_s: float, now: datetime) -> bool:
+    """Whether an open question's time ran out, so that close_if_expired has a time-out to write."""
+    return row.status is ItemStatus.OPEN and clock(row, grace_s).expired(now)
+
+
 def close_if_expired(session: Session, row: ItemAttempt, grace_s: float, now: datetime) -> bool:
     """Record a timeout if the item's time ran out; return whether it is (now) timed out."""
-    if row.status is not ItemStatus.OPEN or not clock(row, grace_s).expired(now):
+    if not expired(row, grace_s, now):
         return row.status is ItemStatus.TIMED_OUT
+    begin_write(session)  # a page view (GET) records the time-out too
     result = session.execute(
         update(ItemAttempt)
         .where(col(ItemAttempt.id) == row.id, col(ItemAttempt.status) == ItemStatus.OPEN)
@@ -194,6 +234,7 @@ def submit(
     now: datetime,
 ) -> Judgement:
     """Judge an answer, counting the attempt atomically; refuse late or surplus answers."""
+    begin_write(session)
     answer = rules.parse_answer(item, raw_answer)
     if answer is None:
         raise BadRequest(Refusal.INVALID.value)
@@ -249,6 +290,7 @@ def submit(
 def show_hint(session: Session, row: ItemAttempt, now: datetime) -> None:
     """Record that the learner opened the hint (first time only)."""
     if row.hint_shown_at is None:
+        begin_write(session)
         row.hint_shown_at = now
         session.add(row)
         session.commit()
@@ -266,6 +308,7 @@ def advance(
     assert attempt.id is not None
     if attempt.finished:
         return attempt
+    begin_write(session)
     row = item_at(session, attempt.id, attempt.current_position)
     close_if_expired(session, row, grace_s, now)
     if not row.status.closed:
@@ -316,18 +359,38 @@ class SetStanding:
     active_attempt_id: int | None = None
 
 
-def standings(session: Session, user_id: int) -> dict[str, SetStanding]:
-    """Summarise the user's attempts per set id."""
-    result: dict[str, SetStanding] = {}
-    for attempt in history(session, user_id):
-        standing = result.setdefault(attempt.set_id, SetStanding())
-        standing.attempts += 1
-        if attempt.finished:
-            standing.best_correct = max(standing.best_correct, attempt.correct_count)
-            standing.badge = standing.badge or attempt.badge_earned
-        elif standing.active_attempt_id is None:
-            standing.active_attempt_id = attempt.id
-    return result
+_FINISHED = col(SetAttempt.finished_at).is_not(None)
+# Built once, like _QUESTION: the home page runs it on every view of a signed-in visitor.
+_STANDINGS = (
+    select_columns(
+        col(SetAttempt.set_id),
+        func.count(),
+        func.max(case((_FINISHED, col(SetAttempt.correct_count)), else_=0)),
+        func.max(case((and_(_FINISHED, col(SetAttempt.badge_earned)), 1), else_=0)),
+        # At most one unfinished attempt per set (a unique index), so max() is that one.
+        func.max(case((col(SetAttempt.finished_at).is_(None), col(SetAttempt.id)))),
+    )
+    .where(col(SetAttempt.user_id) == bindparam("user_id"))
+    .group_by(col(SetAttempt.set_id))
+)
+_STANDING = _STANDINGS.where(col(SetAttempt.set_id) == bindparam("set_id"))
+
+
+def standings(session: Session, user_id: int, set_id: str | None = None) -> dict[str, SetStanding]:
+    """Summarise the user's attempts per set id (or at one set), in one aggregate query."""
+    parameters: dict[str, object] = {"user_id": user_id}
+    statement = _STANDINGS
+    if set_id is not None:
+        statement, parameters["set_id"] = _STANDING, set_id
+    return {
+        row_set_id: SetStanding(int(count), int(best), bool(badge), active)
+        for row_set_id, count, best, badge, active in session.execute(statement, parameters)
+    }
+
+
+def standing(session: Session, user_id: int, set_id: str) -> SetStanding | None:
+    """Return the user's standing on one set, or None if they never tried it."""
+    return standings(session, user_id, set_id).get(set_id)
 
 
 def skip_removed_items(
@@ -348,6 +411,8 @@ def skip_removed_items(
         row = item_at(session, attempt.id, attempt.current_position)
         if challenge_set.item(row.item_id) is not None:
             break
+        begin_write(session)
+        session.refresh(row)  # as it is now, inside the write lock
         if not row.status.closed:
             row.status = ItemStatus.TIMED_OUT  # scored as not answered: it was never answerable
             row.closed_at = now

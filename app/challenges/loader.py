@@ -19,7 +19,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.reader import ReaderError
 
-from app.challenges import limits
+from app.challenges import content_checks, limits
 from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -117,9 +117,52 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
         return None, [_locate(shown, document, item) for item in error.errors()]
     code, errors = _resolve_snippets(path, shown, document, challenge_set, "code")
     fixed_code, fixed_errors = _resolve_snippets(path, shown, document, challenge_set, "fixed_code")
-    if errors or fixed_errors:
-        return None, errors + fixed_errors
+    image_errors = _external_image_errors(shown, text, document, challenge_set)
+    if errors or fixed_errors or image_errors:
+        return None, errors + fixed_errors + image_errors
     return LoadedSet(challenge_set, shown, code, fixed_code), []
+
+
+def _external_image_errors(
+    shown: str, text: str, document: CommentedMap, challenge_set: ChallengeSet
+) -> list[LoadError]:
+    """Report each image from another site in the learner-facing Markdown, at its URL."""
+    errors: list[LoadError] = []
+    for location, markdown in content_checks.markdown_fields(challenge_set):
+        search_from = _offset(text, *_value_position(document, location))
+        for url in content_checks.external_images(markdown):
+            found = text.find(url, search_from)
+            if found >= 0:  # point at the URL itself; else at the field's value
+                search_from = found + len(url)
+            before = text[: found if found >= 0 else search_from]
+            line, column = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+            field_path = ".".join(str(part) for part in location)
+            message = (
+                f"{field_path}: external image {url!r}: images must come from this site "
+                "(a path, not a URL)"
+            )
+            errors.append(LoadError(shown, line, column, message))
+    return errors
+
+
+def _value_position(document: CommentedMap, location: tuple[Any, ...]) -> tuple[int, int]:
+    """The 1-based position where the value at location starts (its key's, if unknown)."""
+    parent: Any = document
+    for part in location[:-1]:
+        parent = parent[part]
+    try:
+        line, column = parent.lc.value(location[-1])
+    except (AttributeError, KeyError, TypeError):
+        return _position(document, location)
+    return line + 1, column + 1
+
+
+def _offset(text: str, line: int, column: int) -> int:
+    """The character offset of a 1-based line and column."""
+    start = 0
+    for _ in range(line - 1):
+        start = text.find("\n", start) + 1
+    return start + column - 1
 
 
 def _yaml_error(shown: str, text: str, error: YAMLError) -> LoadError:

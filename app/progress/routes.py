@@ -6,16 +6,17 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from app.attempts import service as attempts
+from app.db import run_reads
 from app.deps import CatalogDep, CurrentUser, SessionDep
 
 router = APIRouter()
 
 
 @router.get("/me/progress", response_class=HTMLResponse)
-def progress(request: Request, user: CurrentUser, session: SessionDep, catalog: CatalogDep):
+async def progress(request: Request, user: CurrentUser, session: SessionDep, catalog: CatalogDep):
     """List the badges earned and every attempt, newest first."""
     assert user.id is not None
-    history = attempts.history(session, user.id)
+    history = await run_reads(session, attempts.history, session, user.id)
     badges = []
     seen: set[str] = set()
     for attempt in sorted(history, key=lambda a: a.finished_at or a.started_at):

@@ -1,5 +1,8 @@
 """Item statistics checked against values worked out by hand on the fixture dataset.
 
+The database adds up the sums below (tests/analytics/test_service.py checks that it does, on
+SQLite and PostgreSQL); the rules turn them into statistics.
+
 The dataset (tests/analytics/dataset.py drives it through the real services) is five finished
 attempts at three questions, plus one unfinished attempt that must count for nothing:
 
@@ -39,48 +42,27 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from app.analytics import rules
-from app.attempts.rules import ItemStatus
 
 T0 = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
 OPTIONS = {"q1": ["A", "B", "C"], "q2": ["A", "B", "C", "D"]}
-LIMITS = {"q1": 60.0, "q2": 60.0, "q3": 30.0}
 
-
-def record(attempt: int, item: str, status: ItemStatus, seconds: float, *answers: str, hint=False):
-    return rules.ItemRecord(
-        attempt_id=attempt,
-        item_id=item,
-        status=status,
-        started_at=T0,
-        closed_at=T0 + timedelta(seconds=seconds),
-        time_limit_s=LIMITS[item],
-        hint_shown=hint,
-        answers=answers,
-    )
-
-
-OK, WRONG, TIMEOUT = ItemStatus.CORRECT, ItemStatus.INCORRECT, ItemStatus.TIMED_OUT
-FIXTURE = [
-    record(1, "q1", OK, 10, "A", hint=True),
-    record(1, "q2", OK, 20, "A,C"),
-    record(1, "q3", OK, 10, "4.0"),
-    record(2, "q1", OK, 20, "A"),
-    record(2, "q2", OK, 30, "B", "A,C", hint=True),
-    record(2, "q3", TIMEOUT, 40),
-    record(3, "q1", OK, 30, "A"),
-    record(3, "q2", WRONG, 40, "A", "A,B"),
-    record(3, "q3", OK, 20, "4.0"),
-    record(4, "q1", WRONG, 40, "B", hint=True),
-    record(4, "q2", OK, 10, "A,C"),
-    record(4, "q3", WRONG, 20, "5.0"),
-    record(5, "q1", OK, 50, "A"),
-    record(5, "q2", TIMEOUT, 70),
-    record(5, "q3", TIMEOUT, 100),
+# The sums of the table above, per item: n, Σx, Σy, Σxy, Σy², then the times to answer (a time-out
+# counted as its limit), time-outs and hints.
+TOTALS = [
+    rules.ItemTotals("q1", 5, 4, 5, 4, 7, timed=5, seconds=150.0, timeouts=0, hints=2),
+    rules.ItemTotals("q2", 5, 3, 6, 3, 10, timed=5, seconds=160.0, timeouts=1, hints=1),
+    rules.ItemTotals("q3", 5, 2, 7, 3, 11, timed=5, seconds=110.0, timeouts=2, hints=0),
 ]
+# How often each answer was submitted.
+ANSWERS = {
+    "q1": {"A": 4, "B": 1},
+    "q2": {"A,C": 3, "B": 1, "A": 1, "A,B": 1},
+    "q3": {"4.0": 2, "5.0": 1},
+}
 
 
 def fixture_statistics() -> dict[str, rules.ItemStatistics]:
-    stats = rules.item_statistics(FIXTURE, ["q1", "q2", "q3"], OPTIONS)
+    stats = rules.item_statistics(TOTALS, ["q1", "q2", "q3"], OPTIONS, ANSWERS)
     return {item.item_id: item for item in stats}
 
 
@@ -96,7 +78,12 @@ def test_discrimination_correlates_the_item_with_the_rest_of_the_test():
     assert stats["q3"].discrimination == pytest.approx(100 / 6)  # 16.667
 
 
-def test_mean_time_counts_a_time_out_as_the_question_s_limit():
+def test_the_sums_give_pearson_s_r_of_the_scores_themselves():
+    x, y = [1, 1, 0, 1, 0], [2, 1, 2, 0, 1]  # q2's column of the table
+    assert rules.pearson_from_sums(5, 3, 6, 3, 3, 10) == pytest.approx(rules.pearson(x, y))
+
+
+def test_mean_time_is_the_seconds_over_the_questions_timed():
     stats = fixture_statistics()
     assert [stats[item].mean_seconds for item in ("q1", "q2", "q3")] == [30.0, 32.0, 22.0]
 
@@ -116,16 +103,16 @@ def test_every_submission_counts_and_a_multi_answer_counts_for_each_letter():
 
 
 def test_options_are_listed_in_the_set_s_order_even_when_nobody_chose_them():
-    assert list(rules.option_counts([], ["A", "B"])) == ["A", "B"]
+    assert list(rules.option_counts({}, ["A", "B"])) == ["A", "B"]
 
 
 def test_discrimination_is_undefined_when_everyone_scores_the_same_on_the_item():
-    same = [record(n, "q1", OK, 10, "A") for n in (1, 2, 3)]
-    assert rules.item_statistics(same, ["q1"])[0].discrimination is None
+    everyone_right = rules.ItemTotals("q1", 3, 3, 2, 2, 2)  # x = 1 1 1, y = 1 1 0
+    assert rules.item_statistics([everyone_right], ["q1"])[0].discrimination is None
 
 
 def test_discrimination_is_undefined_with_fewer_than_two_attempts():
-    only = [record(1, "q1", OK, 10, "A"), record(1, "q2", WRONG, 10, "B")]
+    only = [rules.ItemTotals("q1", 1, 1, 0, 0, 0), rules.ItemTotals("q2", 1, 0, 1, 0, 1)]
     stats = rules.item_statistics(only, ["q1", "q2"])
     assert [item.discrimination for item in stats] == [None, None]
     assert stats[0].facility == 100.0
@@ -142,7 +129,7 @@ def test_an_item_nobody_finished_has_no_statistics_but_is_listed():
 
 
 def test_an_item_removed_from_the_set_keeps_its_history_after_the_current_items():
-    stats = rules.item_statistics(FIXTURE, ["q2", "q1"])
+    stats = rules.item_statistics(TOTALS, ["q2", "q1"])
     assert [item.item_id for item in stats] == ["q2", "q1", "q3"]
 
 
@@ -151,32 +138,12 @@ def test_pearson_matches_a_perfect_and_an_inverse_line():
     assert rules.pearson([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
 
 
-def attempt(number: int, user: int, day: int, finished: bool, correct: int, badge=False):
-    started = T0 + timedelta(days=day)
-    return rules.AttemptRecord(
-        attempt_id=number,
-        user_id=user,
-        set_id="test-analysis",
-        started_at=started,
-        finished_at=started + timedelta(minutes=5) if finished else None,
-        correct=correct,
-        total=3,
-        badge=badge,
-    )
-
-
-ATTEMPTS = [
-    attempt(1, 1, 0, True, 3, badge=True),
-    attempt(2, 2, 0, True, 2),
-    attempt(3, 3, 0, True, 2),
-    attempt(4, 4, 2, True, 1),
-    attempt(5, 5, 2, True, 1),
-    attempt(6, 6, 2, False, 0),
-]
+# The set: 6 attempts, 5 finished (scores 100, 66.7, 66.7, 33.3, 33.3 %), 1 badge.
+SET_TOTALS = rules.AttemptTotals(6, 5, 1, 1, 100 + 200 / 3 * 2 + 100 / 3 * 2, 100.0)
 
 
 def test_a_set_summary_rates_finished_attempts_only():
-    summary = rules.set_summary(ATTEMPTS)
+    summary = rules.set_summary(SET_TOTALS)
     assert (summary.attempts, summary.completions, summary.badges) == (6, 5, 1)
     assert summary.badge_rate == 20.0
     assert summary.mean_score == pytest.approx(60.0)
@@ -184,12 +151,15 @@ def test_a_set_summary_rates_finished_attempts_only():
 
 
 def test_a_set_nobody_finished_has_no_rates():
-    summary = rules.set_summary([attempt(1, 1, 0, False, 0)])
+    summary = rules.set_summary(rules.AttemptTotals(1, 0, 0, 0, 0.0, None))
     assert (summary.badge_rate, summary.mean_score, summary.best_score) == (None, None, None)
 
 
 def test_daily_activity_lists_quiet_days_as_zero():
-    days = rules.daily_activity(ATTEMPTS)
+    day_one, day_three = date(2026, 11, 22), date(2026, 11, 24)
+    days = rules.daily_activity(
+        {day_one: 3, day_three: 3}, {day_one: 3, day_three: 2}, {day_one: 1}
+    )
     assert [(d.day, d.started, d.completed, d.badges) for d in days] == [
         (date(2026, 11, 22), 3, 3, 1),
         (date(2026, 11, 23), 0, 0, 0),
@@ -197,20 +167,16 @@ def test_daily_activity_lists_quiet_days_as_zero():
     ]
 
 
-def test_a_badge_earned_again_is_awarded_once_on_the_first_day():
-    again = [*ATTEMPTS, attempt(7, 1, 2, True, 3, badge=True)]
-    assert [a.attempt_id for a in rules.first_badges(again)] == [1]
-    assert [d.badges for d in rules.daily_activity(again)] == [1, 0, 0]
-
-
 def test_a_learner_summary_counts_badges_per_set_and_the_last_activity():
-    mine = [attempt(1, 1, 0, True, 3, badge=True), attempt(7, 1, 2, True, 2, badge=False)]
-    summary = rules.learner_summary(mine)
+    # Two finished attempts at one set (100 % and 66.7 %), the badge earned on the first.
+    mine = rules.AttemptTotals(2, 2, 1, 1, 100 + 200 / 3, 100.0)
+    summary = rules.learner_summary(mine, T0 + timedelta(days=2, minutes=5))
     assert (summary.attempts, summary.completions, summary.badges) == (2, 2, 1)
     assert summary.mean_score == pytest.approx(100 * 5 / 6)
     assert summary.last_active == T0 + timedelta(days=2, minutes=5)
 
 
 def test_no_attempts_means_no_days_and_an_empty_summary():
-    assert rules.daily_activity([]) == []
-    assert rules.learner_summary([]).last_active is None
+    assert rules.daily_activity({}, {}, {}) == []
+    empty = rules.learner_summary(rules.NO_ATTEMPTS, None)
+    assert (empty.attempts, empty.mean_score, empty.last_active) == (0, None, None)

@@ -3,13 +3,12 @@ gives the statistics worked out by hand in test_rules.py."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
 from sqlmodel import Session
 
-from app.analytics import rules
 from app.analytics import service as analytics
 from app.challenges.catalog import Catalog
 from app.db import make_engine
@@ -26,15 +25,32 @@ def session(database_url: str, clock) -> Session:
     engine.dispose()
 
 
-@pytest.fixture
-def catalog() -> Catalog:
+def dataset_catalog() -> Catalog:
     return Catalog.load(dataset.FIXTURES)
 
 
-def test_item_records_come_from_finished_attempts_only(session):
-    records = analytics.item_records(session, dataset.SET_ID)
-    assert len(records) == 15  # five finished attempts × three questions; fay's is left out
-    assert {record.attempt_id for record in records} == {1, 2, 3, 4, 5}
+@pytest.fixture
+def catalog() -> Catalog:
+    return dataset_catalog()
+
+
+def test_the_database_adds_up_the_hand_computed_sums_of_finished_attempts_only(session):
+    totals = analytics.item_totals(session, dataset.SET_ID)
+    q1, q2, q3 = (totals[(dataset.SET_ID, item)] for item in ("q1", "q2", "q3"))
+    # n, Σx, Σy, Σxy, Σy² as in test_rules.py: five finished attempts, fay's is left out.
+    assert (q1.attempts, q1.correct, q1.rest, q1.correct_times_rest, q1.rest_squared) == (
+        5,
+        4,
+        5,
+        4,
+        7,
+    )
+    assert (q2.correct, q2.rest, q2.correct_times_rest, q2.rest_squared) == (3, 6, 3, 10)
+    assert (q3.correct, q3.rest, q3.correct_times_rest, q3.rest_squared) == (2, 7, 3, 11)
+    # A time-out counts as the question's limit (bob's q3 at 40 s, limit 30), not the gap.
+    assert (q1.seconds, q2.seconds, q3.seconds) == (150.0, 160.0, 110.0)
+    answers = analytics.answer_counts(session, dataset.SET_ID)
+    assert answers[(dataset.SET_ID, "q2")] == {"A,C": 3, "B": 1, "A": 1, "A,B": 1}
 
 
 def test_the_statistics_match_the_hand_computed_values(session, catalog):
@@ -61,13 +77,44 @@ def test_the_set_and_the_days_are_summarised(session, catalog):
     assert (row.set_id, row.title) == ("test-analysis", "Item analysis")
     assert (row.summary.attempts, row.summary.completions, row.summary.badges) == (6, 5, 1)
     assert (row.summary.badge_rate, row.summary.mean_score) == (20.0, pytest.approx(60.0))
-    days = rules.daily_activity(analytics.attempt_records(session))
+    days = analytics.daily_activity(session)
     assert [(d.day, d.started, d.completed, d.badges) for d in days] == [
         (date(2026, 11, 22), 3, 3, 1),
         (date(2026, 11, 23), 0, 0, 0),
         (date(2026, 11, 24), 3, 2, 0),
     ]
     assert analytics.learner_count(session) == 6
+    assert analytics.overview_totals(session) == {
+        "learners": 6,
+        "attempts": 6,
+        "completions": 5,
+        "badges": 1,
+    }
+
+
+def test_a_badge_earned_again_is_awarded_once_on_the_first_day(database_url, clock):
+    ids = dataset.build(database_url, clock)
+    ada = dataset.LEARNERS[0]
+    again = dataset.Learner("ada", dataset.DAY_THREE + timedelta(hours=5), ada.questions)
+    engine = make_engine(database_url)
+    with Session(engine, expire_on_commit=False) as session:
+        dataset.take(session, ids["ada"], dataset.analysis_set(), clock, again)
+        assert analytics.overview_totals(session)["badges"] == 1
+        assert [day.badges for day in analytics.daily_activity(session)] == [1, 0, 0]
+        [(person, summary)] = analytics.learner_rows(session, ids["ada"])
+        assert (person.username, summary.attempts, summary.completions) == ("ada", 2, 2)
+        assert (summary.badges, summary.mean_score) == (1, 100.0)
+        [row] = analytics.set_rows(session, dataset_catalog(), user_id=ids["ada"])
+        assert (row.summary.attempts, row.summary.badges, row.summary.best_score) == (2, 2, 100.0)
+    engine.dispose()
+
+
+def test_every_learner_is_listed_with_the_summary_of_their_attempts(session):
+    rows = {person.username: summary for person, summary in analytics.learner_rows(session)}
+    assert (rows["bob"].attempts, rows["bob"].completions, rows["bob"].badges) == (1, 1, 0)
+    assert rows["bob"].mean_score == pytest.approx(200 / 3)
+    assert (rows["fay"].attempts, rows["fay"].completions, rows["fay"].mean_score) == (1, 0, None)
+    assert rows["fay"].last_active == dataset.DAY_THREE + timedelta(minutes=6, seconds=50)
 
 
 def test_a_set_no_longer_served_keeps_its_history(session, tmp_path: Path):

@@ -71,10 +71,40 @@ def browser() -> Iterator[object]:
         launched.close()
 
 
+# Runs in every page before its own scripts (Playwright injects it, outside the page's CSP).
+_REPORT_VIOLATIONS = """
+document.addEventListener("securitypolicyviolation", (event) => window.__cspViolation(
+  `${event.effectiveDirective} blocked ${event.blockedURI || "inline code"}` +
+  ` in ${event.sourceFile || location.pathname}:${event.lineNumber}`));
+"""
+
+
+def watch_csp(context, problems: list[str]) -> None:
+    """Collect, for every page of this context, each Content-Security-Policy violation, each
+    console message about the policy or an Alpine expression, and each uncaught error."""
+    context.expose_binding("__cspViolation", lambda _source, text: problems.append(text))
+    context.add_init_script(_REPORT_VIOLATIONS)
+
+    def console(message) -> None:
+        if "Content Security Policy" in message.text or "Alpine" in message.text:
+            problems.append(f"console {message.type}: {message.text}")
+
+    context.on("console", console)
+    context.on("weberror", lambda error: problems.append(f"uncaught: {error.error}"))
+
+
 @pytest.fixture
-def page(browser, live_server):
-    """A fresh browser context (no cookies) per test."""
+def csp_problems() -> list[str]:
+    """What watch_csp saw in this test's browser context (tests may assert on it midway)."""
+    return []
+
+
+@pytest.fixture
+def page(browser, live_server, csp_problems):
+    """A fresh browser context (no cookies) per test; any CSP violation in it fails the test."""
     context = browser.new_context(base_url=live_server)
     context.set_default_timeout(15_000)
+    watch_csp(context, csp_problems)
     yield context.new_page()
     context.close()
+    assert csp_problems == [], "the page broke its Content-Security-Policy"

@@ -12,6 +12,7 @@ from app import migrations
 from app.accounts.models import Role
 from app.main import create_app
 from tests.analytics import dataset
+from tests.browser.conftest import watch_csp
 from tests.conftest import FakeClock, make_settings
 from tests.support.accounts import set_role
 from tests.support.live import serving
@@ -32,11 +33,12 @@ def admin_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
 
 
 @pytest.fixture
-def admin_page(browser, admin_server):
+def admin_page(browser, admin_server, csp_problems):
     """A browser signed in as an admin."""
     base_url, database_url = admin_server
     context = browser.new_context(base_url=base_url)
     context.set_default_timeout(15_000)
+    watch_csp(context, csp_problems)
     page = context.new_page()
     page.goto("/register")
     username = f"root{next(ADMIN_NUMBERS)}"
@@ -47,6 +49,7 @@ def admin_page(browser, admin_server):
     set_role(database_url, username, Role.ADMIN)
     yield page
     context.close()
+    assert csp_problems == [], "the page broke its Content-Security-Policy"
 
 
 def drawn(page, chart_id: str) -> list[list[float | None]]:
@@ -106,3 +109,17 @@ def test_the_admin_opens_a_set_and_its_charts_match_the_item_table(admin_page):
     assert column(page, "table-items", "timeouts") == ["0", "1", "2"]
     assert column(page, "table-items", "hints") == ["2", "1", "no hint"]
     assert column(page, "table-items", "options")[1] == "A ✓: 5 · B: 2 · C ✓: 3 · D: 0"
+
+
+def test_the_admin_pages_draw_their_charts_within_the_content_security_policy(
+    admin_page, csp_problems
+):
+    page = admin_page
+    for url, chart in (("/admin", "chart-daily"), ("/admin/sets/test-analysis", "chart-indices")):
+        page.goto(url)
+        drawn(page, chart)
+        assert csp_problems == [], url
+    page.goto("/admin/users")
+    page.goto("/admin/learners")
+    page.wait_for_load_state("load")
+    assert csp_problems == []

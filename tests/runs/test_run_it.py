@@ -1,26 +1,63 @@
-"""Run it: after answering, the snippet's per-rank output streams to the page (fake executor)."""
+"""Run it: after answering, the snippet's per-rank output streams to the page.
+
+The fake executor shows what the app does with an executor's answer; one test runs the snippet on
+real ranks, so the output it checks is what the ranks printed, not what a fake was told to say.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from importlib.metadata import version
 
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.support.fake_executor import FakeExecutor
+from app.executor_client import ExecutorUnavailable, RunEvent
+from executor.contract import OutputEvent, RunRequest
+from tests.conftest import TEST_CHALLENGES
+from tests.support.fake_executor import FakeExecutor, canned_result
 from tests.support.learner import Learner
 
 
+@dataclass
+class ScriptedExecutor(FakeExecutor):
+    """A fake executor that answers with the events a test gives it, in that order."""
+
+    script: list[RunEvent] = field(default_factory=list)
+
+    def stream(self, request: RunRequest) -> Iterator[RunEvent]:
+        self.requests.append(request)
+        if not self.up:
+            raise ExecutorUnavailable("down")
+        yield from self.script
+
+
 @pytest.fixture
-def executor() -> FakeExecutor:
-    return FakeExecutor()
+def executor() -> ScriptedExecutor:
+    return ScriptedExecutor()
+
+
+@contextmanager
+def guest_on(app) -> Iterator[Learner]:
+    with TestClient(app) as client:
+        learner = Learner(client)
+        learner.start_as_guest()
+        yield learner
 
 
 @pytest.fixture
 def learner(app_factory, sqlite_url, executor):
-    with TestClient(app_factory(sqlite_url, executor=executor)) as client:
-        learner = Learner(client)
-        learner.start_as_guest()
+    with guest_on(app_factory(sqlite_url, executor=executor)) as learner:
+        yield learner
+
+
+@pytest.fixture
+def real_learner(app_factory, sqlite_url, executor_url):
+    """A guest on an app whose executor runs snippets on real ranks (the session's executor)."""
+    with guest_on(app_factory(sqlite_url, executor_url=executor_url)) as learner:
         yield learner
 
 
@@ -32,6 +69,16 @@ def events(body: str) -> list[tuple[str, dict]]:
     return parsed
 
 
+def printed_by_rank(streamed: list[tuple[str, dict]]) -> dict[tuple[int, str], str]:
+    """Join the streamed chunks into what each rank wrote on each stream."""
+    joined: dict[tuple[int, str], str] = {}
+    for name, data in streamed:
+        if name == "output":
+            key = (data["rank"], data["stream"])
+            joined[key] = joined.get(key, "") + data["text"]
+    return joined
+
+
 def test_running_before_answering_is_refused(learner, executor):
     attempt = learner.start("test-runs")
     response = learner.get(f"{attempt}/q/1/run")
@@ -40,7 +87,10 @@ def test_running_before_answering_is_refused(learner, executor):
     assert 'data-testid="run-it"' not in learner.get(f"{attempt}/q/1").text
 
 
-def test_after_answering_each_ranks_output_streams_then_the_result(learner, executor):
+@pytest.mark.executor
+def test_after_answering_the_real_ranks_output_streams_then_the_result(real_learner):
+    """The snippet all-reduces each rank's number (0 and 1): every real rank must print 1.0."""
+    learner = real_learner
     attempt = learner.start("test-runs")
     learner.answer(attempt, 1, "A")
     page = learner.get(f"{attempt}/q/1").text
@@ -48,13 +98,38 @@ def test_after_answering_each_ranks_output_streams_then_the_result(learner, exec
     response = learner.get(f"{attempt}/q/1/run")
     assert response.headers["content-type"].startswith("text/event-stream")
     streamed = events(response.text)
-    assert [name for name, _ in streamed] == ["output", "output", "result"]
-    assert streamed[0][1] == {"rank": 0, "stream": "stdout", "text": "1.0\n"}
+    assert [name for name, _ in streamed] == ["output"] * (len(streamed) - 1) + ["result"]
+    assert printed_by_rank(streamed) == {(0, "stdout"): "1.0\n", (1, "stdout"): "1.0\n"}
     result = streamed[-1][1]
-    assert result["environment"]["torch"] == "2.13.0+cpu" and result["observed_at"]
+    assert result["status"] == "ok"
+    assert [rank["stdout"] for rank in result["ranks"]] == ["1.0\n", "1.0\n"]
+    environment = result["environment"]
+    assert (environment["nproc"], environment["backend"]) == (2, "gloo")
+    assert environment["torch"] == version("torch")  # observed in the ranks, not a canned value
+
+
+def test_the_page_gets_the_executors_events_in_order_and_the_executor_gets_the_item(
+    learner, executor
+):
+    """Whatever the executor streams (interleaved ranks, stderr) reaches the page as it came."""
+    chunks = [
+        OutputEvent(rank=1, stream="stdout", text="from rank 1\n"),
+        OutputEvent(rank=0, stream="stderr", text="warn"),
+        OutputEvent(rank=0, stream="stderr", text="ing\n"),
+        OutputEvent(rank=0, stream="stdout", text="from rank 0\n"),
+    ]
+    result = canned_result("from rank 0\n", "from rank 1\n")
+    executor.script = [*chunks, result]
+    attempt = learner.start("test-runs")
+    learner.answer(attempt, 1, "A")
+    streamed = events(learner.get(f"{attempt}/q/1/run").text)
+    assert streamed == [("output", chunk.model_dump(mode="json")) for chunk in chunks] + [
+        ("result", result.model_dump(mode="json"))
+    ]
     request = executor.requests[0]
-    assert (request.nproc, request.backend, request.timeout_s) == (2, "gloo", 10)
-    assert "dist.all_reduce(value)" in request.code
+    assert (request.nproc, request.backend, request.timeout_s) == (2, "gloo", 10)  # set.yaml
+    snippet = TEST_CHALLENGES / "runs" / "all_reduce.py"
+    assert request.code == snippet.read_text()
 
 
 def test_when_the_executor_is_down_the_page_says_runs_are_unavailable(learner, executor):

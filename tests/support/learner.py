@@ -28,11 +28,17 @@ class Learner:
     def post(
         self, url: str, data: dict[str, object] | None = None, **kwargs: object
     ) -> httpx.Response:
-        """POST a form with the CSRF token."""
+        """POST a form with the CSRF token; remember the token of the page it lands on."""
         if not self.csrf:
             self.get("/")
         form = {"csrf_token": self.csrf, **(data or {})}
-        return self.client.post(url, data=form, **kwargs)  # type: ignore[arg-type]
+        response = self.client.post(url, data=form, **kwargs)  # type: ignore[arg-type]
+        # Like a browser, the next form comes from the page shown now: logging in, signing up
+        # and logging out replace the CSRF seed, so the old page's token is stale.
+        match = CSRF_META.search(response.text)
+        if match:
+            self.csrf = match[1]
+        return response
 
     def start_as_guest(self) -> None:
         """Click "Start as guest"."""

@@ -4,6 +4,10 @@ RANKLAB_TEST_POSTGRES_URL names an existing server (a fresh database is created 
 Otherwise a cluster is initialised in a temporary folder and started on a Unix socket; as root
 it runs as the `postgres` user, because PostgreSQL refuses to run as root.
 Where neither is possible the PostgreSQL tests are skipped, except under CI=true, where they fail.
+
+Each session migrates one template database; each test's database is `CREATE DATABASE ...
+TEMPLATE` of it, a copy the server makes of the template's files: a database of the test's own,
+as after a fresh migration, without running Alembic per test.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import shutil
 import subprocess
 import tempfile
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -104,27 +110,55 @@ def _server() -> str:
     return _server_url
 
 
-def postgres_database_url(request: pytest.FixtureRequest) -> str:
-    """Create a fresh database on the test server and return its URL (dropped afterwards)."""
+def _server_or_skip() -> str:
     try:
-        server = _server()
+        return _server()
     except RuntimeError as error:
         if os.environ.get("CI") == "true":
             pytest.fail(f"PostgreSQL is required in CI: {error}")
         pytest.skip(f"PostgreSQL unavailable: {error}")
-    name = f"ranklab_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(server, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
 
-    def drop() -> None:
-        engine = create_engine(server, isolation_level="AUTOCOMMIT")
+
+def _admin(server: str, statement: str) -> None:
+    # CREATE/DROP DATABASE cannot run in a transaction; the engine is closed at once, because a
+    # database is only copyable as a template while nobody is connected to it.
+    engine = create_engine(server, isolation_level="AUTOCOMMIT")
+    try:
         with engine.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            connection.execute(text(statement))
+    finally:
         engine.dispose()
 
-    request.addfinalizer(drop)
+
+def _database_url(server: str, name: str) -> str:
     base, _, query = server.partition("?")
     database_url = base.rsplit("/", 1)[0] + "/" + name
     return database_url + (f"?{query}" if query else "")
+
+
+def _fresh_name(prefix: str) -> str:
+    # Unique per call: several sessions may share one RANKLAB_TEST_POSTGRES_URL server.
+    return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+@contextmanager
+def migrated_template(migrate: Callable[[str], None]) -> Iterator[str]:
+    """Create a database, migrate it once, and yield its name for copies (dropped afterwards)."""
+    server = _server_or_skip()
+    name = _fresh_name("ranklab_template")
+    _admin(server, f'CREATE DATABASE "{name}"')
+    try:
+        migrate(_database_url(server, name))  # Alembic disposes its engine: no one stays connected
+        yield name
+    finally:
+        _admin(server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def postgres_database_url(request: pytest.FixtureRequest, template: str | None = None) -> str:
+    """Create a fresh database on the test server, a copy of `template` if given (dropped after)."""
+    server = _server_or_skip()
+    name = _fresh_name("ranklab_test")
+    copy = f' TEMPLATE "{template}"' if template else ""
+    _admin(server, f'CREATE DATABASE "{name}"{copy}')
+    request.addfinalizer(lambda: _admin(server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    return _database_url(server, name)

@@ -1,0 +1,83 @@
+"""Checks on learner-facing Markdown beyond the schema: no images from other sites.
+
+An image from another host would be fetched by every learner's browser as the page opens,
+telling that host who reads which question and when; the Content-Security-Policy (img-src
+'self' data:) blocks it anyway, so the author would see a broken image. Local paths and inline
+raster images (data:image/png, gif, jpeg, webp: what the Markdown renderer accepts) are fine.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any
+from urllib.parse import urlsplit
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from pydantic import BaseModel
+
+# Raw HTML is not rendered (it shows as text), but an <img> in the source is still a mistake.
+_RAW_IMG = re.compile(r"""<img\b[^>]*?\bsrc\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
+_INLINE_RASTER = re.compile(r"^data:image/(?:png|gif|jpeg|webp);", re.I)
+# What a URL parser drops before reading a URL: leading/trailing spaces and controls, tabs and
+# newlines anywhere. Checking what the browser would see stops "\thttps://…" slipping through.
+_IGNORED_BY_BROWSERS = re.compile(r"[\t\n\r]")
+_C0_AND_SPACE = "".join(chr(code) for code in range(0x21))
+
+
+def is_external_url(url: str) -> bool:
+    """Whether a browser would fetch this image from somewhere other than this site."""
+    seen = _IGNORED_BY_BROWSERS.sub("", url).strip(_C0_AND_SPACE).replace("\\", "/")
+    if seen.startswith("//"):  # protocol-relative: another host
+        return True
+    try:
+        scheme = urlsplit(seen).scheme
+    except ValueError:  # unparseable (e.g. a broken IPv6 host): not local either
+        return True
+    return bool(scheme) and not _INLINE_RASTER.match(seen)
+
+
+@lru_cache(maxsize=1)
+def _parser() -> MarkdownIt:
+    # The renderer's settings (app.templating): raw HTML off, tables on.
+    return MarkdownIt("js-default").enable("table")
+
+
+def _images(tokens: list[Token]) -> Iterator[str]:
+    for token in tokens:
+        if token.type == "image":
+            yield str(token.attrGet("src") or "")
+        if token.children:
+            yield from _images(token.children)
+
+
+def external_images(markdown: str) -> list[str]:
+    """Return the URL of every image in this Markdown that another site would serve."""
+    urls = list(_images(_parser().parse(markdown)))
+    urls += [
+        next(group for group in match.groups() if group is not None)
+        for match in _RAW_IMG.finditer(markdown)
+    ]
+    return [url for url in urls if is_external_url(url)]
+
+
+def markdown_fields(model: BaseModel) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """Yield (path, text) for every field documented as Markdown, however deep, in YAML order."""
+    for name, field in type(model).model_fields.items():
+        value = getattr(model, name)
+        if isinstance(value, str) and "(Markdown)" in (field.description or ""):
+            yield (name,), value
+        else:
+            for path, text in _nested(value):
+                yield (name, *path), text
+
+
+def _nested(value: Any) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    if isinstance(value, BaseModel):
+        yield from markdown_fields(value)
+    elif isinstance(value, list):
+        for index, element in enumerate(value):
+            for path, text in _nested(element):
+                yield (index, *path), text

@@ -1,0 +1,88 @@
+"""Log-in and sign-up throttling per account and per client address (429 with Retry-After)."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.config import Settings
+from tests.conftest import make_settings
+from tests.support.learner import Learner
+
+SMALL_LIMITS = {
+    "login_limit_per_account": "3/minute",
+    "login_limit_per_address": "5/minute",
+    "register_limit_per_address": "2/minute",
+}
+
+
+@pytest.fixture
+def visitor(app_factory, sqlite_url):
+    with TestClient(app_factory(sqlite_url, **SMALL_LIMITS)) as client:
+        yield Learner(client)
+
+
+def wrong_login(visitor: Learner, username: str, **kwargs: object):
+    return visitor.post("/login", {"username": username, "password": "not-the-one"}, **kwargs)
+
+
+def test_too_many_log_ins_to_one_account_get_429_with_retry_after_on_the_form(visitor):
+    visitor.get("/")
+    visitor.post("/register", {"username": "ada", "password": "correct horse"})
+    visitor.post("/logout")
+    for _ in range(3):
+        assert wrong_login(visitor, "ada").status_code == 400
+    refused = wrong_login(visitor, "ada")
+    assert refused.status_code == 429
+    assert 1 <= int(refused.headers["retry-after"]) <= 60
+    assert 'data-testid="form-error"' in refused.text and "Too many attempts" in refused.text
+    assert '<form method="post" action="/login">' in refused.text  # the form, to try later
+    # Even the right password waits: the limit holds before the password is checked.
+    right = visitor.post("/login", {"username": "ada", "password": "correct horse"})
+    assert right.status_code == 429
+
+
+def test_the_account_limit_ignores_case_and_spaces_and_leaves_other_accounts_alone(visitor):
+    visitor.get("/")
+    for spelling in ("ada", " ADA", "Ada "):
+        assert wrong_login(visitor, spelling).status_code == 400
+    assert wrong_login(visitor, "aDa").status_code == 429
+    assert wrong_login(visitor, "grace").status_code == 400
+
+
+def test_too_many_log_ins_from_one_address_get_429_whatever_the_account(visitor):
+    visitor.get("/")
+    for number in range(5):
+        assert wrong_login(visitor, f"user{number}").status_code == 400
+    assert wrong_login(visitor, "someone-else").status_code == 429
+
+
+def test_json_clients_get_the_message_as_detail(visitor):
+    visitor.get("/")
+    for _ in range(3):
+        wrong_login(visitor, "ada")
+    refused = wrong_login(visitor, "ada", headers={"accept": "application/json"})
+    assert refused.status_code == 429
+    assert refused.headers["retry-after"].isdigit()
+    assert refused.json()["detail"].startswith("Too many attempts")
+
+
+def test_too_many_sign_ups_from_one_address_get_429(visitor):
+    visitor.get("/")
+    assert visitor.post("/register", {"username": "x", "password": "y"}).status_code == 400
+    visitor.post("/register", {"username": "first", "password": "long enough"})
+    visitor.post("/logout")
+    refused = visitor.post("/register", {"username": "second", "password": "long enough"})
+    assert refused.status_code == 429
+    assert refused.headers["retry-after"].isdigit()
+    assert "Too many attempts" in refused.text
+    assert '<form method="post" action="/register">' in refused.text
+
+
+def test_limits_are_settings_and_bad_ones_are_refused_at_start():
+    settings = Settings()
+    assert settings.login_limit_per_account == "10/minute"
+    assert settings.login_limit_per_address == "30/minute"
+    assert settings.rate_limit_storage == "memory://"
+    with pytest.raises(ValueError, match="login_limit_per_account"):
+        make_settings("sqlite://", login_limit_per_account="ten a minute")

@@ -1,0 +1,58 @@
+"""How the app serves pages: templates compiled once (re-read only in development, on request),
+challenge text rendered once, and `ranklab serve` without an access log unless asked for."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from app import embedded
+from app.config import Settings
+from app.main import create_app
+from app.templating import build_templates
+from tests.conftest import make_settings
+
+
+def test_templates_are_not_checked_for_changes_on_every_render(sqlite_url):
+    assert build_templates().env.auto_reload is False
+    app = create_app(make_settings(sqlite_url))
+    assert app.state.templates.env.auto_reload is False
+
+
+def test_reloading_templates_is_a_development_setting_asked_for_explicitly(sqlite_url):
+    development = make_settings(sqlite_url, environment="development", reload_templates=True)
+    assert create_app(development).state.templates.env.auto_reload is True
+    with pytest.raises(ValidationError, match="development only"):
+        Settings(environment="production", secret_key="s" * 32, reload_templates=True)
+
+
+def test_challenge_text_is_rendered_once_and_its_html_reused():
+    filters = build_templates().env.filters
+    text = "Run `torch.distributed` with **two** ranks."
+    assert filters["markdown"](text) is filters["markdown"](text)
+    assert "<strong>two</strong>" in filters["markdown"](text)
+    code = "import torch\nprint(torch.ones(2))\n"
+    assert filters["highlight"](code) is filters["highlight"](code)
+
+
+@pytest.fixture
+def served(monkeypatch) -> dict[str, Any]:
+    """What `ranklab serve` hands to uvicorn (no server is started)."""
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(embedded.uvicorn, "run", lambda app, **options: seen.update(options))
+    yield seen
+    gc.unfreeze()  # serve freezes what it built, for a long-lived process; not this one's
+
+
+def test_serve_writes_no_access_log_by_default(served, sqlite_url):
+    embedded.serve(make_settings(sqlite_url), "127.0.0.1", 8000, with_executor=False)
+    assert served["access_log"] is False and served["log_level"] == "info"
+
+
+def test_the_access_log_is_a_setting(served, sqlite_url):
+    settings = make_settings(sqlite_url, access_log=True)  # RANKLAB_ACCESS_LOG=true
+    embedded.serve(settings, "127.0.0.1", 8000, with_executor=False)
+    assert served["access_log"] is True

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck contracts check-content pytest bench bench-web migrate schema vendor clean
+.PHONY: run test lint typecheck contracts check-content pytest bench bench-web bench-explain migrate schema vendor clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,9 @@ bench: $(STAMP)
 # The app's hot pages against a bare FastAPI + Jinja2 page under wrk (apt-get install wrk).
 bench-web: $(STAMP)
 	$(BIN)/python bench/bench_web.py
+
+bench-explain: $(STAMP)
+	$(BIN)/python bench/bench_explain.py
 
 schema: $(STAMP)
 	$(BIN)/ranklab schema

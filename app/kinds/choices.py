@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.challenges.base import ChoiceBase
+from app.kinds.spec import Kind
 
 
 def parse_answer(item: ChoiceBase, values: Sequence[str]) -> str | None:
@@ -51,3 +52,17 @@ def view(item: ChoiceBase, last_answer: str | None, closed: bool) -> dict[str, o
 def answer_labels(item: ChoiceBase) -> tuple[str, ...]:
     """Answers are counted per option letter."""
     return tuple(option.id for option in item.options)
+
+
+def kind(name: str, title: str, model: type[ChoiceBase], executable: bool = False) -> Kind:
+    """The spec of a kind answered by picking options: these rules, its own model."""
+    return Kind(
+        name=name,
+        title=title,
+        model=model,
+        parse_answer=parse_answer,
+        is_correct=is_correct,
+        view=view,
+        answer_labels=answer_labels,
+        executable=executable,
+    )

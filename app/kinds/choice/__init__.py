@@ -8,7 +8,6 @@ from pydantic import Field
 
 from app.challenges.base import ChoiceBase
 from app.kinds import choices
-from app.kinds.spec import Kind
 
 
 class ChoiceItem(ChoiceBase):
@@ -18,12 +17,4 @@ class ChoiceItem(ChoiceBase):
     code: str | None = Field(default=None, description="An optional snippet shown, not run.")
 
 
-KIND = Kind(
-    name="choice",
-    title="Multiple choice",
-    model=ChoiceItem,
-    parse_answer=choices.parse_answer,
-    is_correct=choices.is_correct,
-    view=choices.view,
-    answer_labels=choices.answer_labels,
-)
+KIND = choices.kind("choice", "Multiple choice", ChoiceItem)

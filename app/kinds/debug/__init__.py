@@ -9,7 +9,6 @@ from pydantic import Field, model_validator
 
 from app.challenges.base import ChoiceBase, ExecutableMixin, Outcome
 from app.kinds import choices
-from app.kinds.spec import Kind
 
 
 class DebugItem(ChoiceBase, ExecutableMixin):
@@ -37,13 +36,4 @@ class DebugItem(ChoiceBase, ExecutableMixin):
         return self
 
 
-KIND = Kind(
-    name="debug",
-    title="Debug",
-    model=DebugItem,
-    parse_answer=choices.parse_answer,
-    is_correct=choices.is_correct,
-    view=choices.view,
-    answer_labels=choices.answer_labels,
-    executable=True,
-)
+KIND = choices.kind("debug", "Debug", DebugItem, executable=True)

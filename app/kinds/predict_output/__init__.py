@@ -9,7 +9,6 @@ from pydantic import Field
 
 from app.challenges.base import ChoiceBase, ExecutableMixin
 from app.kinds import choices
-from app.kinds.spec import Kind
 
 
 class PredictOutputItem(ChoiceBase, ExecutableMixin):
@@ -18,13 +17,4 @@ class PredictOutputItem(ChoiceBase, ExecutableMixin):
     kind: Literal["predict_output"] = Field(description="predict_output")
 
 
-KIND = Kind(
-    name="predict_output",
-    title="Predict the output",
-    model=PredictOutputItem,
-    parse_answer=choices.parse_answer,
-    is_correct=choices.is_correct,
-    view=choices.view,
-    answer_labels=choices.answer_labels,
-    executable=True,
-)
+KIND = choices.kind("predict_output", "Predict the output", PredictOutputItem, executable=True)

@@ -6,6 +6,7 @@ HTTP. If it cannot start, the app still serves challenges and pages say runs are
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
@@ -93,15 +94,19 @@ def spawn_executor(
 
 
 def stop_executor(process: subprocess.Popen[bytes]) -> None:
-    """Stop an executor and everything it started."""
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
+    """Stop an executor and everything it started.
+
+    SIGTERM goes to the executor alone: it shuts down gracefully, stopping its warm processes
+    and removing their cgroups. Signalling its whole process group instead would kill the
+    zygote before it can clean up. Whatever is left of the group afterwards is killed.
+    """
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=15)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    process.wait()
 
 
 def free_port() -> int:

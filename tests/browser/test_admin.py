@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from playwright.sync_api import expect
@@ -26,7 +27,10 @@ def admin_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     """Serve the fixture set over the fixture dataset (no executor: nothing here runs code)."""
     url = f"sqlite:///{tmp_path_factory.mktemp('admin') / 'admin.db'}"
     migrations.upgrade(url)
-    dataset.build(url, FakeClock())
+    # Playwright's sync API runs an event loop in this thread, and writes refuse to run on one
+    # (app.db.begin_write): seed from a worker thread, as a request would.
+    with ThreadPoolExecutor(1) as worker:
+        worker.submit(dataset.build, url, FakeClock()).result()
     app = create_app(make_settings(url, challenges_dir=dataset.FIXTURES))
     with serving(app) as base_url:
         yield base_url, url

@@ -164,8 +164,12 @@ def check_host_view(result: RunResult) -> None:
     # The warm parent's configuration went through a pipe: its command line names no setting.
     assert seen["init_cmdline"].split("\0")[1:3] == ["-m", "executor.zygote"]
     assert "{" not in seen["init_cmdline"]
-    # The directory above this checkout shows only the way down to the bound virtualenv.
-    assert seen["checkouts"] == [PACKAGE_PARENT.name]
+    # The directory above this checkout shows the way down to the bound virtualenv, never the
+    # other checkout (where that directory is /tmp, the run's private /tmp stands in for it).
+    assert PACKAGE_PARENT.name in seen["checkouts"]
+    assert Path(SIBLING_DB).parents[1].name not in seen["checkouts"]
+    if PACKAGE_PARENT.parent != Path("/tmp"):
+        assert seen["checkouts"] == [PACKAGE_PARENT.name]
     assert seen["accounts"] == ["root", "nobody"]
 
 

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import logging
-import re
 import secrets
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
@@ -56,7 +53,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
 
     app = FastAPI(
         title="RankLab",
-        docs_url="/api/docs",
+        docs_url=None,  # served by _api_docs, from static/vendor
         redoc_url=None,
         lifespan=lifespan,
         # FastAPI's built-in OpenTelemetry hooks look at the environment on every request
@@ -91,6 +88,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         analytics_routes,
     ):
         app.include_router(module.router)
+    _api_docs(app)
     _install_security(app, settings)
     _install_error_handlers(app)
     return app
@@ -119,23 +117,35 @@ def content_security_policy(nonce: str, inline_script_hashes: Iterable[str] = ()
     )
 
 
-def _docs_policy(nonce: str, page: bytes) -> str:
-    """The policy for /api/docs, FastAPI's Swagger UI: its files come from a CDN and it starts
-    with one inline script, allowed by that script's hash (not by 'unsafe-inline')."""
-    hashes = [
-        base64.b64encode(hashlib.sha256(match[1]).digest()).decode()
-        for match in _INLINE_SCRIPT.finditer(page)
-    ]
-    cdn = "https://cdn.jsdelivr.net"
-    policy = content_security_policy(nonce, hashes).replace("script-src", f"script-src {cdn}")
-    # Swagger UI places its widgets with style attributes: inline style on this page only.
-    policy = policy.replace("style-src 'self'", f"style-src 'self' 'unsafe-inline' {cdn}")
-    return policy.replace(
-        "img-src 'self' data:", "img-src 'self' data: https://fastapi.tiangolo.com"
+def _docs_policy(nonce: str) -> str:
+    """The policy for /api/docs (Swagger UI, vendored): the same, but Swagger UI places its
+    widgets with inline styles, so inline style is allowed on this page only."""
+    return content_security_policy(nonce).replace(
+        "style-src 'self'", "style-src 'self' 'unsafe-inline'"
     )
 
 
-_INLINE_SCRIPT = re.compile(rb"<script>(.*?)</script>", re.DOTALL)
+def _api_docs(app: FastAPI) -> None:
+    """Swagger UI for the JSON API, served from static/vendor (FastAPI's default loads it from a
+    CDN, which neither a machine without internet nor the policy above allows)."""
+
+    @app.get(DOCS_URL, include_in_schema=False)
+    async def api_docs(request: Request) -> HTMLResponse:
+        nonce = request.state.csp_nonce
+        return HTMLResponse(
+            '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            "<title>RankLab API</title>"
+            f'<link rel="stylesheet" href="{SWAGGER}/swagger-ui.css">'
+            f'</head><body><div id="swagger-ui"></div>'
+            f'<script nonce="{nonce}" src="{SWAGGER}/swagger-ui-bundle.js"></script>'
+            f'<script nonce="{nonce}">window.ui = SwaggerUIBundle('
+            f'{{url: "{app.openapi_url}", dom_id: "#swagger-ui"}});</script>'
+            "</body></html>"
+        )
+
+
+DOCS_URL = "/api/docs"
+SWAGGER = "/static/vendor/swagger-ui"
 _SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",  # for browsers that predate frame-ancestors
@@ -146,7 +156,7 @@ _SECURITY_HEADERS = {
 def _install_security(app: FastAPI, settings: Settings) -> None:
     """Security headers with a per-request CSP nonce, the CSRF seed cookie, log-in throttling."""
     app.state.throttle = Throttle(settings)
-    app.add_middleware(SecurityHeaders, settings=settings, docs_url=app.docs_url)
+    app.add_middleware(SecurityHeaders, settings=settings, docs_url=DOCS_URL)
 
 
 class SecurityHeaders:
@@ -175,38 +185,18 @@ class SecurityHeaders:
         use_csrf_seed(connection, incoming or accounts.new_csrf_seed())  # type: ignore[arg-type]
         nonce = secrets.token_urlsafe(16)
         connection.state.csp_nonce = nonce  # templates put it on every <script> (csp_nonce)
-        if scope["path"] == self.docs_url:
-            await self._docs(scope, receive, send, connection, incoming, nonce)
-            return
+        policy = (
+            _docs_policy(nonce)
+            if scope["path"] == self.docs_url
+            else content_security_policy(nonce)
+        )
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                self._add_headers(message, connection, incoming, content_security_policy(nonce))
+                self._add_headers(message, connection, incoming, policy)
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
-
-    async def _docs(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        connection: HTTPConnection,
-        incoming: str | None,
-        nonce: str,
-    ) -> None:
-        # Swagger UI's page: its inline script is allowed by hash, so the body is needed first.
-        messages: list[Message] = []
-
-        async def collect(message: Message) -> None:
-            messages.append(message)
-
-        await self.app(scope, receive, collect)
-        page = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
-        for message in messages:
-            if message["type"] == "http.response.start":
-                self._add_headers(message, connection, incoming, _docs_policy(nonce, page))
-            await send(message)
 
     def _add_headers(
         self, message: Message, connection: HTTPConnection, incoming: str | None, policy: str

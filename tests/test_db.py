@@ -100,7 +100,7 @@ def test_parallel_views_of_an_expired_question_record_one_time_out(learner, cloc
 
     def view(_: int) -> tuple[int, bool]:
         page = learner.get(f"{attempt}/q/1")
-        return page.status_code, "Time ran out" in page.text
+        return page.status_code, "Time's up" in page.text
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         views = list(pool.map(view, range(12)))

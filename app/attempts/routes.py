@@ -234,19 +234,17 @@ def expire(
     number: RowId,
     user: CurrentUser,
     session: SessionDep,
-    catalog: CatalogDep,
     settings: SettingsDep,
     now: NowDep,
 ):
-    """The browser's timer reached zero: record the time-out (if the server agrees), move on."""
+    """The browser's timer reached zero: record the time-out (if the server agrees) and show the
+    question closed, saying time is up, with its key and explanation; Next moves on."""
     assert user.id is not None
     attempt, row = attempts.question_for_user(session, attempt_id, number, user.id)
     if row.position != attempt.current_position:
         return _redirect(f"/attempts/{attempt.id}")
     # The page waits out the grace before reporting, so an answer sent at 0:00 still counts.
-    if attempts.close_if_expired(session, row, settings.grace_seconds, now):
-        _advance(session, attempt, catalog, settings, now, user)
-        return _redirect(f"/attempts/{attempt.id}")
+    attempts.close_if_expired(session, row, settings.grace_seconds, now)
     return _redirect(f"/attempts/{attempt.id}/q/{number}")
 
 

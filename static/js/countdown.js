@@ -9,6 +9,8 @@ document.addEventListener("alpine:init", () => {
     offset: serverNowMs - Date.now(),
     remaining: deadlineMs - serverNowMs,
     label: "",
+    announcement: "", // read by screen readers (an aria-live region), at a few moments only
+    announced: new Set(),
     fired: false,
     start() {
       this.tick();
@@ -18,6 +20,12 @@ document.addEventListener("alpine:init", () => {
       this.remaining = Math.max(0, deadlineMs - (Date.now() + this.offset));
       const total = Math.ceil(this.remaining / 1000);
       this.label = `${Math.floor(total / 60)}:${String(total % 60).padStart(2, "0")}`;
+      // A live region that changed every second would drown the question for a screen
+      // reader: say how much time is left as it passes a minute, thirty and ten seconds.
+      if ([60, 30, 10, 0].includes(total) && !this.announced.has(total)) {
+        this.announced.add(total);
+        this.announcement = total === 0 ? "Time is up." : `${total} seconds left.`;
+      }
       if (this.remaining <= 0 && !this.fired) {
         this.fired = true;
         clearInterval(this.timer);

@@ -63,7 +63,7 @@ def test_a_late_answer_is_refused_and_recorded_as_a_timeout(learner, clock):
     late = learner.answer(attempt, 1, "B")
     assert late.status_code == 409 and "Time is up" in late.text
     page = learner.get(f"{attempt}/q/1").text
-    assert "Time ran out" in page and "KEY-EXPLANATION-WORLD" in page
+    assert "Time's up" in page and "KEY-EXPLANATION-WORLD" in page
 
 
 def test_an_answer_inside_the_grace_period_counts(learner, clock):
@@ -72,7 +72,7 @@ def test_an_answer_inside_the_grace_period_counts(learner, clock):
     assert learner.answer(attempt, 1, "B").status_code == 303
 
 
-def test_the_browser_timer_expiry_moves_on_only_when_the_server_agrees(learner, clock):
+def test_the_browser_timer_expiry_closes_the_question_only_when_the_server_agrees(learner, clock):
     attempt = learner.start("test-basics")
     early = learner.post(f"{attempt}/q/1/expire", follow_redirects=False)
     assert early.headers["location"] == f"{attempt}/q/1"  # not yet: still answerable
@@ -80,7 +80,13 @@ def test_the_browser_timer_expiry_moves_on_only_when_the_server_agrees(learner, 
     inside_grace = learner.post(f"{attempt}/q/1/expire", follow_redirects=False)
     assert inside_grace.headers["location"] == f"{attempt}/q/1"
     clock.advance(2)
-    learner.post(f"{attempt}/q/1/expire", follow_redirects=False)
+    closed = learner.post(f"{attempt}/q/1/expire")
+    # The learner is told: time's up, the key and the explanation, then Next moves on.
+    assert closed.url.path == f"{attempt}/q/1"
+    assert "Time's up" in closed.text
+    assert 'data-testid="key-mark"' in closed.text and 'data-testid="explanation"' in closed.text
+    assert learner.get(attempt).url.path == f"{attempt}/q/1"  # still there until Next
+    learner.next(attempt)
     assert learner.get(attempt).url.path == f"{attempt}/q/2"
 
 

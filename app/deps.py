@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from sqlmodel import Session
 
@@ -160,6 +160,21 @@ def use_csrf_seed(request: Request, seed: str) -> None:
 def renew_csrf_seed(request: Request) -> None:
     """Give the visitor a new CSRF seed: on every privilege change, so an old token is useless."""
     use_csrf_seed(request, accounts.new_csrf_seed())
+
+
+def sign_in(request: Request, response: Response, token: str, settings: Settings) -> Response:
+    """Give the response the new session cookie: a privilege change, so the CSRF seed is new
+    too (the caller ended the old session), and nothing a page or cookie held before works."""
+    renew_csrf_seed(request)
+    response.set_cookie(
+        SESSION_COOKIE,
+        token,
+        max_age=settings.session_days * 86400,
+        httponly=True,
+        samesite="lax",
+        secure=settings.cookie_secure,
+    )
+    return response
 
 
 async def verify_csrf(request: Request, settings: SettingsDep) -> None:

@@ -10,7 +10,6 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from app.accounts import service as accounts
 from app.accounts.models import Role, TimeAccommodation, User
 from app.accounts.throttle import Refusal
-from app.config import Settings
 from app.deps import (
     SESSION_COOKIE,
     AdminUser,
@@ -22,6 +21,7 @@ from app.deps import (
     SettingsDep,
     ThrottleDep,
     renew_csrf_seed,
+    sign_in,
     wants_json,
 )
 from app.errors import BadRequest, Conflict
@@ -56,21 +56,6 @@ def _too_many(
     )
 
 
-def _signed_in(request: Request, response: Response, token: str, settings: Settings) -> Response:
-    # A privilege change: the session token is new (the caller ended the old one) and so is
-    # the CSRF seed, so nothing a page or a cookie held before the change still works.
-    renew_csrf_seed(request)
-    response.set_cookie(
-        SESSION_COOKIE,
-        token,
-        max_age=settings.session_days * 86400,
-        httponly=True,
-        samesite="lax",
-        secure=settings.cookie_secure,
-    )
-    return response
-
-
 @router.post("/guest", dependencies=[CsrfDep])
 def start_as_guest(
     request: Request,
@@ -88,7 +73,7 @@ def start_as_guest(
     token = accounts.replace_session(
         session, request.cookies.get(SESSION_COOKIE), guest, now, settings.session_days
     )
-    return _signed_in(request, response, token, settings)
+    return sign_in(request, response, token, settings)
 
 
 @router.get("/login", response_class=HTMLResponse)
@@ -126,7 +111,7 @@ def login(
     token = accounts.replace_session(
         session, request.cookies.get(SESSION_COOKIE), user, now, settings.session_days
     )
-    return _signed_in(request, response, token, settings)
+    return sign_in(request, response, token, settings)
 
 
 @router.get("/register", response_class=HTMLResponse)
@@ -172,7 +157,7 @@ def register(
         settings.session_days,
         end_all_of_user=guest is not None,
     )
-    return _signed_in(request, response, token, settings)
+    return sign_in(request, response, token, settings)
 
 
 @router.post("/logout", dependencies=[CsrfDep])

@@ -16,6 +16,7 @@ from fastapi.responses import (
 )
 from sqlmodel import Session
 
+from app.accounts import service as accounts
 from app.accounts.models import User
 from app.attempts import rules
 from app.attempts import service as attempts
@@ -25,14 +26,17 @@ from app.challenges.schema import EXECUTABLE_KINDS
 from app.config import Settings
 from app.db import run_reads, run_writes
 from app.deps import (
+    SESSION_COOKIE,
     CatalogDep,
     CsrfDep,
     CurrentUser,
     ExecutorDep,
     NowDep,
+    OptionalUser,
     RowId,
     SessionDep,
     SettingsDep,
+    sign_in,
 )
 from app.errors import Conflict, NotFound
 from app.runs import service as runs
@@ -78,15 +82,33 @@ def _question_context(
 
 
 @router.post("/sets/{set_id}/start", dependencies=[CsrfDep])
-def start(set_id: str, catalog: CatalogDep, user: CurrentUser, session: SessionDep, now: NowDep):
-    """Start the set (or resume the unfinished attempt) and go to its current question."""
+def start(
+    request: Request,
+    set_id: str,
+    catalog: CatalogDep,
+    user: OptionalUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    now: NowDep,
+):
+    """Start the set (or resume the unfinished attempt) and go to its current question.
+
+    A visitor who is not signed in starts as a guest with the same click (one click, not a
+    guest start that only reloads the page and then a second Start)."""
     loaded = catalog.get(set_id)
     if loaded is None:
         raise NotFound(f"No challenge set {set_id!r}.")
+    token = None
+    if user is None:
+        user = accounts.create_guest(session, now)
+        token = accounts.replace_session(
+            session, request.cookies.get(SESSION_COOKIE), user, now, settings.session_days
+        )
     assert user.id is not None
     multiplier = user.time_accommodation.multiplier
     attempt = attempts.start_or_resume(session, user.id, loaded.challenge_set, now, multiplier)
-    return _redirect(f"/attempts/{attempt.id}")
+    response = _redirect(f"/attempts/{attempt.id}")
+    return response if token is None else sign_in(request, response, token, settings)
 
 
 @router.get("/attempts/{attempt_id}")

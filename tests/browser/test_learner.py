@@ -137,3 +137,10 @@ def test_the_first_tab_reaches_a_skip_link_to_the_content(page):
     expect(page.locator("#main")).to_be_focused()
     icon = page.locator('link[rel="icon"]').get_attribute("href")
     assert icon is not None and page.request.get(icon).ok
+
+
+def test_one_click_on_a_set_page_starts_it_as_a_guest(page):
+    page.goto("/sets/test-quick")
+    page.get_by_test_id("start-guest").click()
+    page.wait_for_url(re.compile(r"/q/1$"))
+    expect(page.get_by_test_id("who")).to_be_visible()  # signed in as a guest, one click

@@ -1,4 +1,5 @@
-"""Checks on learner-facing Markdown beyond the schema: no images from other sites.
+"""Checks on learner-facing Markdown beyond the schema: no images from other sites, and no notes
+addressed to authors (where an item came from belongs in a YAML comment, not in its text).
 
 An image from another host would be fetched by every learner's browser as the page opens,
 telling that host who reads which question and when; the Content-Security-Policy (img-src
@@ -61,6 +62,19 @@ def external_images(markdown: str) -> list[str]:
         for match in _RAW_IMG.finditer(markdown)
     ]
     return [url for url in urls if is_external_url(url)]
+
+
+# Phrases that speak about the content's history to its authors, not to learners.
+_AUTHOR_NOTE = re.compile(
+    r"\b(?:the seed(?:'s| version| snippet| page| claimed| said| says)|in the seed|from the seed"
+    r"|note to (?:authors?|self)|author'?s? note|TODO|FIXME)\b",
+    re.I,
+)
+
+
+def author_notes(markdown: str) -> list[str]:
+    """Return each phrase of this learner-facing Markdown that addresses authors."""
+    return [match.group(0) for match in _AUTHOR_NOTE.finditer(markdown)]
 
 
 def markdown_fields(model: BaseModel) -> Iterator[tuple[tuple[str | int, ...], str]]:

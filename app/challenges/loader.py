@@ -126,22 +126,27 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
 def _external_image_errors(
     shown: str, text: str, document: CommentedMap, challenge_set: ChallengeSet
 ) -> list[LoadError]:
-    """Report each image from another site in the learner-facing Markdown, at its URL."""
+    """Report each image from another site and each note to authors in the learner-facing
+    Markdown, at the text itself."""
     errors: list[LoadError] = []
     for location, markdown in content_checks.markdown_fields(challenge_set):
         search_from = _offset(text, *_value_position(document, location))
-        for url in content_checks.external_images(markdown):
-            found = text.find(url, search_from)
-            if found >= 0:  # point at the URL itself; else at the field's value
-                search_from = found + len(url)
+        field_path = ".".join(str(part) for part in location)
+        problems = [
+            (url, f"external image {url!r}: images must come from this site (a path, not a URL)")
+            for url in content_checks.external_images(markdown)
+        ] + [
+            (phrase, f"{phrase!r} speaks to authors, not learners: say where an item came from "
+             "in a YAML comment")
+            for phrase in content_checks.author_notes(markdown)
+        ]  # fmt: skip
+        for needle, problem in problems:
+            found = text.find(needle, search_from)
+            if found >= 0:  # point at the text itself; else at the field's value
+                search_from = found + len(needle)
             before = text[: found if found >= 0 else search_from]
             line, column = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
-            field_path = ".".join(str(part) for part in location)
-            message = (
-                f"{field_path}: external image {url!r}: images must come from this site "
-                "(a path, not a URL)"
-            )
-            errors.append(LoadError(shown, line, column, message))
+            errors.append(LoadError(shown, line, column, f"{field_path}: {problem}"))
     return errors
 
 

@@ -118,3 +118,20 @@ def test_the_renderer_keeps_local_images():
 def test_the_authoring_guide_says_images_must_be_local():
     guide = (Path(__file__).resolve().parents[2] / "docs" / "authoring.md").read_text()
     assert "external image" in guide.lower()
+
+
+@pytest.mark.parametrize(
+    "note", ["The seed claimed otherwise.", "Nothing changed from the seed.", "TODO check this."]
+)
+def test_a_note_to_authors_in_learner_text_is_an_error_at_its_position(content: Path, note: str):
+    set_file = content / "basics" / "set.yaml"
+    replace(set_file, "It is the number of ranks", f"{note} It is the number of ranks")
+    [error] = errors(content)
+    assert error.startswith("challenges/basics/set.yaml:18:")
+    assert "items.0.explanation" in error and "speaks to authors" in error
+
+
+def test_the_word_seed_about_random_numbers_is_fine(content: Path):
+    set_file = content / "basics" / "set.yaml"
+    replace(set_file, "It is the number of ranks", "Seed every rank with torch.manual_seed(0).")
+    assert errors(content) == []

@@ -91,6 +91,14 @@ def when(moment: datetime | None) -> str:
     return "" if moment is None else moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
+def accommodated(seconds: float | None, user: Any) -> float | None:
+    """A time as this learner gets it: multiplied by their time accommodation (None: untimed)."""
+    if seconds is None or user is None:
+        return seconds
+    multiplier: float | None = user.time_accommodation.multiplier
+    return None if multiplier is None else seconds * multiplier
+
+
 def _user(request: Request) -> dict[str, Any]:
     # Set by the user dependency; pages rendered without it show the signed-out header.
     return {"user": getattr(request.state, "user", None)}
@@ -120,7 +128,11 @@ def build_templates(auto_reload: bool = False) -> Jinja2Templates:
         ]
     )
     templates.env.filters.update(
-        markdown=_markdown_once, highlight=highlight, duration=duration, when=when
+        markdown=_markdown_once,
+        highlight=highlight,
+        duration=duration,
+        when=when,
+        accommodated=accommodated,
     )
     return templates
 

@@ -6,7 +6,10 @@ import shutil
 from pathlib import Path
 
 from fastapi.testclient import TestClient
-from app.accounts.models import Role
+from sqlmodel import Session, select
+
+from app.accounts.models import Role, TimeAccommodation, User
+from app.db import make_engine
 from tests.conftest import TEST_CHALLENGES
 from tests.support.accounts import set_role
 from tests.support.learner import Learner
@@ -48,3 +51,21 @@ def test_the_home_page_shows_my_status_per_set(client):
     learner.start("test-basics")
     assert 'data-testid="status">In progress' in learner.get("/").text
     assert ">Resume<" in learner.get("/sets/test-basics").text
+
+
+def test_set_totals_include_the_learners_time_accommodation(app_factory, sqlite_url):
+    with TestClient(app_factory(sqlite_url)) as client:
+        learner = Learner(client)
+        learner.get("/")
+        learner.post("/register", {"username": "slowreader", "password": "reads-slowly"})
+        assert "3:00 in all" in learner.get("/sets/test-basics").text
+        engine = make_engine(sqlite_url)
+        with Session(engine) as session:
+            user = session.exec(select(User).where(User.username == "slowreader")).one()
+            user.time_accommodation = TimeAccommodation("x2")
+            session.add(user)
+            session.commit()
+        engine.dispose()
+        page = learner.get("/sets/test-basics").text
+        assert "6:00 in all with your time × 2" in page
+        assert "6:00 in all" in learner.get("/").text

@@ -160,6 +160,12 @@ def register(
     return sign_in(request, response, token, settings)
 
 
+@router.get("/logout", response_class=HTMLResponse)
+def logout_page(request: Request, user: OptionalUser):
+    """Ask before logging out; a guest is warned that their progress goes with the session."""
+    return request.app.state.templates.TemplateResponse(request, "logout.html", {})
+
+
 @router.post("/logout", dependencies=[CsrfDep])
 def logout(request: Request, session: SessionDep):
     """End the session on the server (a replayed cookie signs in as nobody) and renew CSRF."""

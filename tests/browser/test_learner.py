@@ -144,3 +144,17 @@ def test_one_click_on_a_set_page_starts_it_as_a_guest(page):
     page.get_by_test_id("start-guest").click()
     page.wait_for_url(re.compile(r"/q/1$"))
     expect(page.get_by_test_id("who")).to_be_visible()  # signed in as a guest, one click
+
+
+def test_a_guest_is_warned_before_logging_out_and_offered_an_account(page):
+    page.goto("/sets/test-quick")
+    page.get_by_test_id("start-guest").click()
+    page.wait_for_url(re.compile(r"/q/1$"))
+    page.get_by_test_id("logout").click()
+    expect(page.get_by_test_id("guest-warning")).to_contain_text("gone for good")
+    page.get_by_test_id("keep-progress").click()
+    page.wait_for_url(re.compile(r"/register$"))
+    page.goto("/logout")
+    page.get_by_test_id("confirm-logout").click()
+    page.wait_for_url(re.compile(r"/$"))
+    expect(page.get_by_test_id("who")).to_have_count(0)

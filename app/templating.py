@@ -27,6 +27,9 @@ from app.challenges import content_checks
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
 KINDS_DIR = Path(__file__).resolve().parent / "kinds"
 _FORMATTER = HtmlFormatter(cssclass="highlight", wrapcode=True)
+# Inside Markdown, markdown-it wraps a highlighter's output in its own <pre><code> unless the
+# output is a <pre> already: a nested <pre> left a blank band under every code block.
+_SPANS_ONLY = HtmlFormatter(nowrap=True)
 
 
 @lru_cache(maxsize=1024)
@@ -39,12 +42,22 @@ def highlight(code: str, language: str = "python") -> Markup:
     return Markup(pygments_highlight(code, lexer, _FORMATTER))
 
 
+def _fenced(code: str, language: str) -> str:
+    """A fenced code block in Markdown: one <pre class="highlight"> holding the spans."""
+    try:
+        lexer = get_lexer_by_name(language)
+    except ClassNotFound:
+        lexer = PythonLexer()
+    spans = pygments_highlight(code, lexer, _SPANS_ONLY)
+    return f'<pre class="highlight"><code>{spans}</code></pre>\n'
+
+
 @lru_cache(maxsize=1)
 def _markdown() -> MarkdownIt:
     # "js-default" turns raw HTML off: challenge text can never inject markup or scripts.
     parser = MarkdownIt(
         "js-default",
-        {"highlight": lambda code, lang, _attrs: str(highlight(code, lang or "python"))},
+        {"highlight": lambda code, lang, _attrs: _fenced(code, lang or "python")},
     ).enable("table")
     parser.add_render_rule("image", _local_image_only)
     return parser

@@ -56,3 +56,11 @@ def test_the_access_log_is_a_setting(served, sqlite_url):
     settings = make_settings(sqlite_url, access_log=True)  # RANKLAB_ACCESS_LOG=true
     embedded.serve(settings, "127.0.0.1", 8000, with_executor=False)
     assert served["access_log"] is True
+
+
+def test_a_code_block_in_markdown_is_one_highlighted_pre() -> None:
+    from app.templating import markdown
+
+    html = str(markdown("Look:\n\n```python\nx = torch.ones(2)\n```\n"))
+    assert html.count("<pre") == 1  # a nested <pre> left a blank band under the code
+    assert '<pre class="highlight"><code>' in html and '<span class="n">torch</span>' in html

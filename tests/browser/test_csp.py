@@ -60,6 +60,8 @@ def test_a_hint_arrives_through_htmx_within_the_policy(page, csp_problems):
     with page.expect_response(lambda response: response.url.endswith("/hint")):
         page.get_by_test_id("show-hint").click()
     expect(page.get_by_test_id("hint")).to_be_visible()
+    # The button the keyboard was on is gone: focus moves to the hint, not back to the page.
+    expect(page.get_by_test_id("hint")).to_be_focused()
     assert csp_problems == []
 
 

@@ -28,6 +28,8 @@ CSRF_COOKIE = "ranklab_csrf"
 # this range names nothing, so the validation handler in app.main answers 404 for it.
 MAX_ROW_ID = 2**31 - 1
 RowId = Annotated[int, Path(ge=1, le=MAX_ROW_ID, description="A positive id or 1-based number.")]
+# Set and item ids are VARCHAR(100) columns: a longer one can name nothing (a 422 saying why).
+SlugId = Annotated[str, Path(max_length=100, description="A set's or item's stable id.")]
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")  # they change nothing (RFC 9110): their sessions read
 
 

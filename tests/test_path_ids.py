@@ -75,3 +75,17 @@ def test_every_numeric_path_parameter_is_bounded_to_the_database_range(app_facto
     for path, parameter in numeric:
         bounds = (parameter["schema"].get("minimum"), parameter["schema"].get("maximum"))
         assert bounds == (1, MAX_ROW_ID), f"{path}: {parameter['name']} is not a RowId"
+
+
+def test_set_and_item_ids_longer_than_their_columns_are_refused_with_a_4xx(admin):
+    long_id = "s" * 101
+    for response in (
+        admin.get(f"/sets/{long_id}"),
+        admin.get(f"/admin/sets/{long_id}"),
+        admin.get(f"/staff/sets/{long_id}/verify"),
+        admin.get(f"/staff/sets/test-basics/items/{long_id}/verify"),
+        admin.post(f"/sets/{long_id}/start"),
+    ):
+        assert response.status_code == 422, response.request.url
+        assert "at most 100 characters" in response.text
+    assert admin.get(f"/sets/{'s' * 100}").status_code == 404  # as long as a column: unknown

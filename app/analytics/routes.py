@@ -13,7 +13,7 @@ from sqlmodel import col
 from app.analytics import rules
 from app.analytics import service as analytics
 from app.attempts.models import SetAttempt
-from app.deps import AdminUser, CatalogDep, RowId, SessionDep
+from app.deps import AdminUser, CatalogDep, RowId, SessionDep, SlugId
 
 router = APIRouter(prefix="/admin")
 
@@ -81,7 +81,7 @@ def overview(request: Request, _admin: AdminUser, session: SessionDep, catalog: 
 
 @router.get("/sets/{set_id}", response_class=HTMLResponse)
 def set_report(
-    request: Request, set_id: str, _admin: AdminUser, session: SessionDep, catalog: CatalogDep
+    request: Request, set_id: SlugId, _admin: AdminUser, session: SessionDep, catalog: CatalogDep
 ):
     """Show one set's summary and, per item, facility, discrimination, time, hints and options."""
     title = analytics.set_title(session, catalog, set_id)

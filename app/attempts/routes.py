@@ -36,6 +36,7 @@ from app.deps import (
     RowId,
     SessionDep,
     SettingsDep,
+    SlugId,
     sign_in,
 )
 from app.errors import Conflict, NotFound
@@ -84,7 +85,7 @@ def _question_context(
 @router.post("/sets/{set_id}/start", dependencies=[CsrfDep])
 def start(
     request: Request,
-    set_id: str,
+    set_id: SlugId,
     catalog: CatalogDep,
     user: OptionalUser,
     session: SessionDep,

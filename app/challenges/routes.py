@@ -7,7 +7,7 @@ from fastapi.responses import HTMLResponse
 
 from app.attempts import service as attempts
 from app.db import run_reads
-from app.deps import CatalogDep, OptionalUser, SessionDep
+from app.deps import SlugId, CatalogDep, OptionalUser, SessionDep
 from app.errors import NotFound
 
 router = APIRouter()
@@ -35,7 +35,7 @@ async def home(request: Request, catalog: CatalogDep, user: OptionalUser, sessio
 
 @router.get("/sets/{set_id}", response_class=HTMLResponse)
 async def set_page(
-    request: Request, set_id: str, catalog: CatalogDep, user: OptionalUser, session: SessionDep
+    request: Request, set_id: SlugId, catalog: CatalogDep, user: OptionalUser, session: SessionDep
 ):
     """Introduce a set: what it covers, how long it takes, the badge, and a start button."""
     facts = catalog.facts_of(set_id)

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from app.challenges.catalog import Catalog
 from app.challenges.loader import LoadedSet
 from app.challenges.schema import EXECUTABLE_KINDS, ItemBase
-from app.deps import CatalogDep, CsrfDep, ExecutorDep, StaffUser, VerifyJobsDep
+from app.deps import CatalogDep, CsrfDep, ExecutorDep, SlugId, StaffUser, VerifyJobsDep
 from app.errors import NotFound
 from app.executor_client import ExecutorClient
 from app.runs import service as runs
@@ -56,7 +56,7 @@ def reload_content(staff: StaffUser, catalog: CatalogDep):
 
 @router.get("/sets/{set_id}/preview", response_class=HTMLResponse)
 def preview(
-    request: Request, set_id: str, staff: StaffUser, catalog: CatalogDep, executor: ExecutorDep
+    request: Request, set_id: SlugId, staff: StaffUser, catalog: CatalogDep, executor: ExecutorDep
 ):
     """A set as instructors see it: keys, feedback, outcomes, explanations and snippets."""
     loaded = _loaded(catalog, set_id)
@@ -122,7 +122,7 @@ def _start_job(
 @router.post("/sets/{set_id}/verify", dependencies=[CsrfDep], response_class=HTMLResponse)
 def verify_set(
     request: Request,
-    set_id: str,
+    set_id: SlugId,
     staff: StaffUser,
     catalog: CatalogDep,
     executor: ExecutorDep,
@@ -134,7 +134,7 @@ def verify_set(
 
 @router.get("/sets/{set_id}/verify", response_class=HTMLResponse)
 def verify_set_progress(
-    request: Request, set_id: str, staff: StaffUser, catalog: CatalogDep, jobs: VerifyJobsDep
+    request: Request, set_id: SlugId, staff: StaffUser, catalog: CatalogDep, jobs: VerifyJobsDep
 ):
     """Show the set's verification so far: each item pending, running, or its verdict."""
     return _render_job(request, jobs, _loaded(catalog, set_id), None)
@@ -145,8 +145,8 @@ def verify_set_progress(
 )
 def verify_item(
     request: Request,
-    set_id: str,
-    item_id: str,
+    set_id: SlugId,
+    item_id: SlugId,
     staff: StaffUser,
     catalog: CatalogDep,
     executor: ExecutorDep,
@@ -159,8 +159,8 @@ def verify_item(
 @router.get("/sets/{set_id}/items/{item_id}/verify", response_class=HTMLResponse)
 def verify_item_progress(
     request: Request,
-    set_id: str,
-    item_id: str,
+    set_id: SlugId,
+    item_id: SlugId,
     staff: StaffUser,
     catalog: CatalogDep,
     jobs: VerifyJobsDep,

@@ -12,7 +12,6 @@ import logging
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ import uvicorn
 from app.config import Settings
 from app.executor_client import HttpExecutorClient
 from app.main import create_app
+from executor.ports import free_port
 
 log = logging.getLogger("ranklab")
 
@@ -107,13 +107,6 @@ def stop_executor(process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-
-
-def free_port() -> int:
-    """Return a TCP port free on loopback right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_until_warm(

@@ -13,13 +13,11 @@ from typing import Any, Protocol
 
 import httpx
 
-from executor.contract import OutputEvent, RunRequest, RunResult
+from executor.contract import ExecutorUnavailable, OutputEvent, RunRequest, RunResult
+
+__all__ = ["ExecutorUnavailable", "HttpExecutorClient", "NoExecutor", "RunEvent", "parse_sse"]
 
 RunEvent = OutputEvent | RunResult
-
-
-class ExecutorUnavailable(Exception):
-    """The executor could not be reached or refused the request (busy, bad request)."""
 
 
 class ExecutorClient(Protocol):

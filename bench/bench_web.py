@@ -20,7 +20,6 @@ import os
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,6 +37,8 @@ from jinja2 import DictLoader, Environment, select_autoescape
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run as a script: `app` from this checkout
+
+from executor.ports import free_port  # noqa: E402
 
 CSRF_SEED = "bench-csrf-seed"  # a browser has this cookie after its first page
 GOAL_RATIO = 0.5
@@ -162,14 +163,8 @@ def _seed(database_url: str) -> tuple[str, str]:
     return token, f"/attempts/{attempt.id}/q/{attempt.current_position + 1}"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _start(name: str, arguments: list[str], environment: dict[str, str], folder: Path) -> Server:
-    port = _free_port()
+    port = free_port()
     log = folder / f"{name}.log"
     with log.open("wb") as output:  # a file, never a pipe nobody reads
         process = subprocess.Popen(

@@ -14,7 +14,6 @@ import random
 import select
 import shutil
 import signal
-import socket
 import tempfile
 import time
 import uuid
@@ -26,6 +25,7 @@ from executor import rank as rank_module
 from executor import sandbox, siblings
 from executor.contract import RankStatus, RunStatus
 from executor.limits import RunBudget, rank_status, run_budget, run_status
+from executor.ports import free_port
 
 if TYPE_CHECKING:
     from executor.supervisor import ZygoteContext
@@ -527,15 +527,6 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def free_port() -> int:
-    """Return a TCP port free on the host's loopback right now."""
-    # Trusted runs share the host network, so pick a free port (a small race, accepted there).
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _parse_record(data: bytes) -> dict[str, Any] | None:

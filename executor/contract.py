@@ -14,6 +14,12 @@ Backend = Literal["auto", "gloo", "nccl"]
 Launcher = Literal["torchrun", "python"]
 
 
+class ExecutorUnavailable(RuntimeError):
+    """The executor cannot run this now: unreachable, starting or restarting its warm pool,
+    busy, or refusing the request. The service raises it inside, the app's client raises it
+    for every way a request can fail; pages then say runs are unavailable."""
+
+
 class RunStatus(StrEnum):
     """How a whole run ended."""
 

@@ -13,7 +13,7 @@ import threading
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
-from executor.contract import RunRequest
+from executor.contract import ExecutorUnavailable, RunRequest
 from executor.settings import PACKAGE_PARENT, ExecutorSettings
 
 # The zygote and every rank forked from it inherit this and nothing else: no secret from the
@@ -29,10 +29,6 @@ ZYGOTE_ENV = {
 }
 STREAM_LIMIT = 16 * 1024 * 1024
 WATCHDOG_GRACE_S = 30.0
-
-
-class ExecutorUnavailable(RuntimeError):
-    """The warm pool is not running (starting, or crashed and restarting)."""
 
 
 class QueueFull(RuntimeError):

@@ -10,7 +10,6 @@ from app.challenges.schema import EXECUTABLE_KINDS
 from app.deps import CatalogDep, CurrentUser, ExecutorDep, RowId, SessionDep
 from app.errors import Conflict, NotFound
 from app.runs import service as runs
-from executor.contract import RunRequest
 
 router = APIRouter()
 
@@ -33,12 +32,7 @@ def run_snippet(
         raise NotFound("This question has no snippet to run.")
     if not row.status.closed:
         raise Conflict("Answer the question first: the run shows the answer.")
-    request = RunRequest(
-        code=loaded.code[item.id],
-        nproc=item.launch.nproc,
-        backend=item.launch.backend.value,
-        timeout_s=item.launch.timeout_s,
-    )
+    request = runs.run_request(item, loaded.code[item.id])
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     session.commit()  # release SQLite's lock: the run streams for seconds
     return StreamingResponse(

@@ -5,10 +5,25 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+from app.challenges.base import ExecutableMixin
 from app.executor_client import ExecutorClient, ExecutorUnavailable
 from executor.contract import OutputEvent, RunRequest
 
 UNAVAILABLE = "Runs are unavailable right now; the question and its explanation still work."
+
+
+def run_request(
+    item: ExecutableMixin, code: str, *, timeout_s: float | None = None, use_cache: bool = True
+) -> RunRequest:
+    """The one way an item's snippet becomes a RunRequest: its launch settings, its code."""
+    return RunRequest(
+        code=code,
+        nproc=item.launch.nproc,
+        backend=item.launch.backend.value,
+        timeout_s=timeout_s or item.launch.timeout_s,
+        launcher=item.launch.launcher.value,
+        use_cache=use_cache,
+    )
 
 
 def _event(name: str, payload: object) -> str:

@@ -8,8 +8,9 @@ from typing import Any
 from app.challenges.loader import LoadedSet
 from app.challenges.schema import EXECUTABLE_KINDS, Backend, ItemBase
 from app.executor_client import ExecutorClient, ExecutorUnavailable
+from app.runs.service import run_request
 from app.verification.rules import ItemReport, Observation, Verdict, judge
-from executor.contract import OutputEvent, RankResult, RankStatus, RunRequest, RunResult, RunStatus
+from executor.contract import OutputEvent, RankResult, RankStatus, RunResult, RunStatus
 
 
 def gpus_needed(item: Any) -> int:
@@ -32,14 +33,7 @@ def observe(
     client: ExecutorClient, code: str, item: Any, timeout_s: float | None = None
 ) -> Observation:
     """Run a snippet once, uncached, noting which rank printed first, second, …"""
-    request = RunRequest(
-        code=code,
-        nproc=item.launch.nproc,
-        backend=item.launch.backend.value,
-        timeout_s=timeout_s or item.launch.timeout_s,
-        launcher=item.launch.launcher.value,
-        use_cache=False,
-    )
+    request = run_request(item, code, timeout_s=timeout_s, use_cache=False)
     order: list[int] = []
     result: RunResult | None = None
     for event in client.stream(request):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -13,7 +14,10 @@ from sqlmodel import Session
 from app.accounts import service as accounts
 from app.accounts.models import Role, User
 from app.accounts.throttle import Throttle
+from app.attempts import service as attempts
+from app.attempts.models import ItemAttempt, SetAttempt
 from app.challenges.catalog import Catalog
+from app.challenges.schema import ItemBase
 from app.config import Settings
 from app.db import never_waits, read_session, run_reads, utcnow, write_session
 from app.errors import Forbidden, LoginRequired
@@ -195,3 +199,35 @@ async def verify_csrf(request: Request, settings: SettingsDep) -> None:
 
 
 CsrfDep = Depends(verify_csrf)
+
+
+@dataclass(frozen=True)
+class AskedQuestion:
+    """One question of one of the signed-in learner's attempts: what every question route
+    starts from (another learner's attempt, or a number it does not have, is a 404)."""
+
+    attempt: SetAttempt
+    row: ItemAttempt
+    catalog: Catalog
+
+    @property
+    def number(self) -> int:
+        """The question's 1-based number, as in its URL."""
+        return self.row.position + 1
+
+    @property
+    def item(self) -> ItemBase:
+        """The item as the catalog serves it now (a 404 if it left the set)."""
+        return attempts.catalog_item(self.catalog, self.attempt, self.row)
+
+
+def get_question(
+    attempt_id: RowId, number: RowId, user: CurrentUser, session: SessionDep, catalog: CatalogDep
+) -> AskedQuestion:
+    """Look up /attempts/{attempt_id}/q/{number} for the signed-in learner."""
+    assert user.id is not None
+    attempt, row = attempts.question_for_user(session, attempt_id, number, user.id)
+    return AskedQuestion(attempt, row, catalog)
+
+
+QuestionDep = Annotated[AskedQuestion, Depends(get_question)]

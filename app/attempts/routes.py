@@ -33,6 +33,7 @@ from app.deps import (
     ExecutorDep,
     NowDep,
     OptionalUser,
+    QuestionDep,
     RowId,
     SessionDep,
     SettingsDep,
@@ -167,17 +168,14 @@ async def question(
 
 @router.get("/api/attempts/{attempt_id}/q/{number}")
 def question_json(
-    attempt_id: RowId,
-    number: RowId,
-    user: CurrentUser,
+    asked: QuestionDep,
     session: SessionDep,
     catalog: CatalogDep,
     settings: SettingsDep,
     now: NowDep,
 ):
     """The question as JSON (the key only once it is closed) with the server's deadline."""
-    assert user.id is not None
-    attempt, row = attempts.question_for_user(session, attempt_id, number, user.id)
+    attempt, row, number = asked.attempt, asked.row, asked.number
     if row.status is rules.ItemStatus.PENDING:
         raise NotFound("This question is not open yet.")
     attempts.close_if_expired(session, row, settings.grace_seconds, now)
@@ -198,9 +196,7 @@ def question_json(
 @router.post("/attempts/{attempt_id}/q/{number}/answer", dependencies=[CsrfDep])
 def answer(
     request: Request,
-    attempt_id: RowId,
-    number: RowId,
-    user: CurrentUser,
+    asked: QuestionDep,
     session: SessionDep,
     catalog: CatalogDep,
     settings: SettingsDep,
@@ -208,9 +204,7 @@ def answer(
     choice: AnswerField = None,
 ):
     """Judge an answer; the server refuses it when late or when no attempt is left (409)."""
-    assert user.id is not None
-    attempt, row = attempts.question_for_user(session, attempt_id, number, user.id)
-    item = attempts.catalog_item(catalog, attempt, row)
+    attempt, row, number, item = asked.attempt, asked.row, asked.number, asked.item
     judgement = attempts.submit(session, row, item, choice or [], settings.grace_seconds, now)
     if "application/json" in request.headers.get("accept", ""):
         context = _question_context(catalog, attempt, row, settings.grace_seconds, now)
@@ -226,19 +220,9 @@ def answer(
 
 
 @router.post("/attempts/{attempt_id}/q/{number}/hint", dependencies=[CsrfDep])
-def hint(
-    request: Request,
-    attempt_id: RowId,
-    number: RowId,
-    user: CurrentUser,
-    session: SessionDep,
-    catalog: CatalogDep,
-    now: NowDep,
-):
+def hint(request: Request, asked: QuestionDep, session: SessionDep, now: NowDep):
     """Reveal the hint (recorded: hint use is part of item statistics)."""
-    assert user.id is not None
-    attempt, row = attempts.question_for_user(session, attempt_id, number, user.id)
-    item = attempts.catalog_item(catalog, attempt, row)
+    attempt, row, number, item = asked.attempt, asked.row, asked.number, asked.item
     if item.hint is None:
         raise NotFound("This question has no hint.")
     if row.status is not rules.ItemStatus.OPEN:
@@ -252,18 +236,10 @@ def hint(
 
 
 @router.post("/attempts/{attempt_id}/q/{number}/expire", dependencies=[CsrfDep])
-def expire(
-    attempt_id: RowId,
-    number: RowId,
-    user: CurrentUser,
-    session: SessionDep,
-    settings: SettingsDep,
-    now: NowDep,
-):
+def expire(asked: QuestionDep, session: SessionDep, settings: SettingsDep, now: NowDep):
     """The browser's timer reached zero: record the time-out (if the server agrees) and show the
     question closed, saying time is up, with its key and explanation; Next moves on."""
-    assert user.id is not None
-    attempt, row = attempts.question_for_user(session, attempt_id, number, user.id)
+    attempt, row, number = asked.attempt, asked.row, asked.number
     if row.position != attempt.current_position:
         return _redirect(f"/attempts/{attempt.id}")
     # The page waits out the grace before reporting, so an answer sent at 0:00 still counts.

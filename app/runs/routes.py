@@ -5,9 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
-from app.attempts import service as attempts
 from app.challenges.schema import EXECUTABLE_KINDS
-from app.deps import CatalogDep, CurrentUser, ExecutorDep, RowId, SessionDep
+from app.deps import CatalogDep, ExecutorDep, QuestionDep, SessionDep
 from app.errors import Conflict, NotFound
 from app.runs import service as runs
 
@@ -16,17 +15,10 @@ router = APIRouter()
 
 @router.get("/attempts/{attempt_id}/q/{number}/run")
 def run_snippet(
-    attempt_id: RowId,
-    number: RowId,
-    user: CurrentUser,
-    session: SessionDep,
-    catalog: CatalogDep,
-    executor: ExecutorDep,
+    asked: QuestionDep, session: SessionDep, catalog: CatalogDep, executor: ExecutorDep
 ) -> StreamingResponse:
     """Run it: stream each rank's output (SSE) once the question is closed, then the result."""
-    assert user.id is not None
-    attempt, row = attempts.question_for_user(session, attempt_id, number, user.id)
-    item = attempts.catalog_item(catalog, attempt, row)
+    attempt, row, item = asked.attempt, asked.row, asked.item
     loaded = catalog.get(attempt.set_id)
     if not isinstance(item, EXECUTABLE_KINDS) or loaded is None:
         raise NotFound("This question has no snippet to run.")

@@ -10,6 +10,9 @@ dist.init_process_group("gloo")
 rank = dist.get_rank()
 dist.barrier()
 print(f"rank {rank} passed the barrier", flush=True)
+# Both ranks have printed before rank 1 dies: otherwise, on a loaded machine, torchrun's agent
+# may stop rank 0 before its line is out, and the reference's output would vary run to run.
+dist.barrier()
 if rank == 1:
     os.kill(os.getpid(), signal.SIGKILL)
 dist.all_reduce(torch.ones(1))

@@ -23,6 +23,7 @@ from app.deps import get_now
 from app.main import create_app
 from tests.support import postgres
 from tests.support.executor import CANARY
+from tests.support.learner import Learner
 
 if TYPE_CHECKING:
     from executor.runner import Executor
@@ -143,6 +144,16 @@ def client(app_factory, sqlite_url: str) -> Iterator[TestClient]:
     """A browser-like client on SQLite with the fake clock."""
     with TestClient(app_factory(sqlite_url)) as test_client:
         yield test_client
+
+
+@pytest.fixture
+def learner(app_factory, database_url):
+    """A guest who has started, in a browser-like client (SQLite and PostgreSQL); modules that
+    need another kind of learner define their own."""
+    with TestClient(app_factory(database_url)) as client:
+        person = Learner(client)
+        person.start_as_guest()
+        yield person
 
 
 os.environ.setdefault("RANKLAB_ENVIRONMENT", "test")

@@ -25,14 +25,6 @@ from tests.support.learner import Learner
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
 
 
-@pytest.fixture
-def learner(app_factory, database_url):
-    with TestClient(app_factory(database_url)) as client:
-        learner = Learner(client)
-        learner.start_as_guest()
-        yield learner
-
-
 def test_pages_answer_while_another_connection_holds_the_write_lock(app_factory, sqlite_url):
     with TestClient(app_factory(sqlite_url)) as client:
         learner = Learner(client)

@@ -18,14 +18,6 @@ SECRETS = ("KEY-EXPLANATION", "FEEDBACK-")
 QUICK = FIXTURES / "quick"
 
 
-@pytest.fixture
-def learner(app_factory, database_url):
-    with TestClient(app_factory(database_url)) as client:
-        learner = Learner(client)
-        learner.start_as_guest()
-        yield learner
-
-
 def test_a_learner_takes_the_set_and_earns_the_badge(learner, clock):
     attempt = learner.start("test-basics")
     page = learner.get(f"{attempt}/q/1")

@@ -55,7 +55,7 @@ schema: $(STAMP)
 # Re-vendor the front-end files from the npm registry (see static/vendor/README.md).
 vendor:
 	rm -rf var/vendor && mkdir -p var/vendor
-	cd var/vendor && npm pack htmx.org@2.0.11 @alpinejs/csp@3.17.4 @picocss/pico@2.1.1 chart.js@4.6.1 swagger-ui-dist@5.35.0 >/dev/null
+	cd var/vendor && npm pack htmx.org@2.0.11 @alpinejs/csp@3.17.4 @picocss/pico@2.1.1 chart.js@4.6.1 swagger-ui-dist@5.35.0 axe-core@4.14.1 >/dev/null
 	cd var/vendor && for f in *.tgz; do mkdir -p "$${f%.tgz}" && tar xzf "$$f" -C "$${f%.tgz}"; done
 	cp var/vendor/htmx.org-2.0.11/package/dist/htmx.min.js static/vendor/htmx/
 	cp var/vendor/htmx.org-2.0.11/package/LICENSE static/vendor/htmx/
@@ -69,6 +69,11 @@ vendor:
 	mkdir -p static/vendor/swagger-ui
 	cp var/vendor/swagger-ui-dist-5.35.0/package/swagger-ui-bundle.js var/vendor/swagger-ui-dist-5.35.0/package/swagger-ui.css static/vendor/swagger-ui/
 	cp var/vendor/swagger-ui-dist-5.35.0/package/LICENSE var/vendor/swagger-ui-dist-5.35.0/package/NOTICE static/vendor/swagger-ui/
+	# axe-core is used only by tests/browser/test_axe.py (injected by the test, never served
+	# by a page); it lives here so there is one vendoring path.
+	mkdir -p static/vendor/axe-core
+	cp var/vendor/axe-core-4.14.1/package/axe.min.js static/vendor/axe-core/
+	cp var/vendor/axe-core-4.14.1/package/LICENSE var/vendor/axe-core-4.14.1/package/LICENSE-3RD-PARTY.txt static/vendor/axe-core/
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

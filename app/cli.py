@@ -114,8 +114,10 @@ def _validate(args: argparse.Namespace) -> int:
         print(error, file=sys.stderr)
     items = sum(len(loaded.challenge_set.items) for loaded in report.sets)
     verdict = "ok" if report.ok else f"{len(report.errors)} error(s)"
+    topics = len(report.topics)
     print(
-        f"{len(report.files)} file(s), {len(report.sets)} valid set(s), {items} item(s): {verdict}"
+        f"{len(report.files)} file(s), {len(report.sets)} valid set(s), {topics} topic(s), "
+        f"{items} item(s): {verdict}"
     )
     return 0 if report.ok else 1
 
@@ -123,14 +125,17 @@ def _validate(args: argparse.Namespace) -> int:
 def _schema(args: argparse.Namespace) -> int:
     output: Path = args.output
     if args.check:
-        current = output.read_text(encoding="utf-8") if output.exists() else ""
-        if current != json_schema.render():
-            print(f"{output} is stale: run `ranklab schema`", file=sys.stderr)
-            return 1
-        print(f"{output} is up to date")
-        return 0
-    json_schema.write(output)
-    print(f"wrote {output}")
+        stale = False
+        for path, text in json_schema.rendered(output).items():
+            current = path.read_text(encoding="utf-8") if path.exists() else ""
+            if current != text:
+                print(f"{path} is stale: run `ranklab schema`", file=sys.stderr)
+                stale = True
+            else:
+                print(f"{path} is up to date")
+        return 1 if stale else 0
+    for path in json_schema.write(output):
+        print(f"wrote {path}")
     return 0
 
 

@@ -42,6 +42,13 @@ class Settings(BaseSettings):
         le=30,
         description="Extra seconds after a deadline during which an answer still counts.",
     )
+    new_cards_per_day: int = Field(
+        default=10,
+        ge=0,
+        le=1000,
+        description="New flashcards a learner is shown per topic per day (UTC); due cards "
+        "are always shown first and are not limited.",
+    )
     login_limit_per_account: str = Field(
         default="10/minute",
         description="Log-in attempts allowed per username (the `limits` notation, e.g. 10/minute).",

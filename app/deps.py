@@ -183,6 +183,27 @@ def sign_in(request: Request, response: Response, token: str, settings: Settings
     return response
 
 
+def learner_or_guest(
+    request: Request, session: Session, user: User | None, settings: Settings, now: datetime
+) -> tuple[User, str | None]:
+    """The signed-in user, or a new guest for a visitor who acts (one click, no sign-up): then
+    also the new session's token, to give the response with `signed_in`."""
+    if user is not None:
+        return user, None
+    guest = accounts.create_guest(session, now)
+    token = accounts.replace_session(
+        session, request.cookies.get(SESSION_COOKIE), guest, now, settings.session_days
+    )
+    return guest, token
+
+
+def signed_in(
+    request: Request, response: Response, token: str | None, settings: Settings
+) -> Response:
+    """The response, signing in the guest `learner_or_guest` made (if it made one)."""
+    return response if token is None else sign_in(request, response, token, settings)
+
+
 async def verify_csrf(request: Request, settings: SettingsDep) -> None:
     """Refuse a state-changing request whose CSRF token does not match the visitor's cookie."""
     if request.method in ("GET", "HEAD", "OPTIONS"):

@@ -31,6 +31,7 @@ from app.db import make_engine
 from app.deps import CSRF_COOKIE, use_csrf_seed, wants_json
 from app.errors import LoginRequired, NotFound, RankLabError
 from app.executor_client import ExecutorClient, HttpExecutorClient, NoExecutor
+from app.modes import routes as mode_routes
 from app.progress import routes as progress_routes
 from app.runs import routes as run_routes
 from app.staff import routes as staff_routes
@@ -86,6 +87,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         staff_routes,
         run_routes,
         analytics_routes,
+        mode_routes,
     ):
         app.include_router(module.router)
     _api_docs(app)

@@ -2,11 +2,14 @@
 
 from app.accounts.models import User, WebSession
 from app.attempts.models import ItemAttempt, SetAttempt, Submission
+from app.modes.models import ModeAnswer, Quiz
 from app.review.models import ReviewCard, ReviewLog
 from app.verification.models import VerificationRecord
 
 __all__ = [
     "ItemAttempt",
+    "ModeAnswer",
+    "Quiz",
     "ReviewCard",
     "ReviewLog",
     "SetAttempt",

@@ -53,12 +53,18 @@ def seed_an_admin_with_attempts(app, database_url: str) -> dict[str, Any]:
         admin.start("test-runs")
         attempt = admin.start("test-basics")
         admin.answer(attempt, 1, "B")
+        quiz = admin.post("/topics/collectives/quiz", follow_redirects=False)
+        assert quiz.status_code == 303, quiz.text
     return {
         "user_id": user_id(database_url, "fuzz-admin"),
         "set_id": "test-basics",
         "item_id": "world-size",
         "attempt_id": int(attempt.rsplit("/", 1)[1]),
         "number": 1,
+        "topic_id": "collectives",  # the sets' topic (no topic.yaml: a topic of their own)
+        "deck": "test-basics",
+        "card_id": "world-size",  # not a flashcard: a 404 to reach
+        "quiz_id": int(quiz.headers["location"].rsplit("/", 1)[1]),
     }
 
 

@@ -16,7 +16,6 @@ from fastapi.responses import (
 )
 from sqlmodel import Session
 
-from app.accounts import service as accounts
 from app.accounts.models import User
 from app.attempts import rules
 from app.attempts import service as attempts
@@ -26,7 +25,6 @@ from app.challenges.schema import EXECUTABLE_KINDS
 from app.config import Settings
 from app.db import run_reads, run_writes
 from app.deps import (
-    SESSION_COOKIE,
     CatalogDep,
     CsrfDep,
     CurrentUser,
@@ -38,9 +36,11 @@ from app.deps import (
     SessionDep,
     SettingsDep,
     SlugId,
-    sign_in,
+    learner_or_guest,
+    signed_in,
 )
 from app.errors import Conflict, NotFound
+from app.modes import service as modes
 from app.runs import service as runs
 from app.verification import records
 
@@ -100,17 +100,11 @@ def start(
     loaded = catalog.get(set_id)
     if loaded is None:
         raise NotFound(f"No challenge set {set_id!r}.")
-    token = None
-    if user is None:
-        user = accounts.create_guest(session, now)
-        token = accounts.replace_session(
-            session, request.cookies.get(SESSION_COOKIE), user, now, settings.session_days
-        )
+    user, token = learner_or_guest(request, session, user, settings, now)
     assert user.id is not None
     multiplier = user.time_accommodation.multiplier
     attempt = attempts.start_or_resume(session, user.id, loaded.challenge_set, now, multiplier)
-    response = _redirect(f"/attempts/{attempt.id}")
-    return response if token is None else sign_in(request, response, token, settings)
+    return signed_in(request, _redirect(f"/attempts/{attempt.id}"), token, settings)
 
 
 @router.get("/attempts/{attempt_id}")
@@ -206,6 +200,8 @@ def answer(
     """Judge an answer; the server refuses it when late or when no attempt is left (409)."""
     attempt, row, number, item = asked.attempt, asked.row, asked.number, asked.item
     judgement = attempts.submit(session, row, item, choice or [], settings.grace_seconds, now)
+    if judgement.status.closed:  # a miss enters the review queue; a right answer moves it on
+        _feed_review(session, catalog, attempt, row, judgement.correct, now)
     if "application/json" in request.headers.get("accept", ""):
         context = _question_context(catalog, attempt, row, settings.grace_seconds, now)
         return JSONResponse(
@@ -236,15 +232,38 @@ def hint(request: Request, asked: QuestionDep, session: SessionDep, now: NowDep)
 
 
 @router.post("/attempts/{attempt_id}/q/{number}/expire", dependencies=[CsrfDep])
-def expire(asked: QuestionDep, session: SessionDep, settings: SettingsDep, now: NowDep):
+def expire(
+    asked: QuestionDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    now: NowDep,
+    catalog: CatalogDep,
+):
     """The browser's timer reached zero: record the time-out (if the server agrees) and show the
     question closed, saying time is up, with its key and explanation; Next moves on."""
     attempt, row, number = asked.attempt, asked.row, asked.number
     if row.position != attempt.current_position:
         return _redirect(f"/attempts/{attempt.id}")
     # The page waits out the grace before reporting, so an answer sent at 0:00 still counts.
-    attempts.close_if_expired(session, row, settings.grace_seconds, now)
+    was_open = row.status is rules.ItemStatus.OPEN
+    if attempts.close_if_expired(session, row, settings.grace_seconds, now) and was_open:
+        _feed_review(session, catalog, attempt, row, False, now)
     return _redirect(f"/attempts/{attempt.id}/q/{number}")
+
+
+def _feed_review(
+    session: Session,
+    catalog: Catalog,
+    attempt: SetAttempt,
+    row: ItemAttempt,
+    correct: bool,
+    now: datetime,
+) -> None:
+    """Feed a closed question to the learner's review queue (a time-out is a miss)."""
+    entry = catalog.entry(attempt.set_id, row.item_id)
+    if entry is not None:
+        hinted = row.hint_shown_at is not None
+        modes.feed_review(session, attempt.user_id, entry, correct, hinted, "timed", now)
 
 
 def _advance(

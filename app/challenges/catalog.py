@@ -6,13 +6,15 @@ is computed once per load, and a reload swaps it all in at once.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.challenges.loader import LoadedSet, LoadError, load_path
+from app.challenges.loader import LoadedSet, LoadedTopic, LoadError, load_path
 from app.challenges.schema import ChallengeSet, ItemBase
+from app.kinds import kind_of
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,97 @@ class SetFacts:
 
 
 @dataclass(frozen=True)
+class Entry:
+    """An item or card as the untimed modes address it: by its deck (its set's id, or its
+    topic's id for a topic's own items and cards) and its id."""
+
+    topic: str
+    deck: str
+    item: ItemBase
+    code: str | None = None  # the snippet shown with it (run for executable items)
+
+    @property
+    def is_card(self) -> bool:
+        """Whether this is a flashcard."""
+        return kind_of(self.item).is_card
+
+    @property
+    def kind(self) -> str:
+        """The item's kind."""
+        return kind_of(self.item).name
+
+
+@dataclass(frozen=True)
+class TopicView:
+    """A topic with everything that belongs to it: its sets, cards, items and cheat sheet.
+
+    A set naming a topic no topic.yaml defines gets a topic of its own with just its sets."""
+
+    id: str
+    title: str
+    summary: str | None
+    order: int
+    sets: tuple[SetFacts, ...]
+    cards: tuple[Entry, ...]
+    practice: tuple[Entry, ...]  # the sets' items, then the topic's own (but explain-it)
+    explain: tuple[Entry, ...]
+    cheat_sheet: str | None
+    path: str | None  # its topic.yaml, if it has one
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.casefold()).strip("-")[:100] or "topic"
+
+
+def _topics(sets: tuple[LoadedSet, ...], loaded: list[LoadedTopic]) -> dict[str, TopicView]:
+    """Every topic, with the sets that name it (by id, or by title whatever the case)."""
+    by_name = {topic.topic.id: topic for topic in loaded}
+    by_name.update({topic.topic.title.casefold(): topic for topic in loaded})
+    grouped: dict[str, list[LoadedSet]] = {}
+    implicit: dict[str, str] = {}
+    for one in sets:
+        name = one.challenge_set.topic
+        found = by_name.get(name) or by_name.get(name.casefold())
+        topic_id = found.topic.id if found else _slug(name)
+        if found is None:
+            implicit.setdefault(topic_id, name)
+        grouped.setdefault(topic_id, []).append(one)
+    views: dict[str, TopicView] = {}
+    for topic_id, title in implicit.items():
+        if topic_id not in views and all(t.topic.id != topic_id for t in loaded):
+            views[topic_id] = _view(topic_id, title, None, grouped.get(topic_id, []))
+    for topic in loaded:
+        views[topic.topic.id] = _view(topic.topic.id, topic.topic.title, topic,
+                                      grouped.get(topic.topic.id, []))  # fmt: skip
+    return dict(sorted(views.items(), key=lambda pair: (pair[1].order, pair[1].title)))
+
+
+def _view(
+    topic_id: str, title: str, loaded: LoadedTopic | None, sets: list[LoadedSet]
+) -> TopicView:
+    set_items = [
+        Entry(topic_id, one.challenge_set.id, item, one.code.get(item.id))
+        for one in sets
+        for item in one.challenge_set.items
+    ]
+    own = [Entry(topic_id, topic_id, item) for item in loaded.topic.items] if loaded else []
+    return TopicView(
+        id=topic_id,
+        title=title,
+        summary=loaded.topic.summary if loaded else None,
+        order=loaded.topic.order if loaded else 1000,
+        sets=tuple(SetFacts.of(one.challenge_set) for one in sets),
+        cards=tuple(Entry(topic_id, topic_id, card) for card in loaded.topic.cards)
+        if loaded
+        else (),
+        practice=tuple(e for e in set_items + own if e.kind != "explain"),
+        explain=tuple(e for e in set_items + own if e.kind == "explain"),
+        cheat_sheet=loaded.cheat_sheet if loaded else None,
+        path=loaded.path if loaded else None,
+    )
+
+
+@dataclass(frozen=True)
 class _Contents:
     """One load of the folder, with its lookups precomputed; replaced whole on reload."""
 
@@ -47,12 +140,32 @@ class _Contents:
     facts: tuple[SetFacts, ...] = ()
     facts_by_id: dict[str, SetFacts] = field(default_factory=dict)
     items: dict[tuple[str, str], ItemBase] = field(default_factory=dict)
+    topics: dict[str, TopicView] = field(default_factory=dict)
+    entries: dict[tuple[str, str], Entry] = field(default_factory=dict)
+    topic_of_set: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, sets: list[LoadedSet], errors: list[LoadError], files: list[str]) -> _Contents:
+    def of(
+        cls,
+        sets: list[LoadedSet],
+        errors: list[LoadError],
+        files: list[str],
+        loaded_topics: list[LoadedTopic] | None = None,
+    ) -> _Contents:
         ordered = tuple(sorted(sets, key=lambda loaded: loaded.challenge_set.title))
         facts = tuple(SetFacts.of(loaded.challenge_set) for loaded in ordered)
+        topics = _topics(ordered, loaded_topics or [])
+        entries = {
+            (entry.deck, entry.item.id): entry
+            for topic in topics.values()
+            for entry in (*topic.practice, *topic.explain, *topic.cards)
+        }
         return cls(
+            topics=topics,
+            entries=entries,
+            topic_of_set={
+                facts.set.id: topic.id for topic in topics.values() for facts in topic.sets
+            },
             sets={loaded.challenge_set.id: loaded for loaded in sets},
             errors=errors,
             files=files,
@@ -86,7 +199,7 @@ class Catalog:
         """Read the folder again and swap in the result at once."""
         with self._lock:  # one reload at a time; readers see the old contents or the new
             report = load_path(self.root, display_root=self.root.parent)
-            self._contents = _Contents.of(report.sets, report.errors, report.files)
+            self._contents = _Contents.of(report.sets, report.errors, report.files, report.topics)
 
     @property
     def sets(self) -> dict[str, LoadedSet]:
@@ -118,6 +231,24 @@ class Catalog:
     def get(self, set_id: str) -> LoadedSet | None:
         """Return the set with this stable id, if it is being served."""
         return self._contents.sets.get(set_id)
+
+    def topics(self) -> tuple[TopicView, ...]:
+        """Every topic, in order (then by title)."""
+        return tuple(self._contents.topics.values())
+
+    def topic(self, topic_id: str) -> TopicView | None:
+        """Return the topic with this id."""
+        return self._contents.topics.get(topic_id)
+
+    def topic_of(self, set_id: str) -> TopicView | None:
+        """Return the topic a set belongs to."""
+        contents = self._contents
+        topic_id = contents.topic_of_set.get(set_id)
+        return None if topic_id is None else contents.topics.get(topic_id)
+
+    def entry(self, deck: str, item_id: str) -> Entry | None:
+        """Return an item or card by its deck (set or topic id) and id."""
+        return self._contents.entries.get((deck, item_id))
 
     def item(self, set_id: str, item_id: str) -> tuple[ChallengeSet, ItemBase] | None:
         """Return a set and one of its items by stable ids."""

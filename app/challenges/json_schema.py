@@ -1,24 +1,37 @@
-"""Generate the JSON Schema that editors use to complete and check challenge YAML."""
+"""Generate the JSON Schemas that editors use to complete and check challenge YAML: one for
+challenge sets, one for topic files (topic.yaml) beside it."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from app.challenges.schema import ChallengeSet
+from pydantic import BaseModel
+
+from app.challenges.schema import ChallengeSet, Topic
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "challenges" / "challenge-set.schema.json"
+TOPIC_SCHEMA_NAME = "topic.schema.json"
 
 
-def render() -> str:
+def render(model: type[BaseModel] = ChallengeSet, name: str = SCHEMA_PATH.name) -> str:
     """Return the JSON Schema text, stable byte for byte for the same schema."""
-    schema = ChallengeSet.model_json_schema()
+    schema = model.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = "https://ranklab.dev/schemas/challenge-set.schema.json"
+    schema["$id"] = f"https://ranklab.dev/schemas/{name}"
     return json.dumps(schema, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
 
 
-def write(path: Path = SCHEMA_PATH) -> Path:
-    """Write the schema file committed in the repo."""
-    path.write_text(render(), encoding="utf-8")
-    return path
+def rendered(path: Path = SCHEMA_PATH) -> dict[Path, str]:
+    """Every schema file and its text: the set schema at path, the topic schema beside it."""
+    topic_path = path.with_name(TOPIC_SCHEMA_NAME)
+    return {path: render(), topic_path: render(Topic, TOPIC_SCHEMA_NAME)}
+
+
+def write(path: Path = SCHEMA_PATH) -> list[Path]:
+    """Write the schema files committed in the repo."""
+    written = []
+    for target, text in rendered(path).items():
+        target.write_text(text, encoding="utf-8")
+        written.append(target)
+    return written

@@ -13,14 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.reader import ReaderError
 
 from app.challenges import content_checks, limits
-from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet
+from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet, Topic
+from app.kinds import KINDS
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -49,10 +50,20 @@ class LoadedSet:
 
 
 @dataclass
+class LoadedTopic:
+    """A valid topic file with where it came from and its cheat sheet's Markdown (if any)."""
+
+    topic: Topic
+    path: str
+    cheat_sheet: str | None = None
+
+
+@dataclass
 class LoadReport:
     """Everything a load found: the valid sets and every error."""
 
     sets: list[LoadedSet] = field(default_factory=list)
+    topics: list[LoadedTopic] = field(default_factory=list)
     errors: list[LoadError] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
 
@@ -69,13 +80,33 @@ def challenge_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
 
 
+TOPIC_FILE = "topic.yaml"  # a topic's file; every other YAML file is a challenge set
+
+
 def load_path(root: Path, display_root: Path | None = None) -> LoadReport:
-    """Load every challenge file under root; never stop at the first error."""
+    """Load every challenge set and topic file under root; never stop at the first error."""
     report = LoadReport()
     seen_ids: dict[str, str] = {}
+    seen_topics: dict[str, str] = {}
     for path in challenge_files(root):
         shown = _display(path, display_root)
         report.files.append(shown)
+        if path.name == TOPIC_FILE:
+            topic, errors = load_topic_file(path, shown)
+            report.errors.extend(errors)
+            if topic is None:
+                continue
+            if topic.topic.id in seen_topics:
+                where = seen_topics[topic.topic.id]
+                report.errors.append(
+                    LoadError(
+                        shown, 1, 1, f"topic id {topic.topic.id!r} is already used by {where}"
+                    )
+                )
+                continue
+            seen_topics[topic.topic.id] = shown
+            report.topics.append(topic)
+            continue
         loaded, errors = load_file(path, shown)
         report.errors.extend(errors)
         if loaded is None:
@@ -88,12 +119,27 @@ def load_path(root: Path, display_root: Path | None = None) -> LoadReport:
             continue
         seen_ids[set_id] = shown
         report.sets.append(loaded)
+    # A topic's own items are looked up under the topic's id, a set's under the set's: one
+    # name for two decks would make an item's address ambiguous.
+    for topic in list(report.topics):
+        if topic.topic.id in seen_ids:
+            where = seen_ids[topic.topic.id]
+            report.errors.append(
+                LoadError(
+                    topic.path,
+                    1,
+                    1,
+                    f"topic id {topic.topic.id!r} is also the id of the "
+                    f"set in {where}: give the topic another id",
+                )
+            )
+            report.topics.remove(topic)
     report.errors.sort()
     return report
 
 
-def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]]:
-    """Parse and validate one file; return the set (if valid) and its errors."""
+def _read_document(path: Path, shown: str) -> tuple[CommentedMap | None, str, list[LoadError]]:
+    """Read and parse one YAML file within the limits: (document, text, errors)."""
     try:
         with path.open("rb") as file:
             # One byte past the limit is enough to refuse a huge file without reading it all.
@@ -101,16 +147,24 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
         problem = limits.size_problem(max(len(data), path.stat().st_size))
         text = "" if problem else data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        return None, [LoadError(shown, 1, 1, f"cannot read file: {error}")]
+        return None, "", [LoadError(shown, 1, 1, f"cannot read file: {error}")]
     try:
         problem = problem or limits.structure_problem(text)
         if problem is not None:
-            return None, [LoadError(shown, problem.line, problem.column, problem.message)]
+            return None, text, [LoadError(shown, problem.line, problem.column, problem.message)]
         document = YAML(typ="rt").load(text)
     except YAMLError as error:
-        return None, [_yaml_error(shown, text, error)]
+        return None, text, [_yaml_error(shown, text, error)]
     if not isinstance(document, CommentedMap):
-        return None, [LoadError(shown, 1, 1, "a challenge file must be a mapping (id:, title:, …)")]
+        return None, text, [LoadError(shown, 1, 1, "the file must be a mapping (id:, title:, …)")]
+    return document, text, []
+
+
+def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]]:
+    """Parse and validate one challenge set file; return the set (if valid) and its errors."""
+    document, text, errors = _read_document(path, shown)
+    if document is None:
+        return None, errors
     try:
         challenge_set = ChallengeSet.model_validate(_plain(document))
     except ValidationError as error:
@@ -123,13 +177,51 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
     return LoadedSet(challenge_set, shown, code, fixed_code), []
 
 
+def load_topic_file(path: Path, shown: str) -> tuple[LoadedTopic | None, list[LoadError]]:
+    """Parse and validate one topic.yaml; return the topic (if valid) and its errors."""
+    document, text, errors = _read_document(path, shown)
+    if document is None:
+        return None, errors
+    try:
+        topic = Topic.model_validate(_plain(document))
+    except ValidationError as error:
+        return None, [_locate(shown, document, item) for item in error.errors()]
+    errors = _external_image_errors(shown, text, document, topic)
+    cheat_sheet = topic.cheat_sheet
+    if topic.cheat_sheet_file is not None:
+        cheat_sheet, problem = _read_beside(path, topic.cheat_sheet_file, "cheat_sheet_file")
+        if problem is not None:
+            errors.append(_at(shown, document, ("cheat_sheet_file",), problem))
+        elif cheat_sheet is not None:
+            errors += _markdown_errors(shown, cheat_sheet, 1, "cheat_sheet_file")
+    if errors:
+        return None, errors
+    return LoadedTopic(topic, shown, cheat_sheet), []
+
+
+def _read_beside(path: Path, name: str, field: str) -> tuple[str | None, str | None]:
+    """Read a file named in `field`, beside the YAML file: (text, problem)."""
+    target = (path.parent / name).resolve()
+    if path.parent.resolve() not in target.parents:
+        return None, f"{field} {name!r} must stay inside the folder of {path.name}"
+    try:
+        too_big = limits.size_problem(target.stat().st_size)
+        if too_big is not None:
+            return None, f"{field}: {too_big.message}"
+        return target.read_text(encoding="utf-8"), None
+    except UnicodeDecodeError as error:
+        return None, f"{field} {name!r} is not UTF-8 text: {error.reason}"
+    except OSError:
+        return None, f"{field} {name!r} not found beside {path.name}"
+
+
 def _external_image_errors(
-    shown: str, text: str, document: CommentedMap, challenge_set: ChallengeSet
+    shown: str, text: str, document: CommentedMap, model: BaseModel
 ) -> list[LoadError]:
     """Report each image from another site and each note to authors in the learner-facing
     Markdown, at the text itself."""
     errors: list[LoadError] = []
-    for location, markdown in content_checks.markdown_fields(challenge_set):
+    for location, markdown in content_checks.markdown_fields(model):
         search_from = _offset(text, *_value_position(document, location))
         field_path = ".".join(str(part) for part in location)
         problems = [
@@ -147,6 +239,24 @@ def _external_image_errors(
             before = text[: found if found >= 0 else search_from]
             line, column = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
             errors.append(LoadError(shown, line, column, f"{field_path}: {problem}"))
+    return errors
+
+
+def _markdown_errors(shown: str, markdown: str, line: int, what: str) -> list[LoadError]:
+    """The same checks on a Markdown file of its own (a cheat sheet), at its lines."""
+    errors = []
+    problems = [
+        (url, f"external image {url!r}: images must come from this site (a path, not a URL)")
+        for url in content_checks.external_images(markdown)
+    ] + [
+        (phrase, f"{phrase!r} speaks to authors, not learners: keep such notes out of it")
+        for phrase in content_checks.author_notes(markdown)
+    ]  # fmt: skip
+    for needle, problem in problems:
+        before = markdown[: max(markdown.find(needle), 0)]
+        errors.append(
+            LoadError(shown, line, 1, f"{what} line {before.count(chr(10)) + 1}: {problem}")
+        )
     return errors
 
 
@@ -195,25 +305,9 @@ def _resolve_snippets(
         source = getattr(item, field, None)
         code_file = getattr(item, file_field, None)
         if code_file is not None:
-            snippet_path = (path.parent / code_file).resolve()
-            where = ("items", index, file_field)
-            if path.parent.resolve() not in snippet_path.parents:
-                message = f"{file_field} {code_file!r} must stay inside the set's folder"
-                errors.append(_at(shown, document, where, message))
-                continue
-            try:
-                too_big = limits.size_problem(snippet_path.stat().st_size)
-                source = snippet_path.read_text(encoding="utf-8") if too_big is None else None
-            except OSError:
-                message = f"{file_field} {code_file!r} not found beside {path.name}"
-                errors.append(_at(shown, document, where, message))
-                continue
-            except UnicodeDecodeError as error:
-                message = f"{file_field} {code_file!r} is not UTF-8 text: {error.reason}"
-                errors.append(_at(shown, document, where, message))
-                continue
-            if too_big is not None:
-                errors.append(_at(shown, document, where, f"{file_field}: {too_big.message}"))
+            source, problem = _read_beside(path, code_file, file_field)
+            if problem is not None:
+                errors.append(_at(shown, document, ("items", index, file_field), problem))
                 continue
         if source is not None:
             code[item.id] = source
@@ -253,7 +347,7 @@ def _keep_yaml_path(location: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(kept)
 
 
-_KIND_TAGS = frozenset({"choice", "predict_output", "debug", "numeric"})
+_KIND_TAGS = frozenset(KINDS)
 
 
 def _at(shown: str, document: CommentedMap, location: Iterable[Any], message: str) -> LoadError:

@@ -7,7 +7,7 @@ from fastapi.responses import HTMLResponse
 
 from app.attempts import service as attempts
 from app.db import run_reads
-from app.deps import SlugId, CatalogDep, OptionalUser, SessionDep
+from app.deps import CatalogDep, OptionalUser, SessionDep, SlugId
 from app.errors import NotFound
 
 router = APIRouter()
@@ -18,7 +18,7 @@ router = APIRouter()
 
 @router.get("/", response_class=HTMLResponse)
 async def home(request: Request, catalog: CatalogDep, user: OptionalUser, session: SessionDep):
-    """List the sets with the learner's status; staff also see broken challenge files."""
+    """List the topics and their sets with the learner's status; staff also see broken files."""
     standing = {}
     if user and user.id:
         standing = await run_reads(session, attempts.standings, session, user.id)
@@ -26,7 +26,7 @@ async def home(request: Request, catalog: CatalogDep, user: OptionalUser, sessio
         request,
         "home.html",
         {
-            "sets": catalog.facts(),
+            "topics": catalog.topics(),
             "standing": standing,
             "errors": catalog.errors if user and user.is_staff else [],
         },
@@ -49,6 +49,7 @@ async def set_page(
         "set.html",
         {
             "set": facts.set,
+            "topic": catalog.topic_of(set_id),
             "question_count": facts.question_count,
             "total_seconds": facts.total_seconds,
             "difficulty_mix": facts.difficulty_mix,

@@ -28,9 +28,11 @@ from app.challenges.base import (
     Strict,
     parse_time_limit,
 )
-from app.kinds import EXECUTABLE_KINDS, Item
+from app.kinds import EXECUTABLE_KINDS, Item, TopicItem
 from app.kinds.choice import ChoiceItem
 from app.kinds.debug import DebugItem
+from app.kinds.explain import ConceptSpec, ExplainItem
+from app.kinds.flashcard import FlashcardItem
 from app.kinds.numeric import NumericItem
 from app.kinds.predict_output import PredictOutputItem
 
@@ -45,9 +47,12 @@ __all__ = [
     "ChallengeSet",
     "ChoiceBase",
     "ChoiceItem",
+    "ConceptSpec",
     "DebugItem",
     "Difficulty",
     "ExecutableMixin",
+    "ExplainItem",
+    "FlashcardItem",
     "Item",
     "ItemBase",
     "Launch",
@@ -59,6 +64,8 @@ __all__ = [
     "RankExpectation",
     "RankOutcome",
     "Strict",
+    "Topic",
+    "TopicItem",
     "parse_time_limit",
 ]
 
@@ -70,7 +77,12 @@ class ChallengeSet(Strict):
         pattern=SLUG, description="Stable id; attempts refer to it, so never change it."
     )
     title: str = Field(min_length=1, description="Shown on the home page.")
-    topic: str = Field(min_length=1, description="The subject, e.g. DistributedDataParallel.")
+    topic: str = Field(
+        min_length=1,
+        max_length=100,
+        description="The topic the set belongs to: the id (or title) of a topic.yaml, e.g. ddp. "
+        "A name no topic file has makes a topic of its own with just its sets.",
+    )
     description: str = Field(min_length=1, description="One paragraph about the set (Markdown).")
     badge: Badge = Field(description="Earned by answering every item correctly.")
     items: list[Item] = Field(min_length=1, max_length=50, description="The questions, in order.")
@@ -87,3 +99,51 @@ class ChallengeSet(Strict):
     def item(self, item_id: str) -> ItemBase | None:
         """Return the item with this id, if the set has one."""
         return next((item for item in self.items if item.id == item_id), None)
+
+
+class Topic(Strict):
+    """A subject to learn (a topic.yaml): its flashcards, its untimed items (explain-it, quiz
+    questions) and its cheat sheet. Its timed sets name it in their `topic:`."""
+
+    id: str = Field(pattern=SLUG, max_length=100, description="Stable id; sets name it.")
+    title: str = Field(min_length=1, max_length=100, description="Shown on the home page.")
+    summary: str = Field(min_length=1, description="One paragraph about the topic (Markdown).")
+    order: int = Field(default=100, description="Topics are listed by order, then title.")
+    cards: list[FlashcardItem] = Field(
+        default_factory=list, max_length=200, description="Flashcards: `front:` and `back:`."
+    )
+    items: list[TopicItem] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Untimed items for practice, quick quizzes and explain-it. Executable "
+        "items belong in a challenge set, where `ranklab verify` proves them.",
+    )
+    cheat_sheet: str | None = Field(
+        default=None, description="A one-page summary (Markdown), inline."
+    )
+    cheat_sheet_file: str | None = Field(
+        default=None,
+        pattern=r"^[\w./-]+\.md$",
+        description="A Markdown file beside topic.yaml holding the cheat sheet.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Topic:
+        seen: set[str] = set()
+        for entry in [*self.cards, *self.items]:
+            if entry.id in seen:
+                raise ValueError(f"id {entry.id!r} is used twice in this topic")
+            seen.add(entry.id)
+        for item in self.items:
+            if isinstance(item, EXECUTABLE_KINDS):
+                raise ValueError(
+                    f"item {item.id!r}: executable items belong in a challenge set, where "
+                    "`ranklab verify` proves their keys"
+                )
+        if self.cheat_sheet is not None and self.cheat_sheet_file is not None:
+            raise ValueError("give at most one of cheat_sheet or cheat_sheet_file")
+        return self
+
+    def entry(self, entry_id: str) -> ItemBase | None:
+        """Return the card or item with this id."""
+        return next((e for e in [*self.cards, *self.items] if e.id == entry_id), None)

@@ -2,7 +2,8 @@
 
 To add a kind: create app/kinds/<name>/ with __init__.py (its pydantic model and a `KIND`
 spec, see spec.py) and answer.html (its answer widget), then add the module to `_MODULES`
-below. Schema, JSON Schema, loader, grading, pages and analytics all go through the registry.
+below. Schema, JSON Schema, loader, grading, pages, modes and analytics all go through the
+registry.
 """
 
 from __future__ import annotations
@@ -12,21 +13,30 @@ from typing import TYPE_CHECKING, Annotated, Union
 from pydantic import Field
 
 from app.challenges.base import ExecutableMixin, ItemBase
-from app.kinds import choice, debug, numeric, predict_output
+from app.kinds import choice, debug, explain, flashcard, numeric, predict_output
 from app.kinds.spec import Kind
 
-_MODULES = (choice, predict_output, debug, numeric)
+_MODULES = (choice, predict_output, debug, numeric, explain, flashcard)
 
 KINDS: dict[str, Kind] = {module.KIND.name: module.KIND for module in _MODULES}
 
-if TYPE_CHECKING:
-    Item = ItemBase  # for type checkers, the base every kind extends
-else:
-    # A discriminated union over every registered kind: `kind:` in YAML picks the model.
-    Item = Annotated[
-        Union[tuple(kind.model for kind in KINDS.values())],  # noqa: UP007
+
+def _union(kinds: list[Kind]) -> object:
+    """A discriminated union over these kinds: `kind:` in YAML picks the model."""
+    return Annotated[
+        Union[tuple(kind.model for kind in kinds)],  # noqa: UP007
         Field(discriminator="kind"),
     ]
+
+
+if TYPE_CHECKING:
+    Item = ItemBase  # for type checkers, the base every kind extends
+    TopicItem = ItemBase
+else:
+    # The items of a timed challenge set.
+    Item = _union([kind for kind in KINDS.values() if kind.in_sets])
+    # The items of a topic's file (flashcards have their own list, `cards:`).
+    TopicItem = _union([kind for kind in KINDS.values() if not kind.is_card])
 
 
 def _executable_models() -> tuple[type[ExecutableMixin], ...]:

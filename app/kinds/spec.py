@@ -37,6 +37,8 @@ class Kind:
     # count each distinct answer as given.
     answer_labels: Callable[[Any], tuple[str, ...]] = _no_labels
     executable: bool = False  # its code runs on the executor, and verify proves its key
+    in_sets: bool = True  # may appear in a timed challenge set (else only in a topic's file)
+    is_card: bool = False  # a topic's flashcard (its `cards:` list), not one of its `items:`
 
     @property
     def partial(self) -> str:

@@ -76,4 +76,5 @@ def test_the_json_schema_describes_every_field_and_forbids_unknown_ones():
 def test_challenge_files_point_editors_at_the_schema():
     for path in (ROOT / "challenges").rglob("*.yaml"):
         first = path.read_text().splitlines()[0]
-        assert first == "# yaml-language-server: $schema=../challenge-set.schema.json", path
+        schema = "topic.schema.json" if path.name == "topic.yaml" else "challenge-set.schema.json"
+        assert first == f"# yaml-language-server: $schema=../{schema}", path

@@ -1,0 +1,85 @@
+"""flashcard: a front/back card of a topic, recalled and graded by the learner.
+
+Cards live in a topic's `cards:` list (never in a timed set). In flashcard and review sessions
+the learner grades them Again/Hard/Good/Easy (FSRS); in a quick quiz a card is answered
+"I knew it" or "I didn't", which is its answer here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from app.challenges.base import Category, Difficulty, ItemBase
+from app.kinds.spec import Kind
+
+KNEW, MISSED = "knew", "missed"
+
+
+class FlashcardItem(ItemBase):
+    """A card: a question or cue on the front, the answer on the back (Markdown and code)."""
+
+    kind: Literal["flashcard"] = Field(default="flashcard", description="flashcard")
+    category: Category = Field(default=Category.CONCEPTUAL, description="What the card exercises.")
+    difficulty: Difficulty = Field(
+        default=Difficulty.BEGINNER, description="beginner, intermediate, advanced or expert."
+    )
+    title: str = Field(
+        default="", description="A short heading; by default the front's first line."
+    )
+    prompt: str = Field(
+        min_length=1, validation_alias="front", description="The front: what to recall (Markdown)."
+    )
+    explanation: str = Field(
+        min_length=1, validation_alias="back", description="The back: the answer (Markdown)."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _title_from_front(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("title") and isinstance(data.get("front"), str):
+            first = next((line for line in data["front"].splitlines() if line.strip()), "")
+            title = first.strip().strip("#*` ").strip()
+            data = {**data, "title": title[:77] + "…" if len(title) > 80 else title or "Card"}
+        return data
+
+    @property
+    def front(self) -> str:
+        """The front of the card."""
+        return self.prompt
+
+    @property
+    def back(self) -> str:
+        """The back of the card."""
+        return self.explanation
+
+
+def parse_answer(item: FlashcardItem, values: Sequence[str]) -> str | None:
+    """ "knew" or "missed", the learner's own verdict once the back is shown."""
+    return values[0] if len(values) == 1 and values[0] in (KNEW, MISSED) else None
+
+
+def is_correct(item: FlashcardItem, answer: str) -> bool:
+    """The learner knew it."""
+    return answer == KNEW
+
+
+def view(item: FlashcardItem, last_answer: str | None, closed: bool) -> dict[str, object]:
+    """The front always (as the prompt); the back is the explanation, shown once closed, and
+    also here so that the widget can flip the card before the learner judges themself."""
+    return {"back": item.explanation}
+
+
+KIND = Kind(
+    name="flashcard",
+    title="Flashcard",
+    model=FlashcardItem,
+    parse_answer=parse_answer,
+    is_correct=is_correct,
+    view=view,
+    answer_labels=lambda item: (KNEW, MISSED),
+    in_sets=False,
+    is_card=True,
+)

@@ -1,0 +1,566 @@
+"""The topic pages and the untimed modes: practice, flashcards, review, quick quiz, explain-it
+and the cheat sheet. Anyone may look; the first answer of a visitor signs them in as a guest
+(one click, as the timed challenge's Start does)."""
+
+from __future__ import annotations
+
+import random
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlmodel import Session
+
+from app.attempts import rules
+from app.attempts import service as attempts
+from app.attempts.rules import ItemStatus
+from app.challenges.catalog import Catalog, Entry, TopicView
+from app.deps import (
+    CatalogDep,
+    CsrfDep,
+    CurrentUser,
+    NowDep,
+    OptionalUser,
+    RowId,
+    SessionDep,
+    SettingsDep,
+    SlugId,
+    learner_or_guest,
+    signed_in,
+)
+from app.errors import BadRequest, Conflict, NotFound
+from app.kinds import kind_of
+from app.modes import MODES
+from app.modes import service as modes
+from app.modes.models import ModeAnswer
+from app.review import service as review
+from app.review.scheduling import Grade
+
+router = APIRouter()
+AnswerField = Annotated[list[str] | None, Form()]
+LastId = Annotated[int | None, Query(ge=1, le=2**31 - 1, description="An answer to show.")]
+
+
+def _redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def _render(request: Request, template: str, context: dict[str, Any]) -> Response:
+    return request.app.state.templates.TemplateResponse(request, template, context)
+
+
+def _topic(catalog: Catalog, topic_id: str) -> TopicView:
+    topic = catalog.topic(topic_id)
+    if topic is None:
+        raise NotFound(f"No topic {topic_id!r}.")
+    return topic
+
+
+def _entry(catalog: Catalog, deck: str, item_id: str, topic: TopicView | None = None) -> Entry:
+    entry = catalog.entry(deck, item_id)
+    if entry is None or (topic is not None and entry.topic != topic.id):
+        raise NotFound(f"No item {item_id!r} in {deck!r}.")
+    return entry
+
+
+def _parse(entry: Entry, choice: list[str] | None) -> str:
+    answer = rules.parse_answer(entry.item, choice or [])
+    if answer is None:
+        raise BadRequest(rules.Refusal.INVALID.value)
+    return answer
+
+
+def _view(entry: Entry, answer: ModeAnswer | None, reveal: bool, hinted: bool) -> dict[str, Any]:
+    """The public view of an entry after `answer` (or none): closed once right or revealed."""
+    if answer is not None and answer.correct:
+        status = ItemStatus.CORRECT
+    elif reveal:
+        status = ItemStatus.INCORRECT
+    else:
+        status = ItemStatus.OPEN
+    # An explain-it answer is scored as soon as it is given (right or not): it is closed.
+    if answer is not None and entry.kind == "explain":
+        status = ItemStatus.CORRECT if answer.correct else ItemStatus.INCORRECT
+    last = answer.answer if answer is not None else None
+    return rules.public_question(entry.item, status, last, 0, 0, hinted)
+
+
+def _owned_answer(session: Session, answer_id: int | None, user_id: int | None, entry: Entry):
+    if answer_id is None or user_id is None:
+        return None
+    row = session.get(ModeAnswer, answer_id)
+    if row is None or row.user_id != user_id or row.item_id != entry.item.id:
+        return None
+    return row
+
+
+# Topics --------------------------------------------------------------------------------------
+
+
+@router.get("/topics", response_class=HTMLResponse)
+def topics_index() -> Response:
+    """The topics are the home page."""
+    return _redirect("/")
+
+
+@router.get("/topics/{topic_id}", response_class=HTMLResponse)
+def topic_page(
+    request: Request,
+    topic_id: SlugId,
+    catalog: CatalogDep,
+    user: OptionalUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    now: NowDep,
+):
+    """A topic: what it covers, its sets, and the mode picker with the learner's state in each."""
+    topic = _topic(catalog, topic_id)
+    progress = None
+    if user is not None and user.id is not None:
+        standings = attempts.standings(session, user.id)
+        progress = modes.topic_progress(
+            session, user.id, topic, now, settings.new_cards_per_day, dict(standings)
+        )
+        session.commit()
+    picker = [
+        {"mode": mode, "href": mode.href(topic), "state": mode.state(topic, progress)}
+        for mode in MODES
+        if mode.offered(topic)
+    ]
+    return _render(
+        request,
+        "topic.html",
+        {"topic": topic, "picker": picker, "standing": progress.sets if progress else {}},
+    )
+
+
+# Practice ------------------------------------------------------------------------------------
+
+
+@router.get("/topics/{topic_id}/practice")
+def practice_start(
+    topic_id: SlugId, catalog: CatalogDep, user: OptionalUser, session: SessionDep
+) -> Response:
+    """Go to the first question not yet answered right in practice (or the first)."""
+    topic = _topic(catalog, topic_id)
+    if not topic.practice:
+        raise NotFound("This topic has no practice questions yet.")
+    done: set[tuple[str, str]] = set()
+    if user is not None and user.id is not None:
+        done = modes.right_in_practice(session, user.id, topic.id)
+        session.commit()
+    entry = next((e for e in topic.practice if (e.deck, e.item.id) not in done), topic.practice[0])
+    return _redirect(f"/topics/{topic.id}/practice/{entry.deck}/{entry.item.id}")
+
+
+@router.get("/topics/{topic_id}/practice/{deck}/{item_id}", response_class=HTMLResponse)
+def practice_item(
+    request: Request,
+    topic_id: SlugId,
+    deck: SlugId,
+    item_id: SlugId,
+    catalog: CatalogDep,
+    user: OptionalUser,
+    session: SessionDep,
+    last: LastId = None,
+    reveal: bool = False,
+    hint: bool = False,
+):
+    """One practice question: untimed, answer as often as you like, feedback after each try."""
+    topic = _topic(catalog, topic_id)
+    entry = _entry(catalog, deck, item_id, topic)
+    if entry not in topic.practice:
+        raise NotFound("That item is not a practice question.")
+    answer = _owned_answer(session, last, user.id if user else None, entry)
+    session.commit()
+    index = topic.practice.index(entry)
+    here = f"/topics/{topic.id}/practice/{entry.deck}/{entry.item.id}"
+    hinted = hint or bool(answer and answer.hinted)
+    return _render(
+        request,
+        "practice.html",
+        {
+            "topic": topic,
+            "entry": entry,
+            "q": _view(entry, answer, reveal, hinted),
+            "code": entry.code,
+            "hinted": hinted,
+            "action": here + "/answer",
+            "here": here,
+            "answer": answer,
+            "position": index,
+            "count": len(topic.practice),
+            "previous": topic.practice[index - 1] if index > 0 else None,
+            "following": topic.practice[index + 1] if index + 1 < len(topic.practice) else None,
+        },
+    )
+
+
+@router.post("/topics/{topic_id}/practice/{deck}/{item_id}/answer", dependencies=[CsrfDep])
+def practice_answer(
+    request: Request,
+    topic_id: SlugId,
+    deck: SlugId,
+    item_id: SlugId,
+    catalog: CatalogDep,
+    user: OptionalUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    now: NowDep,
+    choice: AnswerField = None,
+    hinted: Annotated[bool, Form()] = False,
+) -> Response:
+    """Judge a practice answer; it never touches badges or totals, and feeds review."""
+    topic = _topic(catalog, topic_id)
+    entry = _entry(catalog, deck, item_id, topic)
+    answer = _parse(entry, choice)
+    user, token = learner_or_guest(request, session, user, settings, now)
+    assert user.id is not None
+    correct = rules.is_correct(entry.item, answer)
+    row = modes.record_answer(session, user.id, entry, "practice", answer, correct, now, hinted)
+    query = urlencode({"last": row.id, **({"hint": 1} if hinted else {})})
+    url = f"/topics/{topic.id}/practice/{entry.deck}/{entry.item.id}?{query}"
+    return signed_in(request, _redirect(url), token, settings)
+
+
+# Flashcards ----------------------------------------------------------------------------------
+
+
+@router.get("/topics/{topic_id}/flashcards", response_class=HTMLResponse)
+def flashcards(
+    request: Request,
+    topic_id: SlugId,
+    catalog: CatalogDep,
+    user: OptionalUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    now: NowDep,
+    last: Annotated[str | None, Query(max_length=100)] = None,
+):
+    """The next card: due ones first, then new ones up to the daily limit. Space flips it, keys
+    1-4 grade it (Again, Hard, Good, Easy)."""
+    topic = _topic(catalog, topic_id)
+    if not topic.cards:
+        raise NotFound("This topic has no flashcards yet.")
+    if user is not None and user.id is not None:
+        deck = modes.deck(session, user.id, topic, now, settings.new_cards_per_day)
+    else:  # a visitor: every card is new; grading the first signs them in as a guest
+        deck = modes.Deck([], list(topic.cards[: settings.new_cards_per_day]), len(topic.cards))
+    graded = None
+    if last is not None and user is not None and user.id is not None:
+        entry = catalog.entry(topic.id, last)
+        card = modes.card_of(session, user.id, entry) if entry and entry.is_card else None
+        graded = {"entry": entry, "card": card} if card else None
+    session.commit()
+    return _render(
+        request,
+        "flashcards.html",
+        {
+            "topic": topic,
+            "deck": deck,
+            "card": deck.next,
+            "graded": graded,
+            "grades": list(Grade),
+            "now": now,
+        },
+    )
+
+
+@router.post("/topics/{topic_id}/flashcards/{card_id}/grade", dependencies=[CsrfDep])
+def grade_flashcard(
+    request: Request,
+    topic_id: SlugId,
+    card_id: SlugId,
+    catalog: CatalogDep,
+    user: OptionalUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    now: NowDep,
+    grade: Annotated[int, Form(ge=1, le=4, description="1 Again, 2 Hard, 3 Good, 4 Easy.")],
+) -> Response:
+    """Grade a card (FSRS schedules its next review; every review is logged)."""
+    topic = _topic(catalog, topic_id)
+    entry = _entry(catalog, topic.id, card_id, topic)
+    if not entry.is_card:
+        raise NotFound(f"No flashcard {card_id!r}.")
+    user, token = learner_or_guest(request, session, user, settings, now)
+    assert user.id is not None
+    review.grade(session, user.id, modes.card_key(entry), Grade(grade), "flashcards", now)
+    url = f"/topics/{topic.id}/flashcards?{urlencode({'last': entry.item.id})}"
+    return signed_in(request, _redirect(url), token, settings)
+
+
+# Review mistakes -----------------------------------------------------------------------------
+
+
+@router.get("/review", response_class=HTMLResponse)
+def review_page(
+    request: Request,
+    catalog: CatalogDep,
+    user: CurrentUser,
+    session: SessionDep,
+    now: NowDep,
+    last: LastId = None,
+    topic: Annotated[str | None, Query(max_length=100)] = None,
+):
+    """The learner's due mistakes across topics (or one topic), one at a time."""
+    assert user.id is not None
+    queue = modes.review_queue(session, user.id, now, catalog)
+    if topic is not None:
+        queue = [entry for entry in queue if entry.topic == topic]
+    shown = None
+    if last is not None:
+        row = session.get(ModeAnswer, last)
+        entry = catalog.entry(row.deck_id, row.item_id) if row and row.user_id == user.id else None
+        if row is not None and entry is not None:
+            card = modes.card_of(session, user.id, entry)
+            shown = {"entry": entry, "answer": row, "card": card,
+                     "q": _view(entry, row, reveal=True, hinted=False)}  # fmt: skip
+            queue = [e for e in queue if e != entry]
+    upcoming = review.due_cards(session, user.id, now.replace(year=now.year + 100), limit=1)
+    per_topic: dict[str, int] = {}
+    for entry in queue:
+        per_topic[entry.topic] = per_topic.get(entry.topic, 0) + 1
+    session.commit()
+    current = queue[0] if queue else None
+    return _render(
+        request,
+        "review.html",
+        {
+            "queue": queue,
+            "per_topic": per_topic,
+            "topics": {t.id: t for t in catalog.topics()},
+            "current": current,
+            "q": _view(current, None, reveal=False, hinted=False) if current else None,
+            "shown": shown,
+            "filter": topic,
+            "next_due": upcoming[0].due if upcoming and not queue else None,
+        },
+    )
+
+
+@router.get("/review/count", response_class=HTMLResponse)
+def review_count(
+    request: Request, catalog: CatalogDep, user: OptionalUser, session: SessionDep, now: NowDep
+) -> Response:
+    """The nav's count of due mistakes (loaded after the page, so pages stay fast)."""
+    count = 0
+    if user is not None and user.id is not None:
+        count = len(modes.review_queue(session, user.id, now, catalog))
+        session.commit()
+    return _render(request, "_review_count.html", {"count": count})
+
+
+@router.post("/review/{deck}/{item_id}/answer", dependencies=[CsrfDep])
+def review_answer(
+    deck: SlugId,
+    item_id: SlugId,
+    catalog: CatalogDep,
+    user: CurrentUser,
+    session: SessionDep,
+    now: NowDep,
+    choice: AnswerField = None,
+    topic: Annotated[str | None, Form(max_length=100)] = None,
+) -> Response:
+    """Answer a due mistake: right moves it on (Good), wrong brings it back soon (Again)."""
+    assert user.id is not None
+    entry = _entry(catalog, deck, item_id)
+    answer = _parse(entry, choice)
+    correct = rules.is_correct(entry.item, answer)
+    row = modes.record_answer(session, user.id, entry, "review", answer, correct, now)
+    query = {"last": row.id, **({"topic": topic} if topic else {})}
+    return _redirect(f"/review?{urlencode(query)}")
+
+
+# Quick quiz ----------------------------------------------------------------------------------
+
+
+@router.get("/topics/{topic_id}/quiz", response_class=HTMLResponse)
+def quiz_intro(request: Request, topic_id: SlugId, catalog: CatalogDep):
+    """What a quick quiz is, and a button to start one."""
+    topic = _topic(catalog, topic_id)
+    pool = len(topic.practice) + len(topic.cards)
+    size = min(pool, modes.QUIZ_MAX)
+    return _render(request, "quiz_intro.html", {"topic": topic, "size": size})
+
+
+@router.post("/topics/{topic_id}/quiz", dependencies=[CsrfDep])
+def quiz_start(
+    request: Request,
+    topic_id: SlugId,
+    catalog: CatalogDep,
+    user: OptionalUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    now: NowDep,
+) -> Response:
+    """Draw a new quiz from the topic's items and cards."""
+    topic = _topic(catalog, topic_id)
+    user, token = learner_or_guest(request, session, user, settings, now)
+    assert user.id is not None
+    quiz = modes.start_quiz(session, user.id, topic, now, random.Random())
+    return signed_in(request, _redirect(f"/quizzes/{quiz.id}"), token, settings)
+
+
+@router.get("/quizzes/{quiz_id}", response_class=HTMLResponse)
+def quiz_page(
+    request: Request,
+    quiz_id: RowId,
+    catalog: CatalogDep,
+    user: CurrentUser,
+    session: SessionDep,
+    show: Annotated[int | None, Query(ge=1, le=100)] = None,
+):
+    """The current question of a quiz, an answered one (?show=N) with its feedback, or the
+    score once every question is answered."""
+    assert user.id is not None
+    state = modes.quiz_for_user(session, quiz_id, user.id)
+    session.commit()
+    topic = catalog.topic(state.quiz.topic)
+    entries = modes.entries_of(catalog, state.questions)
+    position = state.current if show is None else show - 1
+    if position >= len(state.questions):
+        reviews = []
+        for index, entry in enumerate(entries):
+            row = state.answers.get(index)
+            q = _view(entry, row, reveal=True, hinted=False) if entry is not None else None
+            reviews.append({"entry": entry, "answer": row, "q": q})
+        return _render(
+            request, "quiz_results.html", {"state": state, "topic": topic, "reviews": reviews}
+        )
+    entry = entries[position]
+    answered = state.answers.get(position)
+    return _render(
+        request,
+        "quiz.html",
+        {
+            "state": state,
+            "topic": topic,
+            "entry": entry,
+            "position": position,
+            "answered": answered,
+            "q": _view(entry, answered, reveal=answered is not None, hinted=False)
+            if entry is not None
+            else None,
+            "code": entry.code if entry else None,
+        },
+    )
+
+
+@router.post("/quizzes/{quiz_id}/q/{number}/answer", dependencies=[CsrfDep])
+def quiz_answer(
+    quiz_id: RowId,
+    number: RowId,
+    catalog: CatalogDep,
+    user: CurrentUser,
+    session: SessionDep,
+    now: NowDep,
+    choice: AnswerField = None,
+) -> Response:
+    """Answer a quiz question once; the page then shows whether it was right and why."""
+    assert user.id is not None
+    state = modes.quiz_for_user(session, quiz_id, user.id)
+    position = number - 1
+    if position >= len(state.questions):
+        raise NotFound("The quiz has no such question.")
+    if position in state.answers:
+        raise Conflict("This question is already answered.")
+    entry = modes.entries_of(catalog, [state.questions[position]])[0]
+    if entry is None:  # removed from the course since the quiz began: counts as skipped
+        raise NotFound("This question is no longer available.")
+    answer = _parse(entry, choice)
+    correct = rules.is_correct(entry.item, answer)
+    modes.answer_quiz(session, state, position, entry, answer, correct, now)
+    return _redirect(f"/quizzes/{quiz_id}?show={number}")
+
+
+# Explain it ----------------------------------------------------------------------------------
+
+
+@router.get("/topics/{topic_id}/explain", response_class=HTMLResponse)
+def explain_list(
+    request: Request, topic_id: SlugId, catalog: CatalogDep, user: OptionalUser, session: SessionDep
+):
+    """The topic's explain-it items with the learner's best score on each."""
+    topic = _topic(catalog, topic_id)
+    best: dict[str, int] = {}
+    if user is not None and user.id is not None:
+        best = modes.explain_best(session, user.id, topic.id)
+        session.commit()
+    return _render(request, "explain_list.html", {"topic": topic, "best": best})
+
+
+@router.get("/topics/{topic_id}/explain/{item_id}", response_class=HTMLResponse)
+def explain_item(
+    request: Request,
+    topic_id: SlugId,
+    item_id: SlugId,
+    catalog: CatalogDep,
+    user: OptionalUser,
+    session: SessionDep,
+    last: LastId = None,
+):
+    """Write an explanation; once sent: concepts covered, the sentences that covered them and
+    the model answer."""
+    topic = _topic(catalog, topic_id)
+    entry = next((e for e in topic.explain if e.item.id == item_id), None)
+    if entry is None:
+        raise NotFound(f"No explain-it item {item_id!r} in this topic.")
+    answer = _owned_answer(session, last, user.id if user else None, entry)
+    session.commit()
+    here = f"/topics/{topic.id}/explain/{item_id}"
+    return _render(
+        request,
+        "explain.html",
+        {
+            "topic": topic,
+            "entry": entry,
+            "q": _view(entry, answer, reveal=False, hinted=False),
+            "answer": answer,
+            "action": here + "/answer",
+            "here": here,
+        },
+    )
+
+
+@router.post("/topics/{topic_id}/explain/{item_id}/answer", dependencies=[CsrfDep])
+def explain_answer(
+    request: Request,
+    topic_id: SlugId,
+    item_id: SlugId,
+    catalog: CatalogDep,
+    user: OptionalUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    now: NowDep,
+    choice: AnswerField = None,
+) -> Response:
+    """Score an explanation against the item's key concepts and keep it."""
+    topic = _topic(catalog, topic_id)
+    entry = next((e for e in topic.explain if e.item.id == item_id), None)
+    if entry is None:
+        raise NotFound(f"No explain-it item {item_id!r} in this topic.")
+    answer = _parse(entry, choice)
+    matches = entry.item.score(answer)  # type: ignore[attr-defined]
+    covered = sum(match.covered for match in matches)
+    correct = kind_of(entry.item).is_correct(entry.item, answer)
+    user, token = learner_or_guest(request, session, user, settings, now)
+    assert user.id is not None
+    row = modes.record_answer(
+        session, user.id, entry, "explain", answer, correct, now, points=covered
+    )
+    url = f"/topics/{topic.id}/explain/{item_id}?{urlencode({'last': row.id})}"
+    return signed_in(request, _redirect(url), token, settings)
+
+
+# Cheat sheet ---------------------------------------------------------------------------------
+
+
+@router.get("/topics/{topic_id}/cheatsheet", response_class=HTMLResponse)
+def cheatsheet(request: Request, topic_id: SlugId, catalog: CatalogDep):
+    """The topic on one page, made for printing (A4)."""
+    topic = _topic(catalog, topic_id)
+    if topic.cheat_sheet is None:
+        raise NotFound("This topic has no cheat sheet yet.")
+    return _render(request, "cheatsheet.html", {"topic": topic})

@@ -1,0 +1,320 @@
+"""The untimed modes' records: answers in practice, quick quizzes, explain-it and review, and
+what a topic page says of each mode. Every answered item also feeds the learner's review queue
+(a miss enters it as Again; see app.review.service.record_item_outcome).
+
+Services commit; every write starts a writer transaction (app.db.begin_write) first.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from app.challenges.catalog import Catalog, Entry, TopicView
+from app.db import begin_write
+from app.errors import Conflict, NotFound
+from app.modes.models import ModeAnswer, Quiz
+from app.review import service as review
+from app.review.models import CardSource, ReviewCard
+
+QUIZ_MAX = 10  # a quiz asks up to this many (5-10 when the topic has enough)
+# A card due within this much of now counts as due: FSRS's first learning step is one minute,
+# so a miss ("Again") is in the queue at once and comes back within the same session.
+LEARN_AHEAD = timedelta(minutes=1)
+
+
+def card_key(entry: Entry) -> review.CardKey:
+    """The review card an item or flashcard is scheduled under."""
+    source = CardSource.FLASHCARD if entry.is_card else CardSource.ITEM
+    return review.CardKey(source, entry.topic, entry.deck, entry.item.id)
+
+
+def feed_review(
+    session: Session,
+    user_id: int,
+    entry: Entry,
+    correct: bool,
+    hinted: bool,
+    mode: str,
+    now: datetime,
+) -> None:
+    """Feed an answered item to the review queue, and commit."""
+    begin_write(session)
+    review.record_item_outcome(session, user_id, card_key(entry), correct, hinted, mode, now)
+    session.commit()
+
+
+def record_answer(
+    session: Session,
+    user_id: int,
+    entry: Entry,
+    mode: str,
+    answer: str,
+    correct: bool,
+    now: datetime,
+    hinted: bool = False,
+    points: int | None = None,
+) -> ModeAnswer:
+    """Keep an answer given in practice, explain-it or review, feed the review queue, commit."""
+    begin_write(session)
+    row = ModeAnswer(
+        user_id=user_id,
+        mode=mode,
+        topic=entry.topic,
+        deck_id=entry.deck,
+        item_id=entry.item.id,
+        answer=answer,
+        correct=correct,
+        hinted=hinted,
+        points=points,
+        answered_at=now,
+    )
+    session.add(row)
+    session.flush()
+    review.record_item_outcome(session, user_id, card_key(entry), correct, hinted, mode, now)
+    session.commit()
+    return row
+
+
+def right_in_practice(session: Session, user_id: int, topic_id: str) -> set[tuple[str, str]]:
+    """(deck, item) of every item the learner has answered right in practice."""
+    query = select(ModeAnswer.deck_id, ModeAnswer.item_id).where(
+        ModeAnswer.user_id == user_id,
+        ModeAnswer.topic == topic_id,
+        ModeAnswer.mode == "practice",
+        col(ModeAnswer.correct).is_(True),
+    )
+    return {(deck, item) for deck, item in session.exec(query.distinct())}
+
+
+def last_answer(session: Session, user_id: int, entry: Entry, mode: str) -> ModeAnswer | None:
+    """The learner's latest answer to this item in this mode."""
+    query = select(ModeAnswer).where(
+        ModeAnswer.user_id == user_id,
+        ModeAnswer.mode == mode,
+        ModeAnswer.deck_id == entry.deck,
+        ModeAnswer.item_id == entry.item.id,
+    )
+    return session.exec(query.order_by(col(ModeAnswer.id).desc()).limit(1)).first()
+
+
+def explain_best(session: Session, user_id: int, topic_id: str) -> dict[str, int]:
+    """The most concepts the learner has covered, per explain-it item of the topic."""
+    query = (
+        select(ModeAnswer.item_id, func.max(ModeAnswer.points))
+        .where(
+            ModeAnswer.user_id == user_id,
+            ModeAnswer.topic == topic_id,
+            ModeAnswer.mode == "explain",
+        )
+        .group_by(ModeAnswer.item_id)
+    )
+    return {item: int(best or 0) for item, best in session.exec(query)}
+
+
+# Quick quizzes -------------------------------------------------------------------------------
+
+
+def start_quiz(
+    session: Session, user_id: int, topic: TopicView, now: datetime, rng: random.Random
+) -> Quiz:
+    """Draw 5-10 questions from the topic's items and cards (all of them if fewer); commit."""
+    pool = [*topic.practice, *topic.cards]
+    if not pool:
+        raise NotFound(f"The topic {topic.title!r} has nothing to quiz on yet.")
+    size = min(len(pool), QUIZ_MAX)
+    drawn = rng.sample(pool, size)
+    begin_write(session)
+    quiz = Quiz(
+        user_id=user_id,
+        topic=topic.id,
+        questions=json.dumps([[entry.deck, entry.item.id] for entry in drawn]),
+        total=size,
+        created_at=now,
+    )
+    session.add(quiz)
+    session.commit()
+    return quiz
+
+
+@dataclass
+class QuizState:
+    """A quiz with its answers by position (0-based)."""
+
+    quiz: Quiz
+    questions: list[tuple[str, str]]
+    answers: dict[int, ModeAnswer] = field(default_factory=dict)
+
+    @property
+    def current(self) -> int:
+        """The first unanswered position (== len(questions) when finished)."""
+        return next((p for p in range(len(self.questions)) if p not in self.answers),
+                    len(self.questions))  # fmt: skip
+
+
+def quiz_for_user(session: Session, quiz_id: int, user_id: int) -> QuizState:
+    """The learner's own quiz with its answers; another learner's is a 404."""
+    quiz = session.get(Quiz, quiz_id)
+    if quiz is None or quiz.user_id != user_id:
+        raise NotFound("No such quiz.")
+    rows = session.exec(select(ModeAnswer).where(ModeAnswer.quiz_id == quiz_id)).all()
+    pairs = [(str(deck), str(item)) for deck, item in json.loads(quiz.questions)]
+    return QuizState(quiz, pairs, {row.position: row for row in rows if row.position is not None})
+
+
+def answer_quiz(
+    session: Session,
+    state: QuizState,
+    position: int,
+    entry: Entry,
+    answer: str,
+    correct: bool,
+    now: datetime,
+) -> None:
+    """Record the one answer to a quiz question, count it, finish the quiz after the last; a
+    second answer to the same question is refused (409), even from two tabs at once."""
+    quiz = state.quiz
+    assert quiz.id is not None
+    begin_write(session)
+    session.add(
+        ModeAnswer(
+            user_id=quiz.user_id,
+            mode="quiz",
+            topic=entry.topic,
+            deck_id=entry.deck,
+            item_id=entry.item.id,
+            answer=answer,
+            correct=correct,
+            quiz_id=quiz.id,
+            position=position,
+            answered_at=now,
+        )
+    )
+    try:
+        session.flush()
+    except IntegrityError:
+        session.rollback()
+        raise Conflict("This question is already answered.") from None
+    answered = session.exec(
+        select(func.count()).select_from(ModeAnswer).where(ModeAnswer.quiz_id == quiz.id)
+    ).one()
+    values: dict[str, object] = {"correct": col(Quiz.correct) + int(correct)}
+    if int(answered) >= quiz.total:
+        values["finished_at"] = now
+    session.execute(update(Quiz).where(col(Quiz.id) == quiz.id).values(**values))
+    review.record_item_outcome(session, quiz.user_id, card_key(entry), correct, False, "quiz", now)
+    session.commit()
+    session.refresh(quiz)
+
+
+def best_quiz(session: Session, user_id: int, topic_id: str) -> tuple[int, int] | None:
+    """The learner's best finished quiz of the topic: (right, out of)."""
+    query = (
+        select(Quiz.correct, Quiz.total)
+        .where(Quiz.user_id == user_id, Quiz.topic == topic_id, col(Quiz.finished_at).is_not(None))
+        .order_by(col(Quiz.correct) * 1.0 / col(Quiz.total) * -1, col(Quiz.total).desc())
+        .limit(1)
+    )
+    found = session.exec(query).first()
+    return None if found is None else (int(found[0]), int(found[1]))
+
+
+# Flashcards and review -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Deck:
+    """Where a learner stands with a topic's flashcards now."""
+
+    due: list[Entry]  # most overdue first
+    new: list[Entry]  # never seen, within today's new-card limit
+    unseen: int  # never seen, whatever the limit
+
+    @property
+    def next(self) -> Entry | None:
+        """The card to show now: a due one first, then a new one."""
+        waiting = self.due or self.new
+        return waiting[0] if waiting else None
+
+
+def deck(session: Session, user_id: int, topic: TopicView, now: datetime, new_per_day: int) -> Deck:
+    """The topic's due cards and today's new ones."""
+    by_id = {entry.item.id: entry for entry in topic.cards}
+    due_rows = review.due_cards(session, user_id, now + LEARN_AHEAD, CardSource.FLASHCARD, topic.id)
+    due = [by_id[row.card_id] for row in due_rows if row.card_id in by_id]
+    known = review.known_cards(session, user_id, CardSource.FLASHCARD, topic.id)
+    unseen = [entry for entry in topic.cards if entry.item.id not in known]
+    left = max(0, new_per_day - review.new_cards_today(session, user_id, topic.id, now))
+    return Deck(due, unseen[:left], len(unseen))
+
+
+def card_of(session: Session, user_id: int, entry: Entry) -> ReviewCard | None:
+    """The learner's review card for an item or flashcard, if they have one."""
+    key = card_key(entry)
+    query = select(ReviewCard).where(
+        ReviewCard.user_id == user_id,
+        ReviewCard.source == key.source,
+        ReviewCard.deck_id == key.deck_id,
+        ReviewCard.card_id == key.card_id,
+    )
+    return session.exec(query).first()
+
+
+def review_queue(
+    session: Session, user_id: int, now: datetime, catalog: Catalog, limit: int = 200
+) -> list[Entry]:
+    """The learner's missed items due for review, across topics, most overdue first (items no
+    longer served are left out)."""
+    rows = review.due_cards(session, user_id, now + LEARN_AHEAD, CardSource.ITEM, limit=limit)
+    found = (catalog.entry(row.deck_id, row.card_id) for row in rows)
+    return [entry for entry in found if entry is not None]
+
+
+@dataclass(frozen=True)
+class TopicProgress:
+    """What the topic page says of each mode, read in a few queries."""
+
+    sets: dict[str, object]  # set id -> SetStanding
+    practice_right: int
+    deck: Deck | None
+    review_due: int
+    quiz_best: tuple[int, int] | None
+    explain_best: dict[str, int]
+
+
+def topic_progress(
+    session: Session,
+    user_id: int,
+    topic: TopicView,
+    now: datetime,
+    new_per_day: int,
+    standings: dict[str, object],
+) -> TopicProgress:
+    """Read the learner's standing in every mode of one topic."""
+    right = right_in_practice(session, user_id, topic.id)
+    due_by_topic = review.due_by_topic(session, user_id, now + LEARN_AHEAD, CardSource.ITEM)
+    due_items = due_by_topic.get(topic.id, 0)
+    return TopicProgress(
+        sets={
+            facts.set.id: standings[facts.set.id]
+            for facts in topic.sets
+            if facts.set.id in standings
+        },
+        practice_right=sum((e.deck, e.item.id) in right for e in topic.practice),
+        deck=deck(session, user_id, topic, now, new_per_day) if topic.cards else None,
+        review_due=due_items,
+        quiz_best=best_quiz(session, user_id, topic.id),
+        explain_best=explain_best(session, user_id, topic.id),
+    )
+
+
+def entries_of(catalog: Catalog, pairs: Sequence[tuple[str, str]]) -> list[Entry | None]:
+    """Look up (deck, id) pairs; None for what is no longer served."""
+    return [catalog.entry(deck_id, item_id) for deck_id, item_id in pairs]

@@ -22,6 +22,7 @@ from ruamel.yaml.reader import ReaderError
 from app.challenges import content_checks, limits
 from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet, Topic
 from app.kinds import KINDS
+from app.kinds.spec import Kind
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -332,9 +333,23 @@ def _locate(shown: str, document: CommentedMap, error: Any) -> LoadError:
         message = f"unknown field {location[-1]!r}"
     elif error["type"] == "missing":
         message = f"missing required field {location[-1]!r}"
+    elif error["type"] == "union_tag_invalid" and error.get("ctx", {}).get("tag") in KINDS:
+        message = _misplaced_kind(KINDS[error["ctx"]["tag"]])
     elif location:
         message = f"{'.'.join(str(part) for part in location)}: {message}"
     return _at(shown, document, location, message)
+
+
+def _misplaced_kind(kind: Kind) -> str:
+    """Why a registered kind cannot stand where it was written."""
+    if kind.is_card:
+        return f"kind {kind.name!r} goes in a topic file's `cards:` list"
+    if not kind.in_sets:
+        return f"kind {kind.name!r} belongs in a topic file (topic.yaml), not in a timed set"
+    return (
+        f"kind {kind.name!r} is executable: it belongs in a challenge set, where "
+        "`ranklab verify` proves its key"
+    )
 
 
 def _keep_yaml_path(location: Sequence[Any]) -> tuple[Any, ...]:

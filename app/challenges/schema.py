@@ -134,12 +134,6 @@ class Topic(Strict):
             if entry.id in seen:
                 raise ValueError(f"id {entry.id!r} is used twice in this topic")
             seen.add(entry.id)
-        for item in self.items:
-            if isinstance(item, EXECUTABLE_KINDS):
-                raise ValueError(
-                    f"item {item.id!r}: executable items belong in a challenge set, where "
-                    "`ranklab verify` proves their keys"
-                )
         if self.cheat_sheet is not None and self.cheat_sheet_file is not None:
             raise ValueError("give at most one of cheat_sheet or cheat_sheet_file")
         return self

@@ -35,8 +35,9 @@ if TYPE_CHECKING:
 else:
     # The items of a timed challenge set.
     Item = _union([kind for kind in KINDS.values() if kind.in_sets])
-    # The items of a topic's file (flashcards have their own list, `cards:`).
-    TopicItem = _union([kind for kind in KINDS.values() if not kind.is_card])
+    # The items of a topic's file: untimed, never executed (flashcards have their own list,
+    # `cards:`; executable items belong in a set, where `ranklab verify` proves their keys).
+    TopicItem = _union([k for k in KINDS.values() if not k.is_card and not k.executable])
 
 
 def _executable_models() -> tuple[type[ExecutableMixin], ...]:

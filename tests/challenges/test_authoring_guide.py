@@ -22,3 +22,20 @@ def test_the_guides_example_validates(tmp_path: Path):
     assert report.errors == []
     kinds = [item.kind for item in report.sets[0].challenge_set.items]
     assert kinds == ["choice", "predict_output", "debug", "numeric"]
+
+
+def test_the_readmes_topic_example_validates(tmp_path: Path):
+    readme = (ROOT / "README.md").read_text()
+    example = re.search(r"```yaml\n(# yaml-language-server: \$schema=\.\./topic.*?)```", readme,
+                        re.DOTALL)  # fmt: skip
+    assert example is not None
+    folder = tmp_path / "ddp"
+    folder.mkdir()
+    (folder / "topic.yaml").write_text(example[1])
+    (folder / "cheatsheet.md").write_text("# DDP on one page\n")
+    report = load_path(tmp_path)
+    assert report.errors == []
+    (topic,) = report.topics
+    assert [card.id for card in topic.topic.cards] == ["what-is-ddp"]
+    assert [item.kind for item in topic.topic.items] == ["explain"]
+    assert topic.cheat_sheet == "# DDP on one page\n"

@@ -63,4 +63,5 @@ def test_a_code_block_in_markdown_is_one_highlighted_pre() -> None:
 
     html = str(markdown("Look:\n\n```python\nx = torch.ones(2)\n```\n"))
     assert html.count("<pre") == 1  # a nested <pre> left a blank band under the code
-    assert '<pre class="highlight" tabindex="0"><code>' in html and '<span class="n">torch</span>' in html
+    assert '<pre class="highlight" tabindex="0"><code>' in html
+    assert '<span class="n">torch</span>' in html

@@ -38,6 +38,7 @@ def live_server(live_folder: Path, live_database_url: str, executor_url: str) ->
     shutil.copytree(ROOT / "challenges", challenges)
     shutil.copytree(FIXTURES / "quick", challenges / "quick")
     shutil.copytree(FIXTURES / "challenges" / "runs", challenges / "runs")
+    shutil.copytree(FIXTURES / "modes", challenges / "modes")
     url = live_database_url
     migrations.upgrade(url)
     app = create_app(make_settings(url, challenges_dir=challenges, executor_url=executor_url))

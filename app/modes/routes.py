@@ -5,6 +5,7 @@ and the cheat sheet. Anyone may look; the first answer of a visitor signs them i
 from __future__ import annotations
 
 import random
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -16,6 +17,7 @@ from app.attempts import rules
 from app.attempts import service as attempts
 from app.attempts.rules import ItemStatus
 from app.challenges.catalog import Catalog, Entry, TopicView
+from app.db import run_reads
 from app.deps import (
     CatalogDep,
     CsrfDep,
@@ -105,7 +107,7 @@ def topics_index() -> Response:
 
 
 @router.get("/topics/{topic_id}", response_class=HTMLResponse)
-def topic_page(
+async def topic_page(
     request: Request,
     topic_id: SlugId,
     catalog: CatalogDep,
@@ -118,11 +120,9 @@ def topic_page(
     topic = _topic(catalog, topic_id)
     progress = None
     if user is not None and user.id is not None:
-        standings = attempts.standings(session, user.id)
-        progress = modes.topic_progress(
-            session, user.id, topic, now, settings.new_cards_per_day, dict(standings)
+        progress = await run_reads(
+            session, _progress, session, user.id, topic, now, settings.new_cards_per_day
         )
-        session.commit()
     picker = [
         {"mode": mode, "href": mode.href(topic), "state": mode.state(topic, progress)}
         for mode in MODES
@@ -135,11 +135,18 @@ def topic_page(
     )
 
 
+def _progress(
+    session: Session, user_id: int, topic: TopicView, now: datetime, new_per_day: int
+) -> modes.TopicProgress:
+    standings = attempts.standings(session, user_id)
+    return modes.topic_progress(session, user_id, topic, now, new_per_day, standings)
+
+
 # Practice ------------------------------------------------------------------------------------
 
 
 @router.get("/topics/{topic_id}/practice")
-def practice_start(
+async def practice_start(
     topic_id: SlugId, catalog: CatalogDep, user: OptionalUser, session: SessionDep
 ) -> Response:
     """Go to the first question not yet answered right in practice (or the first)."""
@@ -148,14 +155,13 @@ def practice_start(
         raise NotFound("This topic has no practice questions yet.")
     done: set[tuple[str, str]] = set()
     if user is not None and user.id is not None:
-        done = modes.right_in_practice(session, user.id, topic.id)
-        session.commit()
+        done = await run_reads(session, modes.right_in_practice, session, user.id, topic.id)
     entry = next((e for e in topic.practice if (e.deck, e.item.id) not in done), topic.practice[0])
     return _redirect(f"/topics/{topic.id}/practice/{entry.deck}/{entry.item.id}")
 
 
 @router.get("/topics/{topic_id}/practice/{deck}/{item_id}", response_class=HTMLResponse)
-def practice_item(
+async def practice_item(
     request: Request,
     topic_id: SlugId,
     deck: SlugId,
@@ -172,8 +178,9 @@ def practice_item(
     entry = _entry(catalog, deck, item_id, topic)
     if entry not in topic.practice:
         raise NotFound("That item is not a practice question.")
-    answer = _owned_answer(session, last, user.id if user else None, entry)
-    session.commit()
+    answer = await run_reads(
+        session, _owned_answer, session, last, user.id if user else None, entry
+    )
     index = topic.practice.index(entry)
     here = f"/topics/{topic.id}/practice/{entry.deck}/{entry.item.id}"
     hinted = hint or bool(answer and answer.hinted)
@@ -228,7 +235,7 @@ def practice_answer(
 
 
 @router.get("/topics/{topic_id}/flashcards", response_class=HTMLResponse)
-def flashcards(
+async def flashcards(
     request: Request,
     topic_id: SlugId,
     catalog: CatalogDep,
@@ -244,15 +251,13 @@ def flashcards(
     if not topic.cards:
         raise NotFound("This topic has no flashcards yet.")
     if user is not None and user.id is not None:
-        deck = modes.deck(session, user.id, topic, now, settings.new_cards_per_day)
+        deck, graded = await run_reads(
+            session, _deck_and_graded, session, catalog, user.id, topic, now,
+            settings.new_cards_per_day, last,
+        )  # fmt: skip
     else:  # a visitor: every card is new; grading the first signs them in as a guest
         deck = modes.Deck([], list(topic.cards[: settings.new_cards_per_day]), len(topic.cards))
-    graded = None
-    if last is not None and user is not None and user.id is not None:
-        entry = catalog.entry(topic.id, last)
-        card = modes.card_of(session, user.id, entry) if entry and entry.is_card else None
-        graded = {"entry": entry, "card": card} if card else None
-    session.commit()
+        graded = None
     return _render(
         request,
         "flashcards.html",
@@ -265,6 +270,22 @@ def flashcards(
             "now": now,
         },
     )
+
+
+def _deck_and_graded(
+    session: Session,
+    catalog: Catalog,
+    user_id: int,
+    topic: TopicView,
+    now: datetime,
+    new_per_day: int,
+    last: str | None,
+) -> tuple[modes.Deck, dict[str, object] | None]:
+    """The learner's deck now, and the card they just graded with its next due date."""
+    deck = modes.deck(session, user_id, topic, now, new_per_day)
+    entry = catalog.entry(topic.id, last) if last is not None else None
+    card = modes.card_of(session, user_id, entry) if entry and entry.is_card else None
+    return deck, ({"entry": entry, "card": card} if card else None)
 
 
 @router.post("/topics/{topic_id}/flashcards/{card_id}/grade", dependencies=[CsrfDep])
@@ -295,7 +316,7 @@ def grade_flashcard(
 
 
 @router.get("/review", response_class=HTMLResponse)
-def review_page(
+async def review_page(
     request: Request,
     catalog: CatalogDep,
     user: CurrentUser,
@@ -306,23 +327,12 @@ def review_page(
 ):
     """The learner's due mistakes across topics (or one topic), one at a time."""
     assert user.id is not None
-    queue = modes.review_queue(session, user.id, now, catalog)
-    if topic is not None:
-        queue = [entry for entry in queue if entry.topic == topic]
-    shown = None
-    if last is not None:
-        row = session.get(ModeAnswer, last)
-        entry = catalog.entry(row.deck_id, row.item_id) if row and row.user_id == user.id else None
-        if row is not None and entry is not None:
-            card = modes.card_of(session, user.id, entry)
-            shown = {"entry": entry, "answer": row, "card": card,
-                     "q": _view(entry, row, reveal=True, hinted=False)}  # fmt: skip
-            queue = [e for e in queue if e != entry]
-    upcoming = review.due_cards(session, user.id, now.replace(year=now.year + 100), limit=1)
+    queue, shown, upcoming = await run_reads(
+        session, _review_state, session, catalog, user.id, now, last, topic
+    )
     per_topic: dict[str, int] = {}
     for entry in queue:
         per_topic[entry.topic] = per_topic.get(entry.topic, 0) + 1
-    session.commit()
     current = queue[0] if queue else None
     return _render(
         request,
@@ -335,20 +345,48 @@ def review_page(
             "q": _view(current, None, reveal=False, hinted=False) if current else None,
             "shown": shown,
             "filter": topic,
-            "next_due": upcoming[0].due if upcoming and not queue else None,
+            "next_due": upcoming,
         },
     )
 
 
+def _review_state(
+    session: Session,
+    catalog: Catalog,
+    user_id: int,
+    now: datetime,
+    last: int | None,
+    topic: str | None,
+) -> tuple[list[Entry], dict[str, Any] | None, datetime | None]:
+    """The due queue (of one topic, or all), the answer just given with its card, and when the
+    next card falls due if none is due now."""
+    queue = modes.review_queue(session, user_id, now, catalog)
+    if topic is not None:
+        queue = [entry for entry in queue if entry.topic == topic]
+    shown = None
+    row = session.get(ModeAnswer, last) if last is not None else None
+    entry = catalog.entry(row.deck_id, row.item_id) if row and row.user_id == user_id else None
+    if row is not None and entry is not None:
+        card = modes.card_of(session, user_id, entry)
+        shown = {"entry": entry, "answer": row, "card": card,
+                 "q": _view(entry, row, reveal=True, hinted=False)}  # fmt: skip
+        queue = [e for e in queue if e != entry]
+    upcoming = None
+    if not queue:
+        later = review.due_cards(session, user_id, now + timedelta(days=36500), limit=1)
+        upcoming = later[0].due if later else None
+    return queue, shown, upcoming
+
+
 @router.get("/review/count", response_class=HTMLResponse)
-def review_count(
+async def review_count(
     request: Request, catalog: CatalogDep, user: OptionalUser, session: SessionDep, now: NowDep
 ) -> Response:
     """The nav's count of due mistakes (loaded after the page, so pages stay fast)."""
     count = 0
     if user is not None and user.id is not None:
-        count = len(modes.review_queue(session, user.id, now, catalog))
-        session.commit()
+        queue = await run_reads(session, modes.review_queue, session, user.id, now, catalog)
+        count = len(queue)
     return _render(request, "_review_count.html", {"count": count})
 
 
@@ -404,7 +442,7 @@ def quiz_start(
 
 
 @router.get("/quizzes/{quiz_id}", response_class=HTMLResponse)
-def quiz_page(
+async def quiz_page(
     request: Request,
     quiz_id: RowId,
     catalog: CatalogDep,
@@ -415,8 +453,7 @@ def quiz_page(
     """The current question of a quiz, an answered one (?show=N) with its feedback, or the
     score once every question is answered."""
     assert user.id is not None
-    state = modes.quiz_for_user(session, quiz_id, user.id)
-    session.commit()
+    state = await run_reads(session, modes.quiz_for_user, session, quiz_id, user.id)
     topic = catalog.topic(state.quiz.topic)
     entries = modes.entries_of(catalog, state.questions)
     position = state.current if show is None else show - 1
@@ -479,20 +516,19 @@ def quiz_answer(
 
 
 @router.get("/topics/{topic_id}/explain", response_class=HTMLResponse)
-def explain_list(
+async def explain_list(
     request: Request, topic_id: SlugId, catalog: CatalogDep, user: OptionalUser, session: SessionDep
 ):
     """The topic's explain-it items with the learner's best score on each."""
     topic = _topic(catalog, topic_id)
     best: dict[str, int] = {}
     if user is not None and user.id is not None:
-        best = modes.explain_best(session, user.id, topic.id)
-        session.commit()
+        best = await run_reads(session, modes.explain_best, session, user.id, topic.id)
     return _render(request, "explain_list.html", {"topic": topic, "best": best})
 
 
 @router.get("/topics/{topic_id}/explain/{item_id}", response_class=HTMLResponse)
-def explain_item(
+async def explain_item(
     request: Request,
     topic_id: SlugId,
     item_id: SlugId,
@@ -507,8 +543,9 @@ def explain_item(
     entry = next((e for e in topic.explain if e.item.id == item_id), None)
     if entry is None:
         raise NotFound(f"No explain-it item {item_id!r} in this topic.")
-    answer = _owned_answer(session, last, user.id if user else None, entry)
-    session.commit()
+    answer = await run_reads(
+        session, _owned_answer, session, last, user.id if user else None, entry
+    )
     here = f"/topics/{topic.id}/explain/{item_id}"
     return _render(
         request,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -295,7 +295,7 @@ def topic_progress(
     topic: TopicView,
     now: datetime,
     new_per_day: int,
-    standings: dict[str, object],
+    standings: Mapping[str, object],
 ) -> TopicProgress:
     """Read the learner's standing in every mode of one topic."""
     right = right_in_practice(session, user_id, topic.id)

@@ -57,3 +57,44 @@ def test_learner_pages_fit_a_390_px_screen(phone, tmp_path):
     visited["progress"] = overflow(phone)
     phone.screenshot(path=str(tmp_path / "progress-390.png"), full_page=True)
     assert {name: px for name, px in visited.items() if px > 0} == {}
+
+
+def test_every_learning_mode_fits_a_390_px_screen(phone, tmp_path):
+    visited = {}
+
+    def visit(name: str, path: str | None = None) -> None:
+        if path is not None:
+            phone.goto(path)
+        visited[name] = overflow(phone)
+        shot = re.sub(r"\W+", "-", name)
+        phone.screenshot(path=str(tmp_path / f"{shot}-390.png"), full_page=True)
+
+    visit("topic", "/topics/ddp")
+    visit("practice", "/topics/ddp/practice")
+    phone.locator('[data-testid="option"] input').first.check()
+    phone.get_by_test_id("submit").click()
+    visit("practice, answered")
+    visit("flashcards", "/topics/ddp/flashcards")
+    phone.keyboard.press("Space")
+    visit("flashcards, flipped")
+    phone.keyboard.press("1")
+    phone.wait_for_url(re.compile(r"last="))
+    visit("flashcards, graded")
+    visit("review", "/review")
+    visit("quiz", "/topics/ddp/quiz")
+    phone.get_by_test_id("start-quiz").click()
+    phone.wait_for_url(re.compile(r"/quizzes/\d+$"))
+    visit("quiz, question")
+    visit("explain", "/topics/ddp/explain")
+    phone.locator('[data-testid="explain-list"] a').first.click()
+    phone.get_by_test_id("explain-answer").fill(
+        "Each GPU runs its own process with a full copy of the model. The data is split. "
+        "Gradients are averaged, so the models stay in sync."
+    )
+    phone.get_by_test_id("submit").click()
+    phone.get_by_test_id("concept-score").wait_for()
+    visit("explain, scored")
+    visit("cheat sheet", "/topics/ddp/cheatsheet")
+    nav = phone.locator("header nav")
+    visited["nav wraps (px over one line)"] = max(0, int(nav.bounding_box()["height"]) - 80)
+    assert {name: px for name, px in visited.items() if px > 0} == {}

@@ -203,6 +203,15 @@ def begin_write(session: Session) -> None:
     session.connection(execution_options={READER: False})
 
 
+def end_read(session: Session) -> None:
+    """End the session's transaction now, so its connection goes back to the pool (or SQLite's
+    snapshot is let go) before a slow response is sent. Routes call this, never commit: it
+    refuses a session holding unsaved changes, which only a service may commit."""
+    if session.new or session.dirty or session.deleted:
+        raise ReadOnlyTransaction("end_read with unsaved changes: a service must commit them")
+    session.commit()
+
+
 def utcnow() -> datetime:
     """Return the current time, aware, in UTC."""
     return datetime.now(UTC)

@@ -19,7 +19,14 @@ from sqlmodel import Session, select
 from app.accounts.models import User
 from app.attempts.models import ItemAttempt
 from app.config import Settings
-from app.db import WORKER_THREADS, ReadOnlyTransaction, begin_write, make_engine, read_session
+from app.db import (
+    WORKER_THREADS,
+    ReadOnlyTransaction,
+    begin_write,
+    end_read,
+    make_engine,
+    read_session,
+)
 from tests.support.learner import Learner
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
@@ -60,6 +67,21 @@ def test_a_write_inside_a_read_transaction_is_refused(database_url):
         session.add(User(created_at=NOW))
         session.commit()
         assert len(session.exec(select(User)).all()) == 1
+    engine.dispose()
+
+
+def test_a_route_ends_a_read_but_cannot_commit_a_change_with_it(database_url):
+    engine = make_engine(database_url)
+    with Session(engine, expire_on_commit=False) as session:
+        session.exec(select(User)).all()
+        assert session.in_transaction()
+        end_read(session)
+        assert not session.in_transaction()
+        session.add(User(created_at=NOW))
+        with pytest.raises(ReadOnlyTransaction, match="a service must commit"):
+            end_read(session)
+        session.rollback()
+        assert session.exec(select(User)).all() == []
     engine.dispose()
 
 

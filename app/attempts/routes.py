@@ -23,7 +23,7 @@ from app.attempts.models import ItemAttempt, SetAttempt
 from app.challenges.catalog import Catalog
 from app.challenges.schema import EXECUTABLE_KINDS
 from app.config import Settings
-from app.db import run_reads, run_writes
+from app.db import end_read, run_reads, run_writes
 from app.deps import (
     CatalogDep,
     CsrfDep,
@@ -120,7 +120,7 @@ def resume(
     assert user.id is not None
     attempt = attempts.attempt_for_user(session, attempt_id, user.id)
     attempt = _advance(session, attempt, catalog, settings, now, user, attempts.skip_removed_items)
-    session.commit()  # end the read in this thread: its connection goes back before sending
+    end_read(session)  # its connection goes back before the response is sent
     if attempt.finished:
         return _redirect(f"/attempts/{attempt.id}/results")
     return _redirect(f"/attempts/{attempt.id}/q/{attempt.current_position + 1}")
@@ -174,7 +174,7 @@ def question_json(
         raise NotFound("This question is not open yet.")
     attempts.close_if_expired(session, row, settings.grace_seconds, now)
     context = _question_context(catalog, attempt, row, settings.grace_seconds, now)
-    session.commit()  # end the read in this thread: its connection goes back before sending
+    end_read(session)  # its connection goes back before the response is sent
     return JSONResponse(
         {
             "question": context["q"],

@@ -6,6 +6,7 @@ from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
 from app.challenges.schema import EXECUTABLE_KINDS
+from app.db import end_read
 from app.deps import CatalogDep, ExecutorDep, QuestionDep, SessionDep
 from app.errors import Conflict, NotFound
 from app.runs import service as runs
@@ -26,7 +27,7 @@ def run_snippet(
         raise Conflict("Answer the question first: the run shows the answer.")
     request = runs.run_request(item, loaded.code[item.id])
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    session.commit()  # release SQLite's lock: the run streams for seconds
+    end_read(session)  # the run streams for seconds: hold no transaction meanwhile
     return StreamingResponse(
         runs.sse_events(executor, request), media_type="text/event-stream", headers=headers
     )

@@ -114,10 +114,10 @@ def _validate(args: argparse.Namespace) -> int:
         print(error, file=sys.stderr)
     items = sum(len(loaded.challenge_set.items) for loaded in report.sets)
     verdict = "ok" if report.ok else f"{len(report.errors)} error(s)"
-    topics = len(report.topics)
+    topics, labs = len(report.topics), len(report.labs)
     print(
         f"{len(report.files)} file(s), {len(report.sets)} valid set(s), {topics} topic(s), "
-        f"{items} item(s): {verdict}"
+        f"{labs} lab(s), {items} item(s): {verdict}"
     )
     return 0 if report.ok else 1
 

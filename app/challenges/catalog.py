@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.challenges.loader import LoadedSet, LoadedTopic, LoadError, load_path
+from app.challenges.loader import LoadedLab, LoadedSet, LoadedTopic, LoadError, load_path
 from app.challenges.schema import ChallengeSet, ItemBase
 from app.kinds import kind_of
 
@@ -75,37 +75,53 @@ class TopicView:
     explain: tuple[Entry, ...]
     cheat_sheet: str | None
     path: str | None  # its topic.yaml, if it has one
+    labs: tuple[LoadedLab, ...] = ()
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.casefold()).strip("-")[:100] or "topic"
 
 
-def _topics(sets: tuple[LoadedSet, ...], loaded: list[LoadedTopic]) -> dict[str, TopicView]:
-    """Every topic, with the sets that name it (by id, or by title whatever the case)."""
+def _topics(
+    sets: tuple[LoadedSet, ...], loaded: list[LoadedTopic], labs: list[LoadedLab]
+) -> dict[str, TopicView]:
+    """Every topic, with the sets and labs that name it (by id, or by title whatever the case);
+    a name no topic file has makes a topic of its own."""
     by_name = {topic.topic.id: topic for topic in loaded}
     by_name.update({topic.topic.title.casefold(): topic for topic in loaded})
-    grouped: dict[str, list[LoadedSet]] = {}
     implicit: dict[str, str] = {}
-    for one in sets:
-        name = one.challenge_set.topic
+
+    def topic_id_of(name: str) -> str:
         found = by_name.get(name) or by_name.get(name.casefold())
-        topic_id = found.topic.id if found else _slug(name)
-        if found is None:
-            implicit.setdefault(topic_id, name)
-        grouped.setdefault(topic_id, []).append(one)
+        if found is not None:
+            return found.topic.id
+        implicit.setdefault(_slug(name), name)
+        return _slug(name)
+
+    grouped: dict[str, list[LoadedSet]] = {}
+    for one in sets:
+        grouped.setdefault(topic_id_of(one.challenge_set.topic), []).append(one)
+    lab_groups: dict[str, list[LoadedLab]] = {}
+    for lab in sorted(labs, key=lambda loaded_lab: loaded_lab.lab.title):
+        lab_groups.setdefault(topic_id_of(lab.lab.topic), []).append(lab)
     views: dict[str, TopicView] = {}
     for topic_id, title in implicit.items():
-        if topic_id not in views and all(t.topic.id != topic_id for t in loaded):
-            views[topic_id] = _view(topic_id, title, None, grouped.get(topic_id, []))
+        if all(t.topic.id != topic_id for t in loaded):
+            views[topic_id] = _view(topic_id, title, None, grouped.get(topic_id, []),
+                                    lab_groups.get(topic_id, []))  # fmt: skip
     for topic in loaded:
-        views[topic.topic.id] = _view(topic.topic.id, topic.topic.title, topic,
-                                      grouped.get(topic.topic.id, []))  # fmt: skip
+        topic_id = topic.topic.id
+        views[topic_id] = _view(topic_id, topic.topic.title, topic, grouped.get(topic_id, []),
+                                lab_groups.get(topic_id, []))  # fmt: skip
     return dict(sorted(views.items(), key=lambda pair: (pair[1].order, pair[1].title)))
 
 
 def _view(
-    topic_id: str, title: str, loaded: LoadedTopic | None, sets: list[LoadedSet]
+    topic_id: str,
+    title: str,
+    loaded: LoadedTopic | None,
+    sets: list[LoadedSet],
+    labs: list[LoadedLab],
 ) -> TopicView:
     set_items = [
         Entry(topic_id, one.challenge_set.id, item, one.code.get(item.id))
@@ -126,6 +142,7 @@ def _view(
         explain=tuple(e for e in set_items + own if e.kind == "explain"),
         cheat_sheet=loaded.cheat_sheet if loaded else None,
         path=loaded.path if loaded else None,
+        labs=tuple(labs),
     )
 
 
@@ -143,6 +160,7 @@ class _Contents:
     topics: dict[str, TopicView] = field(default_factory=dict)
     entries: dict[tuple[str, str], Entry] = field(default_factory=dict)
     topic_of_set: dict[str, str] = field(default_factory=dict)
+    labs: dict[str, LoadedLab] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -151,16 +169,18 @@ class _Contents:
         errors: list[LoadError],
         files: list[str],
         loaded_topics: list[LoadedTopic] | None = None,
+        loaded_labs: list[LoadedLab] | None = None,
     ) -> _Contents:
         ordered = tuple(sorted(sets, key=lambda loaded: loaded.challenge_set.title))
         facts = tuple(SetFacts.of(loaded.challenge_set) for loaded in ordered)
-        topics = _topics(ordered, loaded_topics or [])
+        topics = _topics(ordered, loaded_topics or [], loaded_labs or [])
         entries = {
             (entry.deck, entry.item.id): entry
             for topic in topics.values()
             for entry in (*topic.practice, *topic.explain, *topic.cards)
         }
         return cls(
+            labs={loaded.lab.id: loaded for loaded in loaded_labs or []},
             topics=topics,
             entries=entries,
             topic_of_set={
@@ -199,7 +219,9 @@ class Catalog:
         """Read the folder again and swap in the result at once."""
         with self._lock:  # one reload at a time; readers see the old contents or the new
             report = load_path(self.root, display_root=self.root.parent)
-            self._contents = _Contents.of(report.sets, report.errors, report.files, report.topics)
+            self._contents = _Contents.of(
+                report.sets, report.errors, report.files, report.topics, report.labs
+            )
 
     @property
     def sets(self) -> dict[str, LoadedSet]:
@@ -245,6 +267,10 @@ class Catalog:
         contents = self._contents
         topic_id = contents.topic_of_set.get(set_id)
         return None if topic_id is None else contents.topics.get(topic_id)
+
+    def lab(self, lab_id: str) -> LoadedLab | None:
+        """Return the lab with this id."""
+        return self._contents.labs.get(lab_id)
 
     def entry(self, deck: str, item_id: str) -> Entry | None:
         """Return an item or card by its deck (set or topic id) and id."""

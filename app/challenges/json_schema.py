@@ -1,5 +1,5 @@
 """Generate the JSON Schemas that editors use to complete and check challenge YAML: one for
-challenge sets, one for topic files (topic.yaml) beside it."""
+challenge sets, and beside it one for topic files (topic.yaml) and one for labs (lab.yaml)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from app.challenges.schema import ChallengeSet, Topic
+from app.labs.schema import Lab
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "challenges" / "challenge-set.schema.json"
 TOPIC_SCHEMA_NAME = "topic.schema.json"
+LAB_SCHEMA_NAME = "lab.schema.json"
 
 
 def render(model: type[BaseModel] = ChallengeSet, name: str = SCHEMA_PATH.name) -> str:
@@ -23,9 +25,13 @@ def render(model: type[BaseModel] = ChallengeSet, name: str = SCHEMA_PATH.name) 
 
 
 def rendered(path: Path = SCHEMA_PATH) -> dict[Path, str]:
-    """Every schema file and its text: the set schema at path, the topic schema beside it."""
-    topic_path = path.with_name(TOPIC_SCHEMA_NAME)
-    return {path: render(), topic_path: render(Topic, TOPIC_SCHEMA_NAME)}
+    """Every schema file and its text: the set schema at path, the topic and lab schemas beside
+    it."""
+    return {
+        path: render(),
+        path.with_name(TOPIC_SCHEMA_NAME): render(Topic, TOPIC_SCHEMA_NAME),
+        path.with_name(LAB_SCHEMA_NAME): render(Lab, LAB_SCHEMA_NAME),
+    }
 
 
 def write(path: Path = SCHEMA_PATH) -> list[Path]:

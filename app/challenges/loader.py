@@ -21,6 +21,7 @@ from ruamel.yaml.reader import ReaderError
 
 from app.challenges import content_checks, limits
 from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet, Topic
+from app.labs.schema import Lab
 from app.kinds import KINDS
 from app.kinds.spec import Kind
 
@@ -60,11 +61,34 @@ class LoadedTopic:
 
 
 @dataclass
+class LoadedLab:
+    """A valid lab with where it came from and each step's resolved code (by step id): the
+    starter (None: the step continues from the previous one) and the reference solution."""
+
+    lab: Lab
+    path: str
+    starters: dict[str, str | None] = field(default_factory=dict)
+    solutions: dict[str, str] = field(default_factory=dict)
+
+    def starter_for_verify(self, step_id: str) -> str:
+        """The code a learner opens the step with, a continuing step's being the previous
+        step's reference solution."""
+        previous: str | None = None
+        for step in self.lab.steps:
+            code = self.starters[step.id]
+            if step.id == step_id:
+                return code if code is not None else (previous or "")
+            previous = self.solutions[step.id]
+        raise KeyError(step_id)
+
+
+@dataclass
 class LoadReport:
     """Everything a load found: the valid sets and every error."""
 
     sets: list[LoadedSet] = field(default_factory=list)
     topics: list[LoadedTopic] = field(default_factory=list)
+    labs: list[LoadedLab] = field(default_factory=list)
     errors: list[LoadError] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
 
@@ -81,7 +105,8 @@ def challenge_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
 
 
-TOPIC_FILE = "topic.yaml"  # a topic's file; every other YAML file is a challenge set
+TOPIC_FILE = "topic.yaml"  # a topic's file
+LAB_FILE = "lab.yaml"  # a lab's file; every other YAML file is a challenge set
 
 
 def load_path(root: Path, display_root: Path | None = None) -> LoadReport:
@@ -89,9 +114,22 @@ def load_path(root: Path, display_root: Path | None = None) -> LoadReport:
     report = LoadReport()
     seen_ids: dict[str, str] = {}
     seen_topics: dict[str, str] = {}
+    seen_labs: dict[str, str] = {}
     for path in challenge_files(root):
         shown = _display(path, display_root)
         report.files.append(shown)
+        if path.name == LAB_FILE:
+            lab, errors = load_lab_file(path, shown)
+            report.errors.extend(errors)
+            if lab is not None and lab.lab.id in seen_labs:
+                where = seen_labs[lab.lab.id]
+                report.errors.append(
+                    LoadError(shown, 1, 1, f"lab id {lab.lab.id!r} is already used by {where}")
+                )
+            elif lab is not None:
+                seen_labs[lab.lab.id] = shown
+                report.labs.append(lab)
+            continue
         if path.name == TOPIC_FILE:
             topic, errors = load_topic_file(path, shown)
             report.errors.extend(errors)
@@ -198,6 +236,38 @@ def load_topic_file(path: Path, shown: str) -> tuple[LoadedTopic | None, list[Lo
     if errors:
         return None, errors
     return LoadedTopic(topic, shown, cheat_sheet), []
+
+
+def load_lab_file(path: Path, shown: str) -> tuple[LoadedLab | None, list[LoadError]]:
+    """Parse and validate one lab.yaml; return the lab (if valid) with its code, and errors."""
+    document, text, errors = _read_document(path, shown)
+    if document is None:
+        return None, errors
+    try:
+        lab = Lab.model_validate(_plain(document))
+    except ValidationError as error:
+        return None, [_locate(shown, document, item) for item in error.errors()]
+    errors = _external_image_errors(shown, text, document, lab)
+    loaded = LoadedLab(lab, shown)
+    for index, step in enumerate(lab.steps):
+        for field_name, inline, named in (
+            ("starter", step.starter, step.starter_file),
+            ("solution", step.solution, step.solution_file),
+        ):
+            code = inline
+            if named is not None:
+                code, problem = _read_beside(path, named, f"{field_name}_file")
+                if problem is not None:
+                    where = ("steps", index, f"{field_name}_file")
+                    errors.append(_at(shown, document, where, problem))
+                    continue
+            if field_name == "starter":
+                loaded.starters[step.id] = code
+            elif code is not None:
+                loaded.solutions[step.id] = code
+    if errors:
+        return None, errors
+    return loaded, []
 
 
 def _read_beside(path: Path, name: str, field: str) -> tuple[str | None, str | None]:

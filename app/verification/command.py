@@ -18,6 +18,7 @@ from app import embedded
 from app.challenges import loader
 from app.config import Settings
 from app.executor_client import HttpExecutorClient
+from app.labs import verify as lab_verify
 from app.verification import batch, evidence, records
 from app.verification import service as verification
 from app.verification.batch import Verified
@@ -48,6 +49,12 @@ def verify(
     try:
         with _executor(executor_url, trusted, jobs) as url:
             client = HttpExecutorClient(url, token=Settings().executor_token)
+            for step in lab_verify.verify_labs(client, report.labs, batch.executor_facts(client)):
+                counts[step.verdict.value] += 1
+                if as_json:
+                    print(_json_line(_step_record(step)), flush=True)
+                else:
+                    _print_step(step)
             for verified in batch.verify_in_order(client, report.sets, repeats, jobs):
                 counts[verified.report.verdict.value] += 1
                 if engine is not None and not _record(engine, verified):
@@ -95,6 +102,25 @@ def _item_record(verified: Verified) -> dict[str, Any]:
         verified.duration_ms,
         verified.content_hash,
     )
+
+
+def _step_record(step: lab_verify.StepReport) -> dict[str, Any]:
+    return {
+        "kind": "lab_step",
+        "lab": step.lab_id,
+        "path": step.path,
+        "step": step.step_id,
+        "verdict": step.verdict.value,
+        "problems": step.problems,
+    }
+
+
+def _print_step(step: lab_verify.StepReport) -> None:
+    """Print one lab step's verdict and its reasons."""
+    label = {"pass": "PASS", "fail": "FAIL", "needs_gpus": "GPU "}[step.verdict.value]
+    print(f"{label} {step.path} {step.lab_id} step {step.step_id}", flush=True)
+    for line in step.problems:
+        print(f"     {line}")
 
 
 def _json_line(record: dict[str, Any]) -> str:

@@ -1,0 +1,1 @@
+"""Labs: guided practicals whose steps the learner edits and runs across real ranks."""

@@ -1,0 +1,118 @@
+"""The lab schema: a lab is ordered steps, each with instructions, a starter and a reference
+solution, launch settings, checks in the outcome language of predict-output items, and
+optional graded questions. Pure: the standard library and pydantic only.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator, model_validator
+
+from app.challenges.base import SLUG, Launch, Outcome, Strict
+from app.kinds import Item
+
+MAX_STEPS = 20
+
+
+class LabLaunch(Launch):
+    """How a step's code is launched; the learner may pick nproc among `nproc_choices`."""
+
+    nproc_choices: list[int] = Field(
+        default_factory=list,
+        max_length=8,
+        description="Rank counts the learner may choose (default: just nproc).",
+    )
+
+    @model_validator(mode="after")
+    def _nproc_among_choices(self) -> LabLaunch:
+        for choice in self.nproc_choices:
+            if not 1 <= choice <= 8:
+                raise ValueError(f"nproc choice {choice} must be between 1 and 8")
+        if self.nproc_choices and self.nproc not in self.nproc_choices:
+            raise ValueError(
+                f"nproc {self.nproc} must be one of nproc_choices {self.nproc_choices}"
+            )
+        return self
+
+    @property
+    def choices(self) -> list[int]:
+        """The rank counts offered, nproc first when there is no choice."""
+        return sorted(set(self.nproc_choices)) or [self.nproc]
+
+
+class LabCheck(Strict):
+    """One claim about the learner's run, shown to them as passed or not."""
+
+    says: str = Field(
+        min_length=1, max_length=200, description="The claim as the learner reads it."
+    )
+    expect: Outcome = Field(
+        description="What the run must show, in the outcome language of predict-output items."
+    )
+
+
+class LabStep(Strict):
+    """One step: read, edit, run, pass the checks, answer the questions."""
+
+    id: str = Field(pattern=SLUG, max_length=100, description="Stable id; drafts refer to it.")
+    title: str = Field(min_length=1, max_length=120, description="The step's heading.")
+    instructions: str = Field(min_length=1, description="What to do (Markdown).")
+    starter: str | None = Field(default=None, description="The code the step opens with, inline.")
+    starter_file: str | None = Field(
+        default=None, pattern=r"^[\w./-]+\.py$", description="A .py file beside lab.yaml."
+    )
+    continue_previous: bool = Field(
+        default=False,
+        description="Open with the code the learner ended the previous step with (verify uses "
+        "the previous step's solution).",
+    )
+    solution: str | None = Field(default=None, description="The reference solution, inline.")
+    solution_file: str | None = Field(
+        default=None, pattern=r"^[\w./-]+\.py$", description="A .py file beside lab.yaml."
+    )
+    launch: LabLaunch = Field(default_factory=LabLaunch, description="How the code is launched.")
+    checks: list[LabCheck] = Field(
+        min_length=1, max_length=12, description="What a run must show to pass the step."
+    )
+    questions: list[Item] = Field(
+        default_factory=list, max_length=5, description="Graded questions to answer (any kind)."
+    )
+    adapted: str | None = Field(
+        default=None,
+        description="Shown to the learner when a GPU idea is shown on CPU ranks (Markdown).",
+    )
+
+    @model_validator(mode="after")
+    def _sources(self) -> LabStep:
+        starters = [self.starter is not None, self.starter_file is not None, self.continue_previous]
+        if sum(starters) != 1:
+            raise ValueError("give exactly one of starter, starter_file or continue_previous")
+        if (self.solution is None) == (self.solution_file is None):
+            raise ValueError("give exactly one of solution or solution_file")
+        ids = [question.id for question in self.questions]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"question ids must be unique, got {ids}")
+        return self
+
+
+class Lab(Strict):
+    """A guided practical (a lab.yaml): ordered steps run across real ranks."""
+
+    id: str = Field(pattern=SLUG, max_length=100, description="Stable id; progress refers to it.")
+    title: str = Field(min_length=1, max_length=120, description="Shown on the topic page.")
+    topic: str = Field(min_length=1, max_length=100, description="The topic's id (or title).")
+    summary: str = Field(min_length=1, description="What the lab builds (Markdown).")
+    steps: list[LabStep] = Field(min_length=1, max_length=MAX_STEPS, description="In order.")
+
+    @field_validator("steps")
+    @classmethod
+    def _steps_consistent(cls, steps: list[LabStep]) -> list[LabStep]:
+        ids = [step.id for step in steps]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"step ids must be unique, got {ids}")
+        if steps and steps[0].continue_previous:
+            raise ValueError("the first step has no previous step to continue from")
+        return steps
+
+    def step(self, step_id: str) -> LabStep | None:
+        """The step with this id."""
+        return next((step for step in self.steps if step.id == step_id), None)

@@ -1,0 +1,85 @@
+"""Prove a lab (`ranklab verify`): each step's reference solution passes every check, and its
+starter fails at least one, so a step cannot be passed by pressing Run. Steps that need more
+GPUs than the executor has are reported as such, not run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from app.challenges.loader import LoadedLab
+from app.executor_client import ExecutorClient
+from app.labs.schema import LabCheck, LabStep
+from app.verification.batch import ExecutorFacts
+from app.verification.rules import Verdict, run_mismatches
+from app.verification.service import gpus_needed, observe
+from executor.contract import RunResult, RunStatus
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check on one run: passed, or why not."""
+
+    says: str
+    problems: list[str]
+
+    @property
+    def passed(self) -> bool:
+        """Whether the run showed what the check claims."""
+        return not self.problems
+
+
+def evaluate(checks: list[LabCheck], result: RunResult) -> list[CheckResult]:
+    """Judge a run against a step's checks, one by one (what the learner is shown too)."""
+    if result.status in (RunStatus.REJECTED, RunStatus.INTERNAL_ERROR):
+        refused = f"the run did not start: {result.message or result.status.value}"
+        return [CheckResult(check.says, [refused]) for check in checks]
+    return [CheckResult(check.says, run_mismatches(check.expect, result)) for check in checks]
+
+
+@dataclass
+class StepReport:
+    """What verify found for one step."""
+
+    lab_id: str
+    path: str
+    step_id: str
+    verdict: Verdict = Verdict.PASS
+    problems: list[str] = field(default_factory=list)
+
+
+def verify_step(
+    client: ExecutorClient, loaded: LoadedLab, step: LabStep, facts: ExecutorFacts
+) -> StepReport:
+    """Run a step's solution and its starter, and judge both against the checks."""
+    report = StepReport(loaded.lab.id, loaded.path, step.id)
+    needed = gpus_needed(step)
+    if needed > facts.cuda_devices:
+        report.verdict = Verdict.NEEDS_GPUS
+        report.problems.append(f"needs {needed} GPU(s); the executor has {facts.cuda_devices}")
+        return report
+    solved = evaluate(step.checks, observe(client, loaded.solutions[step.id], step).result)
+    report.problems += [
+        f"the solution fails “{check.says}”: {problem}"
+        for check in solved
+        for problem in check.problems
+    ]
+    started = evaluate(
+        step.checks, observe(client, loaded.starter_for_verify(step.id), step).result
+    )
+    if all(check.passed for check in started):
+        report.problems.append(
+            "the starter already passes every check: the step could be passed by pressing Run"
+        )
+    if report.problems:
+        report.verdict = Verdict.FAIL
+    return report
+
+
+def verify_labs(
+    client: ExecutorClient, labs: list[LoadedLab], facts: ExecutorFacts
+) -> Iterator[StepReport]:
+    """Verify every step of every lab, in order."""
+    for loaded in labs:
+        for step in loaded.lab.steps:
+            yield verify_step(client, loaded, step, facts)

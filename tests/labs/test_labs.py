@@ -1,0 +1,132 @@
+"""Labs: lab.yaml loads with its code, every mistake is a file:line:col error, and verify
+proves each step on real gloo ranks (the solution passes, the starter must fail a check)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.challenges.catalog import Catalog
+from app.challenges.loader import load_path
+from app.executor_client import HttpExecutorClient
+from app.labs import verify as lab_verify
+from app.verification.batch import ExecutorFacts, executor_facts
+from app.verification.rules import Verdict
+from tests.conftest import FIXTURES
+
+HELLO = FIXTURES / "labs" / "hello"
+
+
+@pytest.fixture
+def lab_dir(tmp_path: Path) -> Path:
+    target = tmp_path / "challenges" / "hello"
+    shutil.copytree(HELLO, target)
+    return target
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1))
+
+
+def line_of(path: Path, needle: str) -> int:
+    lines = path.read_text().splitlines()
+    return next(number for number, line in enumerate(lines, 1) if needle in line)
+
+
+def test_a_lab_loads_with_each_steps_code_and_joins_its_topic(lab_dir: Path) -> None:
+    report = load_path(lab_dir.parent)
+    assert report.errors == []
+    (loaded,) = report.labs
+    assert [step.id for step in loaded.lab.steps] == ["print-rank", "all-reduce"]
+    assert loaded.starters["print-rank"] == 'import os\nprint("hello")\n'
+    assert loaded.starters["all-reduce"] is None  # continues from the learner's own code
+    assert "dist.all_reduce(total)" in loaded.solutions["all-reduce"]
+    # Verify opens a continuing step with the previous step's solution.
+    assert loaded.starter_for_verify("all-reduce") == loaded.solutions["print-rank"]
+    assert loaded.lab.steps[0].launch.choices == [1, 2, 4]
+    catalog = Catalog.load(lab_dir.parent)
+    topic = catalog.topic("collectives")
+    assert topic is not None and [lab.lab.id for lab in topic.labs] == ["hello-ranks"]
+    assert catalog.lab("hello-ranks").lab == loaded.lab  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needle", "message"),
+    [
+        ("    continue_previous: true\n", "", "- id: all-reduce",
+         "give exactly one of starter, starter_file or continue_previous"),
+        ("    solution_file: all_reduce_solution.py", "    solution_file: missing.py",
+         "solution_file", "solution_file 'missing.py' not found beside lab.yaml"),
+        ("{nproc: 2, nproc_choices: [1, 2, 4]", "{nproc: 3, nproc_choices: [1, 2, 4]", "launch:",
+         "nproc 3 must be one of nproc_choices [1, 2, 4]"),
+        ("      - says: Rank 0 prints", "      - sayz: Rank 0 prints", "sayz",
+         "unknown field 'sayz'"),
+    ],
+)  # fmt: skip
+def test_a_broken_lab_is_reported_at_its_line(
+    lab_dir: Path, old: str, new: str, needle: str, message: str
+) -> None:
+    path = lab_dir / "lab.yaml"
+    edit(path, old, new)
+    report = load_path(lab_dir.parent, display_root=lab_dir.parent.parent)
+    assert report.labs == []
+    found = [error for error in report.errors if message in error.message]
+    assert found, report.errors
+    assert (found[0].path, found[0].line) == ("challenges/hello/lab.yaml", line_of(path, needle))
+
+
+def test_the_first_step_cannot_continue_from_nothing(lab_dir: Path) -> None:
+    edit(lab_dir / "lab.yaml", "    starter: |\n      import os\n      print(\"hello\")\n",
+         "    continue_previous: true\n")  # fmt: skip
+    report = load_path(lab_dir.parent)
+    assert any("the first step has no previous step" in e.message for e in report.errors)
+
+
+def verify(lab_dir: Path, executor_url: str, facts: ExecutorFacts | None = None):
+    (loaded,) = load_path(lab_dir.parent).labs
+    client = HttpExecutorClient(executor_url)
+    facts = facts or executor_facts(client)
+    return {r.step_id: r for r in lab_verify.verify_labs(client, [loaded], facts)}
+
+
+def test_verify_proves_each_step_on_real_ranks(lab_dir: Path, executor_url: str) -> None:
+    reports = verify(lab_dir, executor_url)
+    assert {step: (r.verdict, r.problems) for step, r in reports.items()} == {
+        "print-rank": (Verdict.PASS, []),
+        "all-reduce": (Verdict.PASS, []),
+    }
+
+
+def test_verify_reports_a_starter_that_already_passes_and_a_failing_solution(
+    lab_dir: Path, executor_url: str
+) -> None:
+    path = lab_dir / "lab.yaml"
+    edit(path, '      print("hello")\n',
+         '      rank, world = os.environ["RANK"], os.environ["WORLD_SIZE"]\n'
+         '      print(f"hello from rank {rank} of {world}")\n')  # fmt: skip
+    edit(lab_dir / "all_reduce_solution.py", 'print(f"sum {total.item()}")', 'print("sum 2")')
+    reports = verify(lab_dir, executor_url)
+    assert reports["print-rank"].verdict is Verdict.FAIL
+    assert reports["print-rank"].problems == [
+        "the starter already passes every check: the step could be passed by pressing Run"
+    ]
+    assert reports["all-reduce"].verdict is Verdict.FAIL
+    assert any(
+        problem.startswith("the solution fails “Every rank prints the sum of the ranks, 1”")
+        for problem in reports["all-reduce"].problems
+    )
+
+
+def test_a_step_that_needs_gpus_is_reported_not_run(lab_dir: Path) -> None:
+    edit(lab_dir / "lab.yaml", "{nproc: 2, backend: gloo, timeout_s: 20}",
+         "{nproc: 2, backend: nccl, timeout_s: 20}")  # fmt: skip
+    (loaded,) = load_path(lab_dir.parent).labs
+    client = HttpExecutorClient("http://127.0.0.1:9")  # nothing listens: it must not be called
+    step = loaded.lab.steps[1]
+    report = lab_verify.verify_step(client, loaded, step, ExecutorFacts(0, 60.0))
+    assert report.verdict is Verdict.NEEDS_GPUS
+    assert report.problems == ["needs 2 GPU(s); the executor has 0"]

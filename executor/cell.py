@@ -348,6 +348,10 @@ class Cell:
             poller.register(fd, select.POLLIN)
         init_fd = os.pidfd_open(self.init_pid)
         poller.register(init_fd, select.POLLIN)
+        # The client's socket, where the zygote gave it: its hang-up ends the run (Stop).
+        hangup_fd: int | None = getattr(send, "hangup_fd", None)
+        if hangup_fd is not None:
+            poller.register(hangup_fd, select.POLLRDHUP)
         grace_deadline: float | None = None
         try:
             while True:
@@ -360,6 +364,9 @@ class Cell:
                 limit = min(deadline, grace_deadline or deadline) - now
                 for fd, _ in poller.poll(max(1, int(limit * 1000))):
                     if fd == init_fd:
+                        return
+                    if fd == hangup_fd:
+                        self.orphaned = True  # nobody will read the rest: stop the ranks
                         return
                     data = os.read(fd, READ_CHUNK)
                     if not data:

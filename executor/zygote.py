@@ -329,6 +329,10 @@ def _handle(connection: socket.socket, slot: supervisor.Slot) -> None:
         stream.write(json.dumps(event).encode() + b"\n")
         stream.flush()
 
+    # The run watches this socket too: when the service hangs up (the learner pressed Stop, or
+    # went away), the ranks are killed at once, not at their next output or their deadline.
+    send.hangup_fd = connection.fileno()  # type: ignore[attr-defined]
+
     try:
         request = json.loads(stream.readline())
         result = slot.run(request, send)

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck contracts check-content pytest bench bench-web bench-explain migrate schema vendor clean
+.PHONY: run test lint typecheck contracts check-content pytest bench bench-web bench-explain migrate schema vendor vendor-editor clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -74,6 +74,11 @@ vendor:
 	mkdir -p static/vendor/axe-core
 	cp var/vendor/axe-core-4.14.1/package/axe.min.js static/vendor/axe-core/
 	cp var/vendor/axe-core-4.14.1/package/LICENSE var/vendor/axe-core-4.14.1/package/LICENSE-3RD-PARTY.txt static/vendor/axe-core/
+
+# Re-build the code editor bundle (CodeMirror 6 + Python, one IIFE) with esbuild from the exact
+# versions in static/vendor/codemirror/build/package-lock.json (see static/vendor/README.md).
+vendor-editor:
+	bash static/vendor/codemirror/build/build.sh
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

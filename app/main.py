@@ -102,12 +102,13 @@ def content_security_policy(nonce: str) -> str:
     No 'unsafe-inline' and no 'unsafe-eval' anywhere: Alpine is its CSP build (no `new Function`),
     htmx is told not to inject its indicator <style> nor to evaluate code (the htmx-config meta
     tag in base.html), and Chart.js styles its canvas through the CSSOM, which style-src allows.
+    The lab's code editor (CodeMirror) adds <style> elements: they carry the same nonce.
     """
     return "; ".join(
         [
             "default-src 'self'",
             f"script-src 'nonce-{nonce}'",
-            "style-src 'self'",
+            f"style-src 'self' 'nonce-{nonce}'",  # the code editor's <style> tags carry it
             "img-src 'self' data:",
             "connect-src 'self'",
             "object-src 'none'",
@@ -121,8 +122,9 @@ def content_security_policy(nonce: str) -> str:
 def _docs_policy(nonce: str) -> str:
     """The policy for /api/docs (Swagger UI, vendored): the same, but Swagger UI places its
     widgets with inline styles, so inline style is allowed on this page only."""
+    # A nonce in style-src would make browsers ignore 'unsafe-inline': this page has none.
     return content_security_policy(nonce).replace(
-        "style-src 'self'", "style-src 'self' 'unsafe-inline'"
+        f"style-src 'self' 'nonce-{nonce}'", "style-src 'self' 'unsafe-inline'"
     )
 
 

@@ -61,6 +61,13 @@ class Settings(BaseSettings):
         description="Sign-up attempts allowed per client IP address (a classroom behind one "
         "NAT address signs up together).",
     )
+    lab_runs_per_learner: str = Field(
+        default="10/minute",
+        description="Lab runs a learner may start (the `limits` notation); one at a time too.",
+    )
+    lab_code_max_chars: int = Field(
+        default=20_000, ge=100, le=200_000, description="The longest code a lab run accepts."
+    )
     rate_limit_storage: str = Field(
         default="memory://",
         description="Where attempt counts live: memory:// is per process; several processes or "

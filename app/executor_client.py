@@ -7,7 +7,7 @@ production). If it is down, challenges keep working and pages say runs are unava
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -35,6 +35,11 @@ class ExecutorClient(Protocol):
         """Run a snippet, yielding each rank's output as it arrives, then the RunResult."""
         ...
 
+    def astream(self, request: RunRequest) -> AsyncIterator[RunEvent]:
+        """The same, for the event loop: no thread is held while the run lasts; closing the
+        iterator hangs up on the executor, which stops the run."""
+        ...
+
 
 @dataclass
 class HttpExecutorClient:
@@ -44,6 +49,7 @@ class HttpExecutorClient:
     timeout_s: float = 60.0
     transport: httpx.BaseTransport | None = None
     token: str | None = None  # the executor's shared secret, when it has one
+    async_transport: httpx.AsyncBaseTransport | None = None  # tests: a mock for astream
 
     def _client(self, timeout: httpx.Timeout) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
@@ -101,6 +107,33 @@ class HttpExecutorClient:
         except httpx.HTTPError as error:
             raise ExecutorUnavailable(f"executor unreachable: {error}") from error
 
+    async def astream(self, request: RunRequest) -> AsyncIterator[RunEvent]:
+        """Run a snippet over SSE without a thread: each event as it arrives, then the result."""
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
+        transport = self.async_transport
+        try:
+            async with (
+                httpx.AsyncClient(
+                    base_url=self.base_url,
+                    timeout=self._run_timeout(request),
+                    headers=headers,
+                    transport=transport,
+                ) as client,
+                client.stream(
+                    "POST", "/v1/runs/stream", json=request.model_dump(mode="json")
+                ) as response,
+            ):
+                if response.status_code != 200:
+                    await response.aread()
+                    _raise_for_status(response)
+                parser = SseParser()
+                async for line in response.aiter_lines():
+                    event = parser.feed(line)
+                    if event is not None:
+                        yield event
+        except httpx.HTTPError as error:
+            raise ExecutorUnavailable(f"executor unreachable: {error}") from error
+
 
 def _raise_for_status(response: httpx.Response) -> None:
     if response.status_code >= 400:
@@ -111,22 +144,37 @@ def _raise_for_status(response: httpx.Response) -> None:
         raise ExecutorUnavailable(f"executor answered {response.status_code}: {detail}")
 
 
+class SseParser:
+    """Reads the executor's SSE line by line: an OutputEvent or the RunResult per frame."""
+
+    def __init__(self) -> None:
+        self.event, self.data = "message", list[str]()
+
+    def feed(self, line: str) -> RunEvent | None:
+        """Take one line; return the event a blank line completes, if any."""
+        found: RunEvent | None = None
+        if line == "":
+            if self.data:
+                payload = json.loads("\n".join(self.data))
+                if self.event == "output":
+                    found = OutputEvent.model_validate(payload)
+                elif self.event == "result":
+                    found = RunResult.model_validate(payload)
+            self.event, self.data = "message", []
+        elif line.startswith("event:"):
+            self.event = line[6:].strip()
+        elif line.startswith("data:"):
+            self.data.append(line[5:].lstrip())
+        return found
+
+
 def parse_sse(lines: Iterator[str]) -> Iterator[RunEvent]:
     """Turn the executor's SSE lines into OutputEvents and the final RunResult."""
-    event, data = "message", list[str]()
+    parser = SseParser()
     for line in lines:
-        if line == "":
-            if data:
-                payload = json.loads("\n".join(data))
-                if event == "output":
-                    yield OutputEvent.model_validate(payload)
-                elif event == "result":
-                    yield RunResult.model_validate(payload)
-            event, data = "message", list[str]()
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].lstrip())
+        event = parser.feed(line)
+        if event is not None:
+            yield event
 
 
 @dataclass
@@ -144,3 +192,8 @@ class NoExecutor:
     def stream(self, request: RunRequest) -> Iterator[RunEvent]:
         """Refuse: there is no executor."""
         raise ExecutorUnavailable("no executor is configured")
+
+    async def astream(self, request: RunRequest) -> AsyncIterator[RunEvent]:
+        """Refuse: there is no executor."""
+        raise ExecutorUnavailable("no executor is configured")
+        yield  # an async generator, like the real one

@@ -31,6 +31,8 @@ from app.db import make_engine
 from app.deps import CSRF_COOKIE, use_csrf_seed, wants_json
 from app.errors import LoginRequired, NotFound, RankLabError
 from app.executor_client import ExecutorClient, HttpExecutorClient, NoExecutor
+from app.labs import routes as lab_routes
+from app.labs.live import LiveRuns
 from app.modes import routes as mode_routes
 from app.progress import routes as progress_routes
 from app.runs import routes as run_routes
@@ -50,7 +52,10 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
+        await live_runs.close()  # lab runs in flight are stopped (their ranks killed)
         engine.dispose()  # close pooled connections on shutdown
+
+    live_runs = LiveRuns()
 
     app = FastAPI(
         title="RankLab",
@@ -77,6 +82,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         )
     app.state.executor = executor
     app.state.verify_jobs = JobRegistry()  # staff verification running in this process
+    app.state.live_runs = live_runs  # lab runs streaming in this process
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for module in (
@@ -88,6 +94,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         run_routes,
         analytics_routes,
         mode_routes,
+        lab_routes,
     ):
         app.include_router(module.router)
     _api_docs(app)

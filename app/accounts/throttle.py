@@ -44,6 +44,7 @@ class Throttle:
         self._login_per_account = parse(settings.login_limit_per_account)
         self._login_per_address = parse(settings.login_limit_per_address)
         self._register_per_address = parse(settings.register_limit_per_address)
+        self._lab_runs_per_learner = parse(settings.lab_runs_per_learner)
 
     def login(self, username: str, address: str) -> Refusal | None:
         """Count one log-in attempt; return a refusal if the account or the address is over."""
@@ -56,6 +57,10 @@ class Throttle:
     def register(self, address: str) -> Refusal | None:
         """Count one sign-up attempt; return a refusal if the address is over its limit."""
         return self._count((self._register_per_address, ("register-address", address)))
+
+    def lab_run(self, user_id: int) -> Refusal | None:
+        """Count one lab run of a learner; return a refusal if they are over their limit."""
+        return self._count((self._lab_runs_per_learner, ("lab-runs", str(user_id))))
 
     def _count(self, *buckets: tuple[RateLimitItem, tuple[str, ...]]) -> Refusal | None:
         # Test every bucket first so a refused attempt does not use up places in the others;

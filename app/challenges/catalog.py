@@ -268,6 +268,13 @@ class Catalog:
         topic_id = contents.topic_of_set.get(set_id)
         return None if topic_id is None else contents.topics.get(topic_id)
 
+    def topic_of_lab(self, lab_id: str) -> TopicView | None:
+        """Return the topic a lab belongs to."""
+        for topic in self._contents.topics.values():
+            if any(loaded.lab.id == lab_id for loaded in topic.labs):
+                return topic
+        return None
+
     def lab(self, lab_id: str) -> LoadedLab | None:
         """Return the lab with this id."""
         return self._contents.labs.get(lab_id)

@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Protocol
 
-from app.challenges.base import ExecutableMixin
+from app.challenges.base import Launch
 from app.executor_client import ExecutorClient, ExecutorUnavailable
 from executor.contract import OutputEvent, RunRequest
 
 UNAVAILABLE = "Runs are unavailable right now; the question and its explanation still work."
 
 
+class Launched(Protocol):
+    """What can be run: an executable item, or a lab step."""
+
+    @property
+    def launch(self) -> Launch: ...
+
+
 def run_request(
-    item: ExecutableMixin, code: str, *, timeout_s: float | None = None, use_cache: bool = True
+    item: Launched, code: str, *, timeout_s: float | None = None, use_cache: bool = True
 ) -> RunRequest:
     """The one way an item's snippet becomes a RunRequest: its launch settings, its code."""
     return RunRequest(

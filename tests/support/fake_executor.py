@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +56,11 @@ class FakeExecutor:
         for rank in range(request.nproc):
             yield OutputEvent(rank=rank, stream="stdout", text="1.0\n")
         yield canned_result(*["1.0\n"] * request.nproc)
+
+
+    async def astream(self, request: RunRequest) -> AsyncIterator[RunEvent]:
+        for event in self.stream(request):
+            yield event
 
 
 @dataclass

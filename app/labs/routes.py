@@ -1,0 +1,444 @@
+"""The lab pages: a lab's steps, one step with its editor, runs streamed rank by rank (SSE,
+resumable), checks judged on the real result, questions, drafts and progress.
+
+Learner code is untrusted: it only ever runs in the executor's sandbox; a lab refuses to run
+when the executor says its sandbox is off or unavailable."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+import anyio
+from fastapi import APIRouter, Form, Header, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from sqlmodel import Session
+
+from app.accounts.throttle import Throttle
+from app.attempts import rules
+from app.attempts.rules import ItemStatus
+from app.challenges.catalog import Catalog
+from app.challenges.loader import LoadedLab
+from app.db import run_reads, utcnow, write_session
+from app.deps import (
+    CatalogDep,
+    CsrfDep,
+    CurrentUser,
+    ExecutorDep,
+    NowDep,
+    OptionalUser,
+    RowId,
+    SessionDep,
+    SettingsDep,
+    SlugId,
+    ThrottleDep,
+    wants_json,
+)
+from app.errors import BadRequest, Conflict, NotFound
+from app.executor_client import ExecutorClient, ExecutorUnavailable
+from app.labs import service as labs
+from app.labs.live import LiveRun
+from app.labs.models import LabRun
+from app.labs.schema import LabStep
+from app.labs.verify import evaluate
+from app.runs.service import run_request
+from executor.contract import OutputEvent, RunResult
+
+router = APIRouter()
+SHOW_SOLUTION_AFTER = 2  # failed runs
+
+
+def _redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def _lab(catalog: Catalog, lab_id: str) -> LoadedLab:
+    loaded = catalog.lab(lab_id)
+    if loaded is None:
+        raise NotFound(f"No lab {lab_id!r}.")
+    return loaded
+
+
+def _step(loaded: LoadedLab, step_id: str) -> tuple[int, LabStep]:
+    for index, step in enumerate(loaded.lab.steps):
+        if step.id == step_id:
+            return index, step
+    raise NotFound(f"No step {step_id!r} in this lab.")
+
+
+class Locked(Conflict):
+    """A step whose previous step is not passed yet."""
+
+
+def _progress(session: Session, user_id: int | None, loaded: LoadedLab) -> dict[str, Any]:
+    found = labs.states(session, user_id, loaded.lab.id) if user_id is not None else {}
+    passed = {step_id for step_id, state in found.items() if state.passed_at is not None}
+    return {"states": found, "passed": passed, "open": labs.unlocked(loaded, passed)}
+
+
+@router.get("/topics/{topic_id}/labs", response_class=HTMLResponse)
+async def topic_labs(topic_id: SlugId, catalog: CatalogDep) -> Response:
+    """A topic's labs: the first one, or the topic page's list of them."""
+    topic = catalog.topic(topic_id)
+    if topic is None or not topic.labs:
+        raise NotFound(f"No labs in topic {topic_id!r}.")
+    if len(topic.labs) == 1:
+        return _redirect(f"/labs/{topic.labs[0].lab.id}")
+    return _redirect(f"/topics/{topic_id}#labs")
+
+
+@router.get("/labs/{lab_id}", response_class=HTMLResponse)
+async def lab_page(
+    request: Request, lab_id: SlugId, catalog: CatalogDep, user: OptionalUser, session: SessionDep
+):
+    """A lab: what it builds, its steps and where the learner stands in each."""
+    loaded = _lab(catalog, lab_id)
+    progress = await run_reads(session, _progress, session, user.id if user else None, loaded)
+    return request.app.state.templates.TemplateResponse(
+        request,
+        "lab.html",
+        {"loaded": loaded, "topic": catalog.topic_of_lab(lab_id), **progress},
+    )
+
+
+def _step_context(
+    session: Session, user_id: int, loaded: LoadedLab, index: int, step: LabStep
+) -> dict[str, Any]:
+    progress = _progress(session, user_id, loaded)
+    if not progress["open"][index]:
+        raise Locked("Pass the previous step first: its checks and its questions.")
+    state = progress["states"].get(step.id)
+    right = labs.questions_right(session, user_id, loaded.lab.id, step.id)
+    last = labs.last_run(session, user_id, loaded.lab.id, step.id)
+    return {
+        **progress,
+        "state": state,
+        "code": labs.opening_code(loaded, step, progress["states"]),
+        "right": right,
+        "last_run": last,
+        "last_checks": json.loads(last.checks) if last and last.checks else None,
+        "last_result": json.loads(last.result) if last and last.result else None,
+    }
+
+
+@router.get("/labs/{lab_id}/steps/{step_id}", response_class=HTMLResponse)
+async def step_page(
+    request: Request,
+    lab_id: SlugId,
+    step_id: SlugId,
+    catalog: CatalogDep,
+    user: CurrentUser,
+    session: SessionDep,
+    show_solution: bool = False,
+):
+    """One step: instructions, the editor (your draft), rank count, Run and Stop, each rank's
+    pane, the checks, the questions, and the way on once the step is passed."""
+    assert user.id is not None
+    loaded = _lab(catalog, lab_id)
+    index, step = _step(loaded, step_id)
+    context = await run_reads(session, _step_context, session, user.id, loaded, index, step)
+    state = context["state"]
+    failed = state.failed_runs if state else 0
+    may_see_solution = failed >= SHOW_SOLUTION_AFTER or bool(state and state.passed_at)
+    questions = [
+        {
+            "question": question,
+            "q": rules.public_question(
+                question,
+                ItemStatus.CORRECT if question.id in context["right"] else ItemStatus.OPEN,
+                None,
+                0,
+                0,
+                False,
+            ),
+        }
+        for question in step.questions
+    ]
+    steps = loaded.lab.steps
+    return request.app.state.templates.TemplateResponse(
+        request,
+        "lab_step.html",
+        {
+            **context,
+            "loaded": loaded,
+            "step": step,
+            "index": index,
+            "following": steps[index + 1] if index + 1 < len(steps) else None,
+            "questions": questions,
+            "failed": failed,
+            "may_see_solution": may_see_solution,
+            "solution": loaded.solutions[step.id] if show_solution and may_see_solution else None,
+            "show_solution_after": SHOW_SOLUTION_AFTER,
+            "topic": catalog.topic_of_lab(lab_id),
+        },
+    )
+
+
+@router.post("/labs/{lab_id}/steps/{step_id}/draft", dependencies=[CsrfDep])
+def save_draft(
+    lab_id: SlugId,
+    step_id: SlugId,
+    catalog: CatalogDep,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    now: NowDep,
+    code: Annotated[str, Form()],
+) -> Response:
+    """Keep the learner's code (the editor saves as they type; survives reload and restart)."""
+    assert user.id is not None
+    loaded = _lab(catalog, lab_id)
+    _step(loaded, step_id)
+    _check_code(code, settings.lab_code_max_chars)
+    labs.save_draft(session, user.id, lab_id, step_id, code, now)
+    return Response(status_code=204)
+
+
+@router.post("/labs/{lab_id}/steps/{step_id}/reset", dependencies=[CsrfDep])
+def reset_step(
+    lab_id: SlugId,
+    step_id: SlugId,
+    catalog: CatalogDep,
+    user: CurrentUser,
+    session: SessionDep,
+    now: NowDep,
+) -> Response:
+    """Throw the draft away: the step opens with its starter again."""
+    assert user.id is not None
+    loaded = _lab(catalog, lab_id)
+    _step(loaded, step_id)
+    labs.save_draft(session, user.id, lab_id, step_id, None, now)
+    return _redirect(f"/labs/{lab_id}/steps/{step_id}")
+
+
+def _check_code(code: str, limit: int) -> None:
+    if len(code) > limit:
+        raise BadRequest(f"The code is {len(code)} characters long; a run takes at most {limit}.")
+    try:
+        code.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise BadRequest("The code holds a character that is not valid text.") from error
+
+
+def _sandboxed(executor: ExecutorClient) -> str | None:
+    """Why learner code cannot run now (None: it can, in the sandbox)."""
+    health = executor.health()
+    if health is None:
+        return "Runs are unavailable right now: the executor is not answering."
+    sandbox = str(health.get("sandbox", ""))
+    if sandbox != "on":
+        return f"Runs are unavailable: your code only runs in the sandbox, and it is {sandbox}."
+    return None
+
+
+@router.post("/labs/{lab_id}/steps/{step_id}/runs", dependencies=[CsrfDep])
+async def start_run(
+    request: Request,
+    lab_id: SlugId,
+    step_id: SlugId,
+    catalog: CatalogDep,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    executor: ExecutorDep,
+    throttle: ThrottleDep,
+    now: NowDep,
+    code: Annotated[str, Form()],
+    nproc: Annotated[int, Form(ge=1, le=8)],
+) -> Response:
+    """Start a run of the learner's code with the rank count they chose; the page follows its
+    events. One run at a time per learner, a few a minute, always in the sandbox."""
+    assert user.id is not None
+    loaded = _lab(catalog, lab_id)
+    index, step = _step(loaded, step_id)
+    _check_code(code, settings.lab_code_max_chars)
+    if nproc not in step.launch.choices:
+        raise BadRequest(f"This step runs with {', '.join(map(str, step.launch.choices))} ranks.")
+    await run_reads(session, _step_context, session, user.id, loaded, index, step)  # unlocked?
+    refused = await run_in_threadpool(_sandboxed, executor)
+    if refused is not None:
+        return _refuse(request, 503, refused)
+    over = _over_limit(throttle, user.id)
+    if over is not None:
+        return _refuse(request, 429, over[0], {"Retry-After": str(over[1])})
+    run = await run_in_threadpool(
+        labs.start_run, session, user.id, lab_id, step_id, nproc, code, now
+    )
+    assert run.id is not None
+    order = run_request(step, code, use_cache=False).model_copy(update={"nproc": nproc})
+    engine = request.app.state.engine
+    request.app.state.live_runs.start(
+        run.id, user.id, lambda live: _drive(live, executor, order, step, run, engine)
+    )
+    events = f"/labs/runs/{run.id}/events"
+    if wants_json(request):
+        return JSONResponse({"run_id": run.id, "events": events}, status_code=201)
+    return _redirect(f"/labs/{lab_id}/steps/{step_id}#run")  # no JavaScript: the page polls
+
+
+def _over_limit(throttle: Throttle, user_id: int) -> tuple[str, int] | None:
+    refusal = throttle.lab_run(user_id)
+    if refusal is None:
+        return None
+    wait = refusal.retry_after_s
+    return f"That is a lot of runs in a minute: wait {wait} seconds, then run again.", wait
+
+
+def _refuse(
+    request: Request, status: int, message: str, headers: dict[str, str] | None = None
+) -> Response:
+    if wants_json(request):
+        return JSONResponse({"detail": message}, status_code=status, headers=headers)
+    raise Conflict(message) if status == 409 else BadRequest(message)
+
+
+async def _drive(
+    live: LiveRun,
+    executor: ExecutorClient,
+    order: Any,
+    step: LabStep,
+    run: LabRun,
+    engine: Any,
+) -> None:
+    """Relay the executor's events to the run's readers, then judge and record the run."""
+    result: RunResult | None = None
+    status = "unavailable"
+    try:
+        async for event in executor.astream(order):
+            if isinstance(event, OutputEvent):
+                await live.add("output", event.model_dump(mode="json"))
+            else:
+                result = event
+                status = event.status.value
+                await live.add("result", event.model_dump(mode="json"))
+    except ExecutorUnavailable as error:
+        await live.add("unavailable", {"message": f"Runs are unavailable right now ({error})."})
+    except BaseException:  # Stop (cancelled), or the app stopping: the ranks are killed
+        status = "stopped"
+        raise
+    finally:
+        checks = evaluate(step.checks, result) if result is not None else []
+        passed = result is not None and all(check.passed for check in checks)
+        shown = [{"says": c.says, "passed": c.passed, "problems": c.problems} for c in checks]
+        finished = labs.Finished(
+            status, result.model_dump(mode="json") if result else None, shown, passed
+        )
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(_record, engine, run, finished, step)
+            if status == "stopped":
+                await live.add("stopped", {"message": "Stopped: every rank was killed."})
+            await live.add("checks", {"checks": shown, "passed": passed})
+
+
+def _record(engine: Any, run: LabRun, finished: labs.Finished, step: LabStep) -> None:
+    with write_session(engine) as session:
+        labs.finish_run(session, run, finished, step, utcnow())
+
+
+@router.get("/labs/runs/{run_id}/events")
+async def run_events(
+    request: Request,
+    run_id: RowId,
+    user: CurrentUser,
+    session: SessionDep,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """The run's events as SSE, each with an id: a reader that reconnects with Last-Event-ID
+    gets what it missed. A run this process no longer holds is replayed from its record."""
+    assert user.id is not None
+    after = int(last_event_id) if last_event_id and last_event_id.isdigit() else -1
+    live = request.app.state.live_runs.get(run_id)
+    if live is None or live.user_id != user.id:
+        stored = await run_reads(session, labs.run_for_user, session, run_id, user.id)
+        if stored is None:
+            raise NotFound("No such run.")
+        frames = _replay(stored, after)
+    else:
+        frames = _follow(live, after)
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(frames, media_type="text/event-stream", headers=headers)
+
+
+def _frame(index: int, name: str, payload: dict[str, Any]) -> str:
+    return f"id: {index}\nevent: {name}\ndata: {json.dumps(payload)}\n\n"
+
+
+async def _follow(live: LiveRun, after: int) -> AsyncIterator[str]:
+    async for index, (name, payload) in live.follow(after):
+        yield _frame(index, name, payload)
+    yield _frame(len(live.events), "end", {})
+
+
+async def _replay(run: LabRun, after: int) -> AsyncIterator[str]:
+    events: list[tuple[str, dict[str, Any]]] = []
+    result = json.loads(run.result) if run.result else None
+    if result is not None:
+        for rank in result.get("ranks", []):
+            for stream in ("stdout", "stderr"):
+                if rank.get(stream):
+                    events.append(("output", {"rank": rank["rank"], "stream": stream,
+                                              "text": rank[stream]}))  # fmt: skip
+        events.append(("result", result))
+    elif run.status == labs.RUNNING:
+        events.append(("unavailable", {"message": "This run was cut off; run it again."}))
+    if run.checks is not None:
+        events.append(("checks", {"checks": json.loads(run.checks), "passed": run.passed}))
+    for index, (name, payload) in enumerate(events):
+        if index > after:
+            yield _frame(index, name, payload)
+    yield _frame(len(events), "end", {})
+
+
+@router.post("/labs/runs/{run_id}/stop", dependencies=[CsrfDep])
+async def stop_run(request: Request, run_id: RowId, user: CurrentUser) -> Response:
+    """Stop a run: its ranks are killed at once."""
+    live = request.app.state.live_runs.get(run_id)
+    if live is None or live.user_id != user.id:
+        raise NotFound("No run of yours is going with that id.")
+    if not request.app.state.live_runs.stop(run_id):
+        raise Conflict("That run has already ended.")
+    if live.task is not None:
+        with anyio.move_on_after(10):
+            while not live.done:
+                await anyio.sleep(0.05)
+    return JSONResponse({"stopped": True})
+
+
+@router.post("/labs/{lab_id}/steps/{step_id}/questions/{question_id}/answer",
+             dependencies=[CsrfDep])  # fmt: skip
+def answer_question(
+    lab_id: SlugId,
+    step_id: SlugId,
+    question_id: SlugId,
+    catalog: CatalogDep,
+    user: CurrentUser,
+    session: SessionDep,
+    now: NowDep,
+    choice: Annotated[list[str] | None, Form()] = None,
+) -> Response:
+    """Answer one of the step's questions (as many tries as needed)."""
+    assert user.id is not None
+    loaded = _lab(catalog, lab_id)
+    _index, step = _step(loaded, step_id)
+    question = next((q for q in step.questions if q.id == question_id), None)
+    if question is None:
+        raise NotFound(f"No question {question_id!r} in this step.")
+    answer = rules.parse_answer(question, choice or [])
+    if answer is None:
+        raise BadRequest(rules.Refusal.INVALID.value)
+    topic = catalog.topic_of_lab(lab_id)
+    correct = rules.is_correct(question, answer)
+    labs.answer_question(
+        session, user.id, topic.id if topic else loaded.lab.topic, lab_id, step, question_id,
+        answer, correct, now,
+    )  # fmt: skip
+    verdict = "right" if correct else "wrong"
+    return _redirect(f"/labs/{lab_id}/steps/{step_id}?q={question_id}&was={verdict}#questions")

@@ -1,0 +1,179 @@
+"""A lab over HTTP with a real executor (real gloo ranks): runs stream per rank and resume,
+checks pass or fail on the real result, questions and checks unlock the next step, drafts
+persist, limits refuse clearly, Stop kills the run."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.executor_client import HttpExecutorClient
+from tests.conftest import FIXTURES
+from tests.support.fake_executor import FakeExecutor
+from tests.support.learner import Learner
+
+STEP1 = "/labs/hello-ranks/steps/print-rank"
+STEP2 = "/labs/hello-ranks/steps/all-reduce"
+SOLUTION1 = (
+    "import os\n"
+    'rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])\n'
+    'print(f"hello from rank {rank} of {world}")\n'
+)
+
+
+@pytest.fixture
+def content(tmp_path: Path) -> Path:
+    target = tmp_path / "challenges"
+    shutil.copytree(FIXTURES / "labs" / "hello", target / "hello")
+    return target
+
+
+@pytest.fixture
+def learner(app_factory, sqlite_url, content, executor_url) -> Iterator[Learner]:
+    app = app_factory(
+        sqlite_url,
+        executor=HttpExecutorClient(executor_url),
+        challenges_dir=content,
+        lab_runs_per_learner="5/minute",
+    )
+    with TestClient(app) as client:
+        person = Learner(client)
+        person.start_as_guest()
+        yield person
+
+
+def run(person: Learner, url: str, code: str, nproc: int = 2):
+    person.get(url)
+    response = person.client.post(
+        f"{url}/runs",
+        data={"code": code, "nproc": str(nproc), "csrf_token": person.csrf},
+        headers={"Accept": "application/json"},
+    )
+    return response
+
+
+def events(
+    person: Learner, url: str, last_event_id: int | None = None
+) -> list[tuple[int, str, dict]]:
+    headers = {} if last_event_id is None else {"Last-Event-ID": str(last_event_id)}
+    text = person.client.get(url, headers=headers).text
+    found = []
+    for frame in text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in frame.splitlines())
+        found.append((int(fields["id"]), fields["event"], json.loads(fields["data"])))
+    return found
+
+
+def test_a_step_runs_on_real_ranks_fails_then_passes_and_unlocks_the_next(learner: Learner):
+    page = learner.get(STEP1).text
+    assert "print(&#34;hello&#34;)" in page or "print(&quot;hello&quot;)" in page  # the starter
+    assert learner.get(STEP2).status_code == 409  # locked until step 1 is passed
+    started = run(learner, STEP1, 'import os\nprint("hello")\n')
+    assert started.status_code == 201, started.text
+    seen = events(learner, started.json()["events"])
+    names = [name for _, name, _ in seen]
+    assert names[-2:] == ["checks", "end"] and "result" in names
+    outputs: dict[int, str] = {}
+    for _, name, payload in seen:
+        if name == "output":
+            outputs[payload["rank"]] = outputs.get(payload["rank"], "") + payload["text"]
+    assert outputs == {0: "hello\n", 1: "hello\n"}  # both ranks' panes fill
+    checks = seen[-2][2]
+    assert checks["passed"] is False
+    assert [c["passed"] for c in checks["checks"]] == [False, False]
+    # Resuming after the 3rd event gives exactly the rest (Last-Event-ID).
+    rest = events(learner, started.json()["events"], last_event_id=seen[2][0])
+    assert rest == seen[3:]
+    # The draft is the code last run: a reload shows it, and the run's result.
+    page = learner.get(STEP1).text
+    assert 'data-passed="no"' in page and "hello\n</pre>" in page
+    fixed = run(learner, STEP1, SOLUTION1)
+    seen = events(learner, fixed.json()["events"])
+    assert seen[-2][2]["passed"] is True
+    page = learner.get(STEP1).text
+    assert "answer the questions to finish the step" in page
+    assert learner.get(STEP2).status_code == 409  # the question is still to answer
+    wrong = learner.post(f"{STEP1}/questions/world-size-question/answer", {"choice": "3"})
+    assert 'data-testid="question-wrong"' in wrong.text
+    right = learner.post(f"{STEP1}/questions/world-size-question/answer", {"choice": "4"})
+    assert 'data-testid="next-step"' in right.text
+    step2 = learner.get(STEP2).text
+    assert "hello from rank {rank} of {world}" in step2  # continues from the learner's code
+
+
+def test_drafts_reset_and_the_solution_after_two_failed_runs(learner: Learner):
+    learner.get(STEP1)
+    assert learner.post(f"{STEP1}/draft", {"code": "print('mine')\n"}).status_code == 204
+    assert "print(&#39;mine&#39;)" in learner.get(STEP1).text
+    assert 'data-testid="show-solution"' not in learner.get(STEP1).text
+    for _ in range(2):
+        events(learner, run(learner, STEP1, "print('mine')\n").json()["events"])
+    page = learner.get(f"{STEP1}?show_solution=1").text
+    assert 'data-testid="solution"' in page and "WORLD_SIZE" in page
+    learner.post(f"{STEP1}/reset")
+    assert "print(&#39;mine&#39;)" not in learner.get(STEP1).text
+
+
+def test_limits_refuse_clearly(learner: Learner, app_factory, sqlite_url, content):
+    too_big = run(learner, STEP1, "x = 1\n" * 5000)
+    assert too_big.status_code == 400 and "at most 20000" in too_big.json()["detail"]
+    wrong_ranks = run(learner, STEP1, SOLUTION1, nproc=3)
+    assert wrong_ranks.status_code == 400 and "1, 2, 4 ranks" in wrong_ranks.json()["detail"]
+    codes = []
+    for _ in range(6):
+        response = run(learner, STEP1, "print('hi')\n", nproc=1)
+        codes.append(response.status_code)
+        if response.status_code == 201:
+            events(learner, response.json()["events"])
+    assert codes == [201] * 5 + [429]
+    assert "wait" in response.json()["detail"] and response.headers["Retry-After"]
+
+
+def test_a_second_run_while_one_is_going_is_refused_and_stop_kills_it(learner: Learner):
+    spin = "print('started', flush=True)\nwhile True:\n    pass\n"
+    first = run(learner, STEP1, spin)
+    assert first.status_code == 201
+    second = run(learner, STEP1, SOLUTION1)
+    assert second.status_code == 409 and "already have a run going" in second.json()["detail"]
+    run_id = first.json()["run_id"]
+    stopped = learner.client.post(
+        f"/labs/runs/{run_id}/stop", headers={"X-CSRF-Token": learner.csrf}
+    )
+    assert stopped.status_code == 200
+    names = [name for _, name, _ in events(learner, first.json()["events"])]
+    assert "stopped" in names and names[-1] == "end"
+    assert run(learner, STEP1, SOLUTION1).status_code == 201  # free to run again
+
+
+def test_a_lab_refuses_to_run_without_the_sandbox(app_factory, sqlite_url, content):
+    class Trusted(FakeExecutor):
+        def health(self):
+            return {"status": "ok", "sandbox": "trusted"}
+
+    app = app_factory(sqlite_url, executor=Trusted(), challenges_dir=content)
+    with TestClient(app) as client:
+        person = Learner(client)
+        person.start_as_guest()
+        refused = run(person, STEP1, SOLUTION1)
+        assert refused.status_code == 503
+        assert "only runs in the sandbox, and it is trusted" in refused.json()["detail"]
+
+
+def test_another_learners_run_is_not_theirs_to_read_or_stop(learner: Learner, app_factory):
+    started = run(learner, STEP1, SOLUTION1)
+    events(learner, started.json()["events"])
+    with TestClient(learner.client.app) as client:
+        other = Learner(client)
+        other.start_as_guest()
+        assert other.client.get(started.json()["events"]).status_code == 404
+        stop = other.client.post(
+            f"/labs/runs/{started.json()['run_id']}/stop", headers={"X-CSRF-Token": other.csrf}
+        )
+        assert stop.status_code == 404
+    assert re.search(r"Last run: ok", learner.get(STEP1).text)

@@ -57,7 +57,6 @@ class FakeExecutor:
             yield OutputEvent(rank=rank, stream="stdout", text="1.0\n")
         yield canned_result(*["1.0\n"] * request.nproc)
 
-
     async def astream(self, request: RunRequest) -> AsyncIterator[RunEvent]:
         for event in self.stream(request):
             yield event

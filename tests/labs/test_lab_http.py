@@ -177,3 +177,28 @@ def test_another_learners_run_is_not_theirs_to_read_or_stop(learner: Learner, ap
         )
         assert stop.status_code == 404
     assert re.search(r"Last run: ok", learner.get(STEP1).text)
+
+
+def test_hostile_lab_code_is_contained(learner: Learner, secret_dir: Path):
+    from executor.settings import PACKAGE_PARENT
+    from tests.executor.test_hostile import HOSTILE
+    from tests.support.executor import CANARY
+
+    snoop = (
+        (HOSTILE / "read_secrets.py")
+        .read_text()
+        .replace("__CANARY_FILE__", str(secret_dir / "secret.txt"))
+        .replace("__REPO__", str(PACKAGE_PARENT))
+    )
+    seen = events(learner, run(learner, STEP1, snoop, nproc=1).json()["events"])
+    result = next(payload for _, name, payload in seen if name == "result")
+    assert result["status"] == "ok"
+    everything = json.dumps(seen)
+    assert CANARY not in everything  # neither the app's environment nor its files
+    assert f"{secret_dir / 'secret.txt'} blocked: FileNotFoundError" in result["ranks"][0]["stdout"]
+    bomb = (HOSTILE / "fork_bomb.py").read_text()
+    seen = events(learner, run(learner, STEP1, bomb, nproc=1).json()["events"])
+    result = next(payload for _, name, payload in seen if name == "result")
+    assert result["status"] == "timeout"  # the step's limit ends it; the pids cgroup caps it
+    after = events(learner, run(learner, STEP1, SOLUTION1).json()["events"])
+    assert after[-2][2]["passed"] is True  # and the next run works

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck contracts check-content pytest bench bench-web bench-explain migrate schema vendor vendor-editor clean
+.PHONY: run test lint typecheck contracts check-content pytest bench bench-web bench-explain bench-labs migrate schema vendor vendor-editor clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,10 @@ bench-web: $(STAMP)
 
 bench-explain: $(STAMP)
 	$(BIN)/python bench/bench_explain.py
+
+# 20 learners running lab steps at once against a real app and executor.
+bench-labs: $(STAMP)
+	$(BIN)/python bench/bench_labs.py
 
 schema: $(STAMP)
 	$(BIN)/ranklab schema

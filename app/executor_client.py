@@ -15,7 +15,14 @@ import httpx
 
 from executor.contract import ExecutorUnavailable, OutputEvent, RunRequest, RunResult
 
-__all__ = ["ExecutorUnavailable", "HttpExecutorClient", "NoExecutor", "RunEvent", "parse_sse"]
+__all__ = [
+    "ExecutorBusy",
+    "ExecutorUnavailable",
+    "HttpExecutorClient",
+    "NoExecutor",
+    "RunEvent",
+    "parse_sse",
+]
 
 RunEvent = OutputEvent | RunResult
 
@@ -135,13 +142,20 @@ class HttpExecutorClient:
             raise ExecutorUnavailable(f"executor unreachable: {error}") from error
 
 
+class ExecutorBusy(ExecutorUnavailable):
+    """Every slot is taken and the queue is full: the run may be tried again shortly."""
+
+
 def _raise_for_status(response: httpx.Response) -> None:
     if response.status_code >= 400:
         try:
             detail = response.json().get("detail", response.text)
         except ValueError:
             detail = response.text
-        raise ExecutorUnavailable(f"executor answered {response.status_code}: {detail}")
+        message = f"executor answered {response.status_code}: {detail}"
+        if response.status_code == 503 and "busy" in str(detail):
+            raise ExecutorBusy(message)
+        raise ExecutorUnavailable(message)
 
 
 class SseParser:

@@ -43,7 +43,7 @@ from app.deps import (
     wants_json,
 )
 from app.errors import BadRequest, Conflict, NotFound
-from app.executor_client import ExecutorClient, ExecutorUnavailable
+from app.executor_client import ExecutorBusy, ExecutorClient, ExecutorUnavailable
 from app.labs import service as labs
 from app.labs.live import LiveRun
 from app.labs.models import LabRun
@@ -54,6 +54,8 @@ from executor.contract import OutputEvent, RunResult
 
 router = APIRouter()
 SHOW_SOLUTION_AFTER = 2  # failed runs
+# When the executor's queue is full, a run is offered again every second for up to a minute.
+BUSY_RETRY_S, BUSY_WAIT_S = 1.0, 60.0
 
 
 def _redirect(url: str) -> RedirectResponse:
@@ -312,13 +314,24 @@ async def _drive(
     result: RunResult | None = None
     status = "unavailable"
     try:
-        async for event in executor.astream(order):
-            if isinstance(event, OutputEvent):
-                await live.add("output", event.model_dump(mode="json"))
-            else:
-                result = event
-                status = event.status.value
-                await live.add("result", event.model_dump(mode="json"))
+        waited = 0.0
+        while True:
+            try:
+                async for event in executor.astream(order):
+                    if isinstance(event, OutputEvent):
+                        await live.add("output", event.model_dump(mode="json"))
+                    else:
+                        result = event
+                        status = event.status.value
+                        await live.add("result", event.model_dump(mode="json"))
+                break
+            except ExecutorBusy:  # every slot taken and the queue full: wait our turn
+                if waited >= BUSY_WAIT_S:
+                    raise
+                if waited == 0:
+                    await live.add("queued", {"message": "Many runs at once: yours waits…"})
+                await anyio.sleep(BUSY_RETRY_S)
+                waited += BUSY_RETRY_S
     except ExecutorUnavailable as error:
         await live.add("unavailable", {"message": f"Runs are unavailable right now ({error})."})
     except BaseException:  # Stop (cancelled), or the app stopping: the ranks are killed

@@ -102,6 +102,12 @@
     source.addEventListener("unavailable", (event) => {
       state.textContent = JSON.parse(event.data).message;
     });
+    source.addEventListener("queued", (event) => {
+      state.textContent = JSON.parse(event.data).message;
+    });
+    source.addEventListener("output", () => {
+      if (state.textContent !== "Running…") state.textContent = "Running…";
+    });
     source.addEventListener("stopped", (event) => {
       state.textContent = JSON.parse(event.data).message;
     });

@@ -172,6 +172,23 @@ def explain_scored(page: Page) -> None:
     expect(page.get_by_test_id("model-answer")).to_be_visible()
 
 
+def lab_step(page: Page) -> None:
+    """A lab step as a guest opens it: instructions, the code editor, ranks, Run, checks."""
+    page.goto("/labs/hello-ranks")
+    page.get_by_test_id("start-guest").click()
+    page.get_by_test_id("lab-continue").click()
+    expect(page.locator(".cm-editor")).to_be_visible()
+
+
+def lab_step_run(page: Page) -> None:
+    """The same step after a run: both ranks' panes, the judged checks, the question."""
+    lab_step(page)
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("rank-1").locator("pre.out")).to_contain_text("hello")
+    page.wait_for_load_state()
+    expect(page.get_by_test_id("check").first).to_have_attribute("data-passed", "no")
+
+
 PAGES: list[tuple[str, str | Callable[[Page], None]]] = [
     ("home", "/"),
     ("set", "/sets/ddp-mastery"),
@@ -195,6 +212,9 @@ PAGES: list[tuple[str, str | Callable[[Page], None]]] = [
     ("explain-it, blank", explain_blank),
     ("explain-it, scored", explain_scored),
     ("cheat sheet", "/topics/ddp/cheatsheet"),
+    ("lab", "/labs/hello-ranks"),
+    ("lab step, editor", lab_step),
+    ("lab step, after a run", lab_step_run),
 ]
 
 

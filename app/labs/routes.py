@@ -283,7 +283,8 @@ async def start_run(
     events = f"/labs/runs/{run.id}/events"
     if wants_json(request):
         return JSONResponse({"run_id": run.id, "events": events}, status_code=201)
-    return _redirect(f"/labs/{lab_id}/steps/{step_id}#run")  # no JavaScript: the page polls
+    # Without JavaScript: the step page reloads itself until the run has ended.
+    return _redirect(f"/labs/{lab_id}/steps/{step_id}#run")
 
 
 def _over_limit(throttle: Throttle, user_id: int) -> tuple[str, int] | None:

@@ -65,6 +65,10 @@ def seed_an_admin_with_attempts(app, database_url: str) -> dict[str, Any]:
         "deck": "test-basics",
         "card_id": "world-size",  # not a flashcard: a 404 to reach
         "quiz_id": int(quiz.headers["location"].rsplit("/", 1)[1]),
+        "lab_id": "no-such-lab",  # the test sets have no lab: 404s to reach
+        "step_id": "no-such-step",
+        "question_id": "no-such-question",
+        "run_id": 1,
     }
 
 

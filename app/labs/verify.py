@@ -49,21 +49,32 @@ class StepReport:
 
 
 def verify_step(
-    client: ExecutorClient, loaded: LoadedLab, step: LabStep, facts: ExecutorFacts
+    client: ExecutorClient,
+    loaded: LoadedLab,
+    step: LabStep,
+    facts: ExecutorFacts,
+    repeats: int = 3,
 ) -> StepReport:
-    """Run a step's solution and its starter, and judge both against the checks."""
+    """Run a step's solution `repeats` times (each must pass every check: a check that holds
+    only sometimes would fail learners at random) and its starter once, and judge them."""
     report = StepReport(loaded.lab.id, loaded.path, step.id)
     needed = gpus_needed(step)
     if needed > facts.cuda_devices:
         report.verdict = Verdict.NEEDS_GPUS
         report.problems.append(f"needs {needed} GPU(s); the executor has {facts.cuda_devices}")
         return report
-    solved = evaluate(step.checks, observe(client, loaded.solutions[step.id], step).result)
-    report.problems += [
-        f"the solution fails “{check.says}”: {problem}"
-        for check in solved
-        for problem in check.problems
-    ]
+    for attempt in range(1, repeats + 1):
+        solved = evaluate(step.checks, observe(client, loaded.solutions[step.id], step).result)
+        failed = [
+            f"the solution fails “{check.says}”"
+            + (f" (run {attempt} of {repeats})" if attempt > 1 else "")
+            + f": {problem}"
+            for check in solved
+            for problem in check.problems
+        ]
+        if failed:
+            report.problems += failed
+            break
     started = evaluate(
         step.checks, observe(client, loaded.starter_for_verify(step.id), step).result
     )
@@ -77,9 +88,9 @@ def verify_step(
 
 
 def verify_labs(
-    client: ExecutorClient, labs: list[LoadedLab], facts: ExecutorFacts
+    client: ExecutorClient, labs: list[LoadedLab], facts: ExecutorFacts, repeats: int = 3
 ) -> Iterator[StepReport]:
     """Verify every step of every lab, in order."""
     for loaded in labs:
         for step in loaded.lab.steps:
-            yield verify_step(client, loaded, step, facts)
+            yield verify_step(client, loaded, step, facts, repeats)

@@ -49,7 +49,8 @@ def verify(
     try:
         with _executor(executor_url, trusted, jobs) as url:
             client = HttpExecutorClient(url, token=Settings().executor_token)
-            for step in lab_verify.verify_labs(client, report.labs, batch.executor_facts(client)):
+            facts = batch.executor_facts(client)
+            for step in lab_verify.verify_labs(client, report.labs, facts, repeats):
                 counts[step.verdict.value] += 1
                 if as_json:
                     print(_json_line(_step_record(step)), flush=True)

@@ -1,0 +1,12 @@
+# practical6_ddp.py
+import os
+
+import torch.distributed as dist
+
+dist.init_process_group("gloo")  # torchrun sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+local_rank = int(os.environ["LOCAL_RANK"])
+
+print("practical6_ddp.py is running")
+print(f"Rank: {dist.get_rank()} | Local Rank: {local_rank} | World size: {dist.get_world_size()}")
+
+dist.destroy_process_group()

@@ -86,3 +86,41 @@ def test_stop_ends_a_spinning_run(page: Page):
     expect(page.get_by_test_id("rank-0").locator("pre.out")).to_contain_text("started")
     page.get_by_test_id("stop").click()
     expect(page.get_by_test_id("run-summary")).to_contain_text("stopped", timeout=10_000)
+
+
+def test_practical_6_step_1_from_starter_to_the_next_step(page: Page):
+    """The shipped Practical 6: run the starter as it is (both ranks print the same line, the
+    checks fail), write the print, pass, answer the question, go on to splitting the batch."""
+    from app.challenges.loader import load_path
+    from app.config import ROOT
+
+    (lab,) = [
+        loaded for loaded in load_path(ROOT / "challenges").labs if loaded.lab.id == "practical-6"
+    ]
+    step = lab.lab.steps[0]
+    question = step.questions[0]
+    page.goto("/labs/practical-6")
+    page.get_by_test_id("start-guest").click()
+    page.get_by_test_id("lab-continue").click()
+    page.wait_for_url(re.compile(r"/labs/practical-6/steps/ranks$"))
+    expect(page.locator(".cm-content")).to_contain_text("practical6_ddp.py is running")
+    page.get_by_test_id("nproc").select_option("2")
+    page.get_by_test_id("run").click()
+    for rank in (0, 1):
+        expect(page.get_by_test_id(f"rank-{rank}").locator("pre.out")).to_contain_text(
+            "practical6_ddp.py is running"
+        )
+    expect(page.get_by_test_id("check").first).to_have_attribute("data-passed", "no")
+    replace_code(page, lab.solutions[step.id])
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("rank-1").locator("pre.out")).to_contain_text("Rank: 1")
+    for index in range(len(step.checks)):
+        expect(page.get_by_test_id("check").nth(index)).to_have_attribute("data-passed", "yes")
+    page.reload()  # the draft is kept
+    expect(page.locator(".cm-content")).to_contain_text("World size")
+    form = page.locator("#questions [data-testid=question]")
+    form.locator(f'[data-option="{question.answer}"] input').check()  # type: ignore[attr-defined]
+    form.get_by_test_id("submit").click()
+    expect(page.get_by_test_id("step-status")).to_contain_text("Step passed")
+    page.get_by_test_id("next-step").click()
+    page.wait_for_url(re.compile(r"/labs/practical-6/steps/split-batch$"))

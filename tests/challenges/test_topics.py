@@ -11,6 +11,7 @@ import pytest
 from app.challenges.catalog import Catalog
 from app.challenges.loader import load_path
 from tests.conftest import FIXTURES
+from tests.support.content import edit, line_of
 
 MODES = FIXTURES / "modes"
 
@@ -23,16 +24,7 @@ def content(tmp_path: Path) -> Path:
     return target
 
 
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text, old
-    path.write_text(text.replace(old, new, 1))
 
-
-def line_of(path: Path, needle: str) -> int:
-    return path.read_text().splitlines().index(next(
-        line for line in path.read_text().splitlines() if needle in line
-    )) + 1  # fmt: skip
 
 
 def test_a_topic_gathers_its_sets_cards_items_and_cheat_sheet(content: Path) -> None:

@@ -15,6 +15,7 @@ from app.labs import verify as lab_verify
 from app.verification.batch import ExecutorFacts, executor_facts
 from app.verification.rules import Verdict
 from tests.conftest import FIXTURES
+from tests.support.content import edit, line_of
 
 HELLO = FIXTURES / "labs" / "hello"
 
@@ -24,17 +25,6 @@ def lab_dir(tmp_path: Path) -> Path:
     target = tmp_path / "challenges" / "hello"
     shutil.copytree(HELLO, target)
     return target
-
-
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text, old
-    path.write_text(text.replace(old, new, 1))
-
-
-def line_of(path: Path, needle: str) -> int:
-    lines = path.read_text().splitlines()
-    return next(number for number, line in enumerate(lines, 1) if needle in line)
 
 
 def test_a_lab_loads_with_each_steps_code_and_joins_its_topic(lab_dir: Path) -> None:

@@ -15,6 +15,9 @@
   const checks = document.querySelector("[data-testid=checks]");
   let source = null;
   let runId = null;
+  // idle on a fresh page; running while a run goes on; reloading once it has ended (the page
+  // reloads to show the judged checks, the step's state and the way on).
+  form.dataset.state = "idle";
 
   const post = (url, body) =>
     fetch(url, {
@@ -76,10 +79,15 @@
   const finish = (reload) => {
     if (source) source.close();
     source = null;
+    stopButton.disabled = true;
+    if (reload) {
+      form.dataset.state = "reloading"; // Run stays disabled until the page is back
+      window.location.reload();
+      return;
+    }
+    form.dataset.state = "idle";
     runButton.disabled = false;
     runButton.removeAttribute("aria-busy");
-    stopButton.disabled = true;
-    if (reload) setTimeout(() => window.location.reload(), 400); // the step may now be passed
   };
 
   const follow = (url) => {
@@ -117,7 +125,8 @@
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    if (source) return; // one run at a time
+    if (form.dataset.state !== "idle") return; // one run at a time
+    form.dataset.state = "running";
     clearTimeout(timer);
     runButton.disabled = true;
     runButton.setAttribute("aria-busy", "true");

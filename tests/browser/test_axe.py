@@ -185,7 +185,8 @@ def lab_step_run(page: Page) -> None:
     lab_step(page)
     page.get_by_test_id("run").click()
     expect(page.get_by_test_id("rank-1").locator("pre.out")).to_contain_text("hello")
-    page.wait_for_load_state()
+    # The page reloads once the run is judged (the form is idle again after it).
+    expect(page.locator("form.lab-run")).to_have_attribute("data-state", "idle", timeout=30_000)
     expect(page.get_by_test_id("check").first).to_have_attribute("data-passed", "no")
 
 

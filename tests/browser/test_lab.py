@@ -33,6 +33,11 @@ def replace_code(page: Page, code: str) -> None:
     page.keyboard.insert_text(code)
 
 
+def judged(page: Page) -> None:
+    """Wait until the run has ended and the page has reloaded with its judged checks."""
+    expect(page.locator("form.lab-run")).to_have_attribute("data-state", "idle", timeout=30_000)
+
+
 def start_lab(page: Page) -> None:
     page.goto(LAB)
     page.get_by_test_id("start-guest").click()
@@ -49,7 +54,7 @@ def test_a_learner_fails_a_check_fixes_it_passes_and_reaches_the_next_step(page:
     page.get_by_test_id("run").click()
     expect(page.get_by_test_id("rank-0").locator("pre.out")).to_contain_text("hello")
     expect(page.get_by_test_id("rank-1").locator("pre.out")).to_contain_text("hello")
-    page.wait_for_load_state()  # the page reloads once the run is judged
+    judged(page)  # the page reloads once the run is judged
     checks = page.get_by_test_id("check")
     expect(checks.first).to_have_attribute("data-passed", "no")
     # The draft survived that reload (it is the code that ran).
@@ -62,6 +67,7 @@ def test_a_learner_fails_a_check_fixes_it_passes_and_reaches_the_next_step(page:
     expect(page.get_by_test_id("rank-1").locator("pre.out")).to_contain_text(
         "hello from rank 1 of 2"
     )
+    judged(page)
     expect(checks.first).to_have_attribute("data-passed", "yes")
     expect(checks.nth(1)).to_have_attribute("data-passed", "yes")
     expect(page.get_by_test_id("step-status")).to_contain_text("answer the questions")
@@ -85,7 +91,8 @@ def test_stop_ends_a_spinning_run(page: Page):
     page.get_by_test_id("run").click()
     expect(page.get_by_test_id("rank-0").locator("pre.out")).to_contain_text("started")
     page.get_by_test_id("stop").click()
-    expect(page.get_by_test_id("run-summary")).to_contain_text("stopped", timeout=10_000)
+    judged(page)
+    expect(page.get_by_test_id("run-summary")).to_contain_text("stopped")
 
 
 def test_practical_6_step_1_from_starter_to_the_next_step(page: Page):
@@ -110,10 +117,12 @@ def test_practical_6_step_1_from_starter_to_the_next_step(page: Page):
         expect(page.get_by_test_id(f"rank-{rank}").locator("pre.out")).to_contain_text(
             "practical6_ddp.py is running"
         )
+    judged(page)
     expect(page.get_by_test_id("check").first).to_have_attribute("data-passed", "no")
     replace_code(page, lab.solutions[step.id])
     page.get_by_test_id("run").click()
     expect(page.get_by_test_id("rank-1").locator("pre.out")).to_contain_text("Rank: 1")
+    judged(page)
     for index in range(len(step.checks)):
         expect(page.get_by_test_id("check").nth(index)).to_have_attribute("data-passed", "yes")
     page.reload()  # the draft is kept

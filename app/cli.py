@@ -42,6 +42,12 @@ def _parser() -> argparse.ArgumentParser:
     schema.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
     schema.set_defaults(handler=_schema)
 
+    content = commands.add_parser("content", help="write CONTENT.md: the course per topic")
+    content.add_argument("path", nargs="?", type=Path, default=ROOT / "challenges")
+    content.add_argument("--output", type=Path, default=None)
+    content.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
+    content.set_defaults(handler=_content)
+
     database = commands.add_parser("db", help="database migrations")
     database.add_argument("action", choices=["upgrade", "check"])
     database.set_defaults(handler=_database)
@@ -120,6 +126,24 @@ def _validate(args: argparse.Namespace) -> int:
         f"{labs} lab(s), {items} item(s): {verdict}"
     )
     return 0 if report.ok else 1
+
+
+def _content(args: argparse.Namespace) -> int:
+    from app.challenges import report
+    from app.challenges.catalog import Catalog
+
+    output: Path = args.output or report.CONTENT_PATH
+    text = report.render(Catalog.load(args.path))
+    if args.check:
+        current = output.read_text(encoding="utf-8") if output.exists() else ""
+        if current != text:
+            print(f"{output} is stale: run `ranklab content`", file=sys.stderr)
+            return 1
+        print(f"{output} is up to date")
+        return 0
+    output.write_text(text, encoding="utf-8")
+    print(f"wrote {output}")
+    return 0
 
 
 def _schema(args: argparse.Namespace) -> int:

@@ -1,0 +1,21 @@
+import torch
+import torch.nn as nn
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+
+model = DDP(nn.BatchNorm1d(1), broadcast_buffers=False)  # momentum 0.1
+batch = torch.full((4, 1), 10.0 * (rank + 1))  # rank 0 sees 10s, rank 1 sees 20s
+
+for step in range(2):
+    model(batch).sum().backward()
+
+mean = model.module.running_mean.item()
+means = [None] * dist.get_world_size()
+dist.all_gather_object(means, round(mean, 4))
+if rank == 0:
+    print("running_mean per rank:", means)
+
+dist.destroy_process_group()

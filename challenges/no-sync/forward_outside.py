@@ -1,0 +1,28 @@
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = DDP(nn.Linear(4, 1))
+all_reduces = 0
+
+
+def counting_hook(state, bucket):  # DDP's own all-reduce, counted
+    global all_reduces
+    all_reduces += 1
+    return default_hooks.allreduce_hook(None, bucket)
+
+
+model.register_comm_hook(None, counting_hook)
+for i in range(3):  # two accumulation micro-batches, then the synced one
+    loss = model(torch.randn(2, 4)).sum()  # forward outside the context
+    if i < 2:
+        with model.no_sync():
+            loss.backward()
+    else:
+        loss.backward()
+print(f"all-reduces: {all_reduces}")
+dist.destroy_process_group()

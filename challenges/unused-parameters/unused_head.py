@@ -1,0 +1,28 @@
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class TwoHeads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 4)
+        self.main_head = nn.Linear(4, 1)
+        self.aux_head = nn.Linear(4, 1)  # defined, but not used in forward
+
+    def forward(self, x):
+        return self.main_head(self.body(x))
+
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = DDP(TwoHeads())
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(2):
+    opt.zero_grad()
+    model(torch.randn(8, 4)).sum().backward()
+    opt.step()
+    print(f"rank {rank}: step {step} done", flush=True)
+dist.destroy_process_group()

@@ -1,0 +1,11 @@
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+total = torch.tensor([float(rank + 1)])
+largest = torch.tensor([float(rank + 1)])
+dist.all_reduce(total, op=dist.ReduceOp.SUM)
+dist.all_reduce(largest, op=dist.ReduceOp.MAX)
+print(f"sum {total.item()} max {largest.item()}")
+dist.destroy_process_group()

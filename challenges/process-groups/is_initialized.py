@@ -1,0 +1,7 @@
+import torch.distributed as dist
+
+print("before:", dist.is_initialized())
+dist.init_process_group("gloo")
+print("during:", dist.is_initialized())
+dist.destroy_process_group()
+print("after:", dist.is_initialized())

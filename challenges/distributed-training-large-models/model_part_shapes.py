@@ -23,4 +23,5 @@ if rank == 0:
 else:
     print(f"Rank {rank} model part2 weight shape: {model.part2.weight.shape}")
 
+dist.barrier()  # no rank shuts down while a peer is still connecting
 dist.destroy_process_group()

@@ -9,4 +9,5 @@ local_rank = int(os.environ["LOCAL_RANK"])
 print("practical6_ddp.py is running")
 print(f"Rank: {dist.get_rank()} | Local Rank: {local_rank} | World size: {dist.get_world_size()}")
 
+dist.barrier()  # no rank shuts down while a peer is still connecting
 dist.destroy_process_group()

@@ -24,4 +24,5 @@ indices = list(range(rank * per_rank, (rank + 1) * per_rank))
 x, y = x_all[indices], y_all[indices]
 print(f"Rank {rank} takes samples {indices}")
 
+dist.barrier()  # no rank shuts down while a peer is still connecting
 dist.destroy_process_group()

@@ -23,4 +23,5 @@ indices = list(range(GLOBAL_BATCH))  # Your turn: keep only this rank's share of
 x, y = x_all[indices], y_all[indices]
 print(f"Rank {rank} takes samples {indices}")
 
+dist.barrier()  # no rank shuts down while a peer is still connecting
 dist.destroy_process_group()

@@ -32,7 +32,7 @@ def verify(
         capture_output=True,
         text=True,
         cwd=ROOT,
-        timeout=300,
+        timeout=600,
         env={**os.environ, "DATABASE_URL": database_url or "sqlite:///never-used.db"},
     )
 
@@ -56,7 +56,9 @@ def runs_set_with_three_keys(folder: Path) -> Path:
 
 
 def test_every_shipped_key_is_proven(executor_url):
-    result = verify(ROOT / "challenges", executor_url)
+    # Two at a time (the test executor has a slot per core): the hang items wait out their
+    # long limit side by side with the others.
+    result = verify(ROOT / "challenges", executor_url, "--jobs", "2")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "FAIL" not in result.stdout
     assert result.stdout.count("PASS ") >= 5

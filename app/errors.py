@@ -57,3 +57,17 @@ class Conflict(RankLabError):
 
     status_code = 409
     title = "Refused"
+
+
+class TooManyRequests(RankLabError):
+    """Over a per-learner limit (runs a minute); the message says how long to wait."""
+
+    status_code = 429
+    title = "Too many requests"
+
+
+class Unavailable(RankLabError):
+    """A service the request needs (the executor's sandbox) cannot serve it now."""
+
+    status_code = 503
+    title = "Unavailable"

@@ -42,7 +42,7 @@ from app.deps import (
     ThrottleDep,
     wants_json,
 )
-from app.errors import BadRequest, Conflict, NotFound
+from app.errors import BadRequest, Conflict, NotFound, TooManyRequests, Unavailable
 from app.executor_client import ExecutorBusy, ExecutorClient, ExecutorUnavailable
 from app.labs import service as labs
 from app.labs.live import LiveRun
@@ -300,7 +300,7 @@ def _refuse(
 ) -> Response:
     if wants_json(request):
         return JSONResponse({"detail": message}, status_code=status, headers=headers)
-    raise Conflict(message) if status == 409 else BadRequest(message)
+    raise {409: Conflict, 429: TooManyRequests, 503: Unavailable}[status](message)
 
 
 async def _drive(

@@ -163,6 +163,9 @@ def test_a_lab_refuses_to_run_without_the_sandbox(app_factory, sqlite_url, conte
         refused = run(person, STEP1, SOLUTION1)
         assert refused.status_code == 503
         assert "only runs in the sandbox, and it is trusted" in refused.json()["detail"]
+        # The page's own form post (no JavaScript) gets the same status, as an HTML page.
+        page = person.post(f"{STEP1}/runs", {"code": SOLUTION1, "nproc": "2"})
+        assert page.status_code == 503 and "only runs in the sandbox" in page.text
 
 
 def test_another_learners_run_is_not_theirs_to_read_or_stop(learner: Learner, app_factory):

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck contracts check-content pytest bench bench-web bench-explain bench-labs migrate schema vendor vendor-editor clean
+.PHONY: run test lint typecheck contracts check-content pytest bench bench-web bench-explain bench-labs migrate schema proofs vendor vendor-editor clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,13 @@ contracts: $(STAMP)
 check-content: $(STAMP)
 	$(BIN)/ranklab schema --check
 	$(BIN)/ranklab validate challenges
+	$(BIN)/ranklab content --check
+
+# Prove every key of the course again, record the verdicts in challenges/proofs.json and
+# regenerate CONTENT.md from them (about 5 minutes on 2 cores).
+proofs: $(STAMP)
+	$(BIN)/ranklab verify challenges --jobs 2 --no-record --proofs challenges/proofs.json
+	$(BIN)/ranklab content
 
 pytest: $(STAMP)
 	$(BIN)/pytest -q

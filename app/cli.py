@@ -97,6 +97,14 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not record the results in the database (DATABASE_URL)",
     )
+    verify.add_argument(
+        "--proofs",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="merge the verdicts into this proofs file (challenges/proofs.json), "
+        "which `ranklab content` reads",
+    )
     verify.set_defaults(handler=_verify)
 
     serve = commands.add_parser("serve", help="serve the web app (and the embedded executor)")
@@ -131,9 +139,15 @@ def _validate(args: argparse.Namespace) -> int:
 def _content(args: argparse.Namespace) -> int:
     from app.challenges import report
     from app.challenges.catalog import Catalog
+    from app.verification import proofs
 
     output: Path = args.output or report.CONTENT_PATH
-    text = report.render(Catalog.load(args.path))
+    try:
+        proven = proofs.load(args.path / proofs.FILE_NAME)
+    except ValueError as error:
+        print(f"ranklab content: {error}", file=sys.stderr)
+        return 1
+    text = report.render(Catalog.load(args.path), proven)
     if args.check:
         current = output.read_text(encoding="utf-8") if output.exists() else ""
         if current != text:
@@ -220,6 +234,7 @@ def _verify(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         as_json=args.json,
         database_url=None if args.no_record else Settings().database_url,
+        proofs_path=args.proofs,
     )
 
 

@@ -76,6 +76,7 @@ class TopicView:
     cheat_sheet: str | None
     path: str | None  # its topic.yaml, if it has one
     labs: tuple[LoadedLab, ...] = ()
+    loaded_sets: tuple[LoadedSet, ...] = ()  # its sets as loaded, with their snippets
 
 
 def _slug(text: str) -> str:
@@ -143,6 +144,7 @@ def _view(
         cheat_sheet=loaded.cheat_sheet if loaded else None,
         path=loaded.path if loaded else None,
         labs=tuple(labs),
+        loaded_sets=tuple(sets),
     )
 
 

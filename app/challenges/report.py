@@ -1,13 +1,17 @@
 """The course at a glance (CONTENT.md): per topic, its items, executable items, cards, explain
-items and their concepts, cheat sheet and labs, against the curriculum's floors."""
+items and their concepts, cheat sheet, labs and what `ranklab verify` last proved of them
+(challenges/proofs.json), against the curriculum's floors."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.challenges.catalog import Catalog, TopicView
 from app.challenges.schema import EXECUTABLE_KINDS
+from app.verification import proofs as proof_file
 
 CONTENT_PATH = Path(__file__).resolve().parents[2] / "CONTENT.md"
 # What every topic of the course should have.
@@ -27,11 +31,16 @@ class TopicCounts:
     concepts: int
     cheat_sheet: bool
     labs: int
+    # What the proofs file says of the topic's executable items and lab steps, by status.
+    verify: Counter[str] = field(default_factory=Counter)
 
     @classmethod
-    def of(cls, topic: TopicView) -> TopicCounts:
-        """Count a topic's content."""
+    def of(
+        cls, topic: TopicView, proofs: Mapping[str, proof_file.Proof] | None = None
+    ) -> TopicCounts:
+        """Count a topic's content, and its verify statuses by the given proofs."""
         items = [item for facts in topic.sets for item in facts.set.items]
+        hashes = proof_file.current_hashes(topic.loaded_sets, topic.labs)
         return cls(
             id=topic.id,
             title=topic.title,
@@ -42,7 +51,13 @@ class TopicCounts:
             concepts=sum(len(getattr(entry.item, "concepts", [])) for entry in topic.explain),
             cheat_sheet=topic.cheat_sheet is not None,
             labs=len(topic.labs),
+            verify=proof_file.tally(proofs or {}, hashes),
         )
+
+    @property
+    def proven(self) -> bool:
+        """Whether every executable item and lab step passed verify (or needs GPUs) as it is."""
+        return all(status in proof_file.PROVEN for status in +self.verify)
 
     @property
     def meets_floors(self) -> bool:
@@ -56,9 +71,24 @@ class TopicCounts:
         )
 
 
-def render(catalog: Catalog) -> str:
+STATUS_WORDS = {
+    "pass": "pass",
+    "needs_gpus": "need GPUs",
+    "fail": "FAIL",
+    "unproven": "not verified",
+}
+
+
+def verify_cell(verify: Counter[str]) -> str:
+    """A topic's verify statuses in words, e.g. "6 pass, 1 need GPUs"."""
+    parts = [f"{verify[status]} {STATUS_WORDS[status]}" for status in proof_file.STATUSES]
+    return ", ".join(part for part in parts if not part.startswith("0 ")) or "nothing to run"
+
+
+def render(catalog: Catalog, proofs: Mapping[str, proof_file.Proof] | None = None) -> str:
     """CONTENT.md: a table of every topic, then the totals (stable for the same content)."""
-    counts = [TopicCounts.of(topic) for topic in catalog.topics()]
+    counts = [TopicCounts.of(topic, proofs) for topic in catalog.topics()]
+    total: Counter[str] = sum((c.verify for c in counts), Counter())
     lines = [
         "# Course content",
         "",
@@ -66,16 +96,19 @@ def render(catalog: Catalog) -> str:
         f"Floors per topic: a timed set of ≥ {FLOORS['set_items']} items, at least half of them "
         f"executable (proved by `ranklab verify`), ≥ {FLOORS['cards']} flashcards, "
         f"≥ {FLOORS['explain']} explain-it items and a cheat sheet.",
+        "The verify column is what `ranklab verify --proofs challenges/proofs.json challenges` "
+        "last observed for the topic's executable items and lab steps, on CPU ranks (gloo); "
+        "an item edited since shows as not verified.",
         "",
         "| topic | set items | executable | cards | explain (concepts) | cheat sheet | labs "
-        "| floors |",
-        "|---|---|---|---|---|---|---|---|",
+        "| verify (items + lab steps) | floors |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for c in counts:
         lines.append(
             f"| {c.title} (`{c.id}`) | {c.set_items} | {c.executable} | {c.cards} "
             f"| {c.explain} ({c.concepts}) | {'yes' if c.cheat_sheet else 'no'} | {c.labs} "
-            f"| {'met' if c.meets_floors else 'not yet'} |"
+            f"| {verify_cell(c.verify)} | {'met' if c.meets_floors else 'not yet'} |"
         )
     lines += [
         "",
@@ -83,7 +116,7 @@ def render(catalog: Catalog) -> str:
         f"{sum(c.set_items for c in counts)} set items "
         f"({sum(c.executable for c in counts)} executable), "
         f"{sum(c.cards for c in counts)} cards, {sum(c.explain for c in counts)} explain items, "
-        f"{sum(c.labs for c in counts)} labs.",
+        f"{sum(c.labs for c in counts)} labs. Verify: {verify_cell(total)}.",
         "",
     ]
     return "\n".join(lines)

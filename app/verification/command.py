@@ -19,7 +19,7 @@ from app.challenges import loader
 from app.config import Settings
 from app.executor_client import HttpExecutorClient
 from app.labs import verify as lab_verify
-from app.verification import batch, evidence, records
+from app.verification import batch, evidence, proofs, records
 from app.verification import service as verification
 from app.verification.batch import Verified
 from app.verification.rules import Verdict
@@ -34,8 +34,12 @@ def verify(
     jobs: int = 1,
     as_json: bool = False,
     database_url: str | None = None,
+    proofs_path: Path | None = None,
 ) -> int:
-    """Verify every item under path; return 1 on any failed key or broken file, else 0."""
+    """Verify every item under path; return 1 on any failed key or broken file, else 0.
+
+    With proofs_path, the verdicts (with each item's content hash) are merged into that proofs
+    file, which `ranklab content` reads."""
     started = time.monotonic()
     report = loader.load_path(path)
     for error in report.errors:
@@ -46,18 +50,30 @@ def verify(
         if engine is None:
             print(f"verify: not recording results: {where}", file=sys.stderr)
     counts: Counter[str] = Counter()
+    observed: dict[str, proofs.Proof] = {}
+    labs = {loaded.lab.id: loaded for loaded in report.labs}
     try:
         with _executor(executor_url, trusted, jobs) as url:
             client = HttpExecutorClient(url, token=Settings().executor_token)
             facts = batch.executor_facts(client)
+            torch = (client.health() or {}).get("torch")
             for step in lab_verify.verify_labs(client, report.labs, facts, repeats):
                 counts[step.verdict.value] += 1
+                digest = proofs.step_hash(labs[step.lab_id], step.step_id)
+                observed[proofs.step_key(step.lab_id, step.step_id)] = proofs.Proof(
+                    step.verdict.value, digest
+                )
                 if as_json:
-                    print(_json_line(_step_record(step)), flush=True)
+                    print(_json_line(_step_record(step, digest)), flush=True)
                 else:
                     _print_step(step)
             for verified in batch.verify_in_order(client, report.sets, repeats, jobs):
                 counts[verified.report.verdict.value] += 1
+                if verified.report.verdict is not Verdict.NOT_EXECUTABLE:
+                    key = proofs.item_key(verified.loaded.challenge_set.id, verified.item.id)
+                    observed[key] = proofs.Proof(
+                        verified.report.verdict.value, verified.content_hash
+                    )
                 if engine is not None and not _record(engine, verified):
                     engine.dispose()
                     engine = None
@@ -68,6 +84,8 @@ def verify(
     finally:
         if engine is not None:
             engine.dispose()
+    if proofs_path is not None:
+        _write_proofs(proofs_path, observed, torch)
     errors = [str(error) for error in report.errors]
     if as_json:
         elapsed = round((time.monotonic() - started) * 1000)
@@ -76,6 +94,20 @@ def verify(
         summary = ", ".join(f"{count} {verdict}" for verdict, count in sorted(counts.items()))
         print(f"verify: {summary or 'nothing to run'}; {len(errors)} file error(s)")
     return 1 if counts["fail"] or errors else 0
+
+
+def _write_proofs(path: Path, observed: dict[str, proofs.Proof], torch: str | None) -> None:
+    """Merge what was observed into the proofs file, dropping items that no longer exist
+    under the file's folder."""
+    everything = loader.load_path(path.parent)
+    current = proofs.current_hashes(everything.sets, everything.labs)
+    try:
+        old = proofs.load(path)
+    except ValueError as error:
+        print(f"verify: replacing {error}", file=sys.stderr)
+        old = {}
+    proofs.save(path, proofs.merged(old, observed, current), torch)
+    print(f"verify: proofs written to {path}", file=sys.stderr)
 
 
 def _executor(url: str | None, trusted: bool, jobs: int) -> AbstractContextManager[str]:
@@ -105,14 +137,16 @@ def _item_record(verified: Verified) -> dict[str, Any]:
     )
 
 
-def _step_record(step: lab_verify.StepReport) -> dict[str, Any]:
+def _step_record(step: lab_verify.StepReport, digest: str) -> dict[str, Any]:
     return {
+        "type": "lab_step",
         "kind": "lab_step",
         "lab": step.lab_id,
         "path": step.path,
         "step": step.step_id,
         "verdict": step.verdict.value,
         "problems": step.problems,
+        "content_hash": digest,
     }
 
 

@@ -1,27 +1,36 @@
+import torch
 import torch.nn as nn
 import torch.distributed as dist
 
-
-class BigModel(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.part1 = nn.Linear(1000, 10000)
-        self.part2 = nn.Linear(10000, 1000)
-
-    def forward(self, x):
-        x = self.part1(x)
-        x = self.part2(x)
-        return x
-
-
 dist.init_process_group("gloo")  # launched with 2 ranks
 rank = dist.get_rank()
-model = BigModel()
+torch.manual_seed(0)
+
+# The full model would be nn.Sequential(nn.Linear(8, 6), nn.ReLU(), nn.Linear(6, 4)).
+# Each rank builds only its own stage.
+if rank == 0:
+    stage = nn.Sequential(nn.Linear(8, 6), nn.ReLU())
+else:
+    stage = nn.Linear(6, 4)
+held = sum(p.numel() for p in stage.parameters())
 
 if rank == 0:
-    print(f"Rank {rank} model part1 weight shape: {model.part1.weight.shape}")
+    x = torch.randn(3, 8)                    # a batch of 3 samples
+    h = stage(x)
+    dist.send(h.detach(), dst=1)             # activations forward to rank 1
+    grad_h = torch.empty_like(h)
+    dist.recv(grad_h, src=1)                 # their gradient comes back
+    h.backward(grad_h)
+    print(f"rank 0: {held} parameters, sent {tuple(h.shape)}, "
+          f"got gradient {tuple(grad_h.shape)}", flush=True)
 else:
-    print(f"Rank {rank} model part2 weight shape: {model.part2.weight.shape}")
+    h = torch.empty(3, 6)                    # rank 1 must know the shape in advance
+    dist.recv(h, src=0)
+    h.requires_grad_()
+    out = stage(h)
+    out.sum().backward()
+    dist.send(h.grad, dst=0)                 # gradient w.r.t. the activations goes back
+    print(f"rank 1: {held} parameters, received {tuple(h.shape)}, "
+          f"output {tuple(out.shape)}", flush=True)
 
-dist.barrier()  # no rank shuts down while a peer is still connecting
 dist.destroy_process_group()

@@ -8,12 +8,11 @@ class SimpleModel(nn.Module):
         self.linear = nn.Linear(10, 5)
 
     def forward(self, x):
+        print("forward sees", tuple(x.shape), flush=True)
         return self.linear(x)
 
 
-device = "cuda" if torch.cuda.is_available() else "cpu"
-
-model = nn.DataParallel(SimpleModel()).to(device)  # splits the batch over every visible GPU
-input_tensor = torch.randn(16, 10, device=device)
-output = model(input_tensor)
-print(output.shape)
+model = nn.DataParallel(SimpleModel())  # a machine with no GPU
+print("device_ids", model.device_ids, flush=True)
+output = model(torch.randn(16, 10))
+print("output", tuple(output.shape), flush=True)

@@ -1,11 +1,19 @@
-"""CONTENT.md: the course per topic, counted from the content, and never stale."""
+"""CONTENT.md: the course per topic, counted from the content and its proofs, never stale; and
+every shipped topic meets the curriculum's floors with every executable key proven."""
 
 from __future__ import annotations
+
+from collections import Counter
+
+import pytest
 
 from app.challenges import report
 from app.challenges.catalog import Catalog
 from app.config import ROOT
+from app.verification import proofs
 from tests.conftest import FIXTURES
+
+SHIPPED = ROOT / "challenges"
 
 
 def test_a_topic_is_counted_from_its_sets_cards_explain_items_and_labs():
@@ -17,13 +25,58 @@ def test_a_topic_is_counted_from_its_sets_cards_explain_items_and_labs():
     )  # fmt: skip
     assert drill.cheat_sheet and drill.labs == 0 and not drill.meets_floors
     assert counts["collectives"].labs == 1  # the hello-ranks lab names that topic
-    assert "| Drill topic (`drill`) | 2 | 0 | 3 | 1 (3) | yes | 0 | not yet |" in report.render(
-        catalog
+    assert (
+        "| Drill topic (`drill`) | 2 | 0 | 3 | 1 (3) | yes | 0 | nothing to run | not yet |"
+        in report.render(catalog)
     )
+
+
+def test_the_verify_column_counts_each_status_and_an_edit_unproves():
+    catalog = Catalog.load(FIXTURES)
+    topic = catalog.topic("collectives")
+    assert topic is not None
+    hashes = proofs.current_hashes(topic.loaded_sets, topic.labs)
+    keys = sorted(hashes)
+    assert len(keys) >= 3, keys  # executable items and the lab's steps
+    given = {
+        keys[0]: proofs.Proof("pass", hashes[keys[0]]),
+        keys[1]: proofs.Proof("needs_gpus", hashes[keys[1]]),
+        keys[2]: proofs.Proof("pass", "f" * 64),  # proven once, edited since
+    }
+    counts = report.TopicCounts.of(topic, given)
+    assert counts.verify == Counter(
+        {"pass": 1, "needs_gpus": 1, "unproven": len(keys) - 2}
+    )
+    assert not counts.proven
+    assert report.verify_cell(counts.verify) == f"1 pass, 1 need GPUs, {len(keys) - 2} not verified"
+    everything = {key: proofs.Proof("pass", digest) for key, digest in hashes.items()}
+    assert report.TopicCounts.of(topic, everything).proven
+
+
+def test_a_broken_proofs_file_is_an_error_not_an_empty_table(tmp_path):
+    broken = tmp_path / proofs.FILE_NAME
+    broken.write_text('{"proofs": [1, 2]}')
+    with pytest.raises(ValueError, match="not a proofs file"):
+        proofs.load(broken)
+    assert proofs.load(tmp_path / "missing.json") == {}
 
 
 def test_the_committed_content_md_is_current():
     committed = report.CONTENT_PATH.read_text(encoding="utf-8")
-    assert committed == report.render(Catalog.load(ROOT / "challenges")), (
+    proven = proofs.load(SHIPPED / proofs.FILE_NAME)
+    assert committed == report.render(Catalog.load(SHIPPED), proven), (
         "stale: run `ranklab content`"
     )
+
+
+def test_every_shipped_topic_meets_the_floors_with_every_key_proven():
+    catalog = Catalog.load(SHIPPED)
+    proven = proofs.load(SHIPPED / proofs.FILE_NAME)
+    counts = [report.TopicCounts.of(topic, proven) for topic in catalog.topics()]
+    assert len(counts) >= 12
+    below = [c.id for c in counts if not c.meets_floors]
+    assert not below, f"topics below the floors: {below}"
+    unproven = {c.id: dict(c.verify) for c in counts if not c.proven}
+    assert not unproven, f"run `make proofs`; not proven: {unproven}"
+    assert sum(c.set_items for c in counts) >= 60
+    assert 2 * sum(c.executable for c in counts) >= sum(c.set_items for c in counts)

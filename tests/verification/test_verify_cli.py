@@ -13,8 +13,10 @@ import pytest
 from sqlmodel import Session, select
 
 from app import migrations
+from app.challenges import loader
 from app.config import ROOT
 from app.db import make_engine
+from app.verification import proofs
 from app.verification.models import VerificationRecord
 from tests.conftest import TEST_CHALLENGES
 
@@ -55,13 +57,55 @@ def runs_set_with_three_keys(folder: Path) -> Path:
     return set_file
 
 
-def test_every_shipped_key_is_proven(executor_url):
+def test_every_shipped_key_is_proven_as_the_committed_proofs_say(executor_url):
     # Two at a time (the test executor has a slot per core): the hang items wait out their
     # long limit side by side with the others.
-    result = verify(ROOT / "challenges", executor_url, "--jobs", "2")
+    result = verify(ROOT / "challenges", executor_url, "--jobs", "2", "--json")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "FAIL" not in result.stdout
-    assert result.stdout.count("PASS ") >= 5
+    *records, summary = json_records(result.stdout)
+    assert summary["ok"] and summary["counts"].get("pass", 0) >= 5
+    observed = {
+        (
+            proofs.step_key(r["lab"], r["step"])
+            if r["type"] == "lab_step"
+            else proofs.item_key(r["set_id"], r["item_id"])
+        ): proofs.Proof(r["verdict"], r["content_hash"])
+        for r in records
+        if r.get("verdict") != "not_executable"
+    }
+    # CONTENT.md's verify column comes from challenges/proofs.json: it must say what a run
+    # observes now, item by item, for exactly the content as it is.
+    committed = proofs.load(ROOT / "challenges" / proofs.FILE_NAME)
+    assert committed == observed, "stale proofs: run `make proofs`"
+
+
+def test_proofs_are_merged_into_the_file_and_an_edit_unproves_the_item(executor_url, tmp_path):
+    folder = tmp_path / "content"
+    shutil.copytree(TEST_CHALLENGES / "runs", folder / "runs")
+    shutil.copytree(TEST_CHALLENGES.parent / "labs" / "hello", folder / "hello")
+    proofs_file = folder / proofs.FILE_NAME
+    stale = {"gone/item": proofs.Proof("pass", "0" * 64)}  # an item since deleted
+    proofs.save(proofs_file, stale, None)
+    result = verify(folder / "runs", executor_url, "--proofs", str(proofs_file))
+    assert result.returncode == 0, result.stdout + result.stderr
+    written = proofs.load(proofs_file)
+    assert json.loads(proofs_file.read_text())["torch"].startswith("2.")
+    loaded = loader.load_path(folder)
+    current = proofs.current_hashes(loaded.sets, loaded.labs)
+    assert set(written) == {"test-runs/all-reduce"}  # the deleted one is gone; no lab ran
+    assert proofs.status(written, "test-runs/all-reduce", current["test-runs/all-reduce"]) == (
+        "pass"
+    )
+    hello_steps = [key for key in current if key.startswith("lab:")]
+    assert hello_steps
+    assert all(proofs.status(written, key, current[key]) == "unproven" for key in hello_steps)
+
+    # An edit to the snippet changes the item's hash: it is no longer proven as it is.
+    snippet = folder / "runs" / "all_reduce.py"
+    snippet.write_text(snippet.read_text() + "\n# edited\n")
+    edited = loader.load_path(folder)
+    digest = proofs.current_hashes(edited.sets, edited.labs)["test-runs/all-reduce"]
+    assert proofs.status(written, "test-runs/all-reduce", digest) == "unproven"
 
 
 def test_a_copy_with_one_wrong_key_fails_with_the_observed_output(executor_url, tmp_path):
@@ -89,8 +133,8 @@ def test_an_item_needing_gpus_is_reported_not_passed_or_failed(executor_url, tmp
         .read_text()
         .replace("      gpus: 0", "      gpus: 2", 1)
     )
-    shutil.copy(ROOT / "challenges/multi-gpu-master/dataparallel_shape.py", tmp_path)
-    shutil.copy(ROOT / "challenges/multi-gpu-master/state_dict_prefix.py", tmp_path)
+    for snippet in (ROOT / "challenges/multi-gpu-master").glob("*.py"):
+        shutil.copy(snippet, tmp_path)
     result = verify(set_file, executor_url)
     assert result.returncode == 0, result.stdout
     assert "GPU " in result.stdout and "needs 2 GPU(s); this executor has 0" in result.stdout

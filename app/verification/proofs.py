@@ -1,0 +1,115 @@
+"""The proofs file (`challenges/proofs.json`): what `ranklab verify --proofs` last observed for
+every executable item and lab step, keyed by content hash.
+
+CONTENT.md reads it to show each topic's verify status without running anything; an edit to an
+item changes its hash, so the item shows as unproven until it is verified again. The test that
+verifies the shipped content compares its verdicts with this file, so the file cannot claim a
+proof the executor would not give.
+
+Pure: the standard library, the loader's types and the content hash.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.challenges.loader import LoadedLab, LoadedSet
+from app.challenges.schema import EXECUTABLE_KINDS
+from app.verification.evidence import content_hash, item_hash
+
+FILE_NAME = "proofs.json"
+# What a topic's proofs can say about one executable item or lab step.
+PROVEN = ("pass", "needs_gpus")
+STATUSES = ("pass", "needs_gpus", "fail", "unproven")
+
+
+@dataclass(frozen=True)
+class Proof:
+    """One verdict and the content hash it was observed for."""
+
+    verdict: str
+    hash: str
+
+
+def item_key(set_id: str, item_id: str) -> str:
+    """The proofs key of a set's item."""
+    return f"{set_id}/{item_id}"
+
+
+def step_key(lab_id: str, step_id: str) -> str:
+    """The proofs key of a lab's step."""
+    return f"lab:{lab_id}/{step_id}"
+
+
+def step_hash(loaded: LoadedLab, step_id: str) -> str:
+    """Hash a lab step as it is now: its schema dump, the code it opens with and its solution."""
+    step = next(step for step in loaded.lab.steps if step.id == step_id)
+    return content_hash(step, loaded.starter_for_verify(step_id), loaded.solutions[step_id])
+
+
+def current_hashes(sets: Iterable[LoadedSet], labs: Iterable[LoadedLab]) -> dict[str, str]:
+    """The key and hash of every executable item and lab step, as the content is now."""
+    hashes = {
+        item_key(loaded.challenge_set.id, item.id): item_hash(loaded, item)
+        for loaded in sets
+        for item in loaded.challenge_set.items
+        if isinstance(item, EXECUTABLE_KINDS)
+    }
+    hashes.update(
+        {
+            step_key(loaded.lab.id, step.id): step_hash(loaded, step.id)
+            for loaded in labs
+            for step in loaded.lab.steps
+        }
+    )
+    return hashes
+
+
+def load(path: Path) -> dict[str, Proof]:
+    """Read a proofs file; a missing file has no proofs. Raises ValueError on a broken one."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {
+            key: Proof(str(entry["verdict"]), str(entry["hash"]))
+            for key, entry in data["proofs"].items()
+        }
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{path}: not a proofs file ({error})") from error
+
+
+def save(path: Path, proofs: Mapping[str, Proof], torch: str | None) -> None:
+    """Write a proofs file, sorted so that a diff shows only what changed."""
+    data = {
+        "about": "Written by `ranklab verify --proofs`; read by `ranklab content`.",
+        "torch": torch,
+        "proofs": {
+            key: {"verdict": proof.verdict, "hash": proof.hash}
+            for key, proof in sorted(proofs.items())
+        },
+    }
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def merged(
+    old: Mapping[str, Proof], new: Mapping[str, Proof], current: Mapping[str, str]
+) -> dict[str, Proof]:
+    """The old proofs updated with the new ones, keeping only keys that still exist."""
+    return {key: proof for key, proof in {**old, **new}.items() if key in current}
+
+
+def status(proofs: Mapping[str, Proof], key: str, digest: str) -> str:
+    """What the proofs say of one item or step as it is now: its verdict, or "unproven" when
+    it was never verified or changed since."""
+    proof = proofs.get(key)
+    return proof.verdict if proof is not None and proof.hash == digest else "unproven"
+
+
+def tally(proofs: Mapping[str, Proof], hashes: Mapping[str, str]) -> Counter[str]:
+    """Count the statuses of the given items and steps."""
+    return Counter(status(proofs, key, digest) for key, digest in hashes.items())

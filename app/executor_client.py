@@ -13,7 +13,13 @@ from typing import Any, Protocol
 
 import httpx
 
-from executor.contract import ExecutorUnavailable, OutputEvent, RunRequest, RunResult
+from executor.contract import (
+    ExecutorBusy,
+    ExecutorUnavailable,
+    OutputEvent,
+    RunRequest,
+    RunResult,
+)
 
 __all__ = [
     "ExecutorBusy",
@@ -140,10 +146,6 @@ class HttpExecutorClient:
                         yield event
         except httpx.HTTPError as error:
             raise ExecutorUnavailable(f"executor unreachable: {error}") from error
-
-
-class ExecutorBusy(ExecutorUnavailable):
-    """Every slot is taken and the queue is full: the run may be tried again shortly."""
 
 
 def _raise_for_status(response: httpx.Response) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -19,11 +20,13 @@ from starlette.requests import HTTPConnection
 from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app import metrics, obs
 from app.accounts import routes as account_routes
 from app.accounts import service as accounts
 from app.accounts.throttle import Throttle
 from app.analytics import routes as analytics_routes
 from app.attempts import routes as attempt_routes
+from app.bus_client import QueueCollector, RedisExecutorClient
 from app.challenges import routes as challenge_routes
 from app.challenges.catalog import Catalog
 from app.config import Settings
@@ -54,6 +57,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         yield
         await live_runs.close()  # lab runs in flight are stopped (their ranks killed)
         engine.dispose()  # close pooled connections on shutdown
+        metrics.mark_process_dead(os.getpid())  # a stopped worker's live gauges go
 
     live_runs = LiveRuns()
 
@@ -73,13 +77,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         log.error("challenge file skipped: %s", error)
     app.state.templates = build_templates(auto_reload=settings.reload_templates)
     if executor is None:
-        executor = (
-            HttpExecutorClient(
-                settings.executor_url, settings.executor_timeout_s, token=settings.executor_token
-            )
-            if settings.executor_url
-            else NoExecutor()
-        )
+        executor = _executor_client(settings)
     app.state.executor = executor
     app.state.verify_jobs = JobRegistry()  # staff verification running in this process
     app.state.live_runs = live_runs  # lab runs streaming in this process
@@ -95,12 +93,38 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         analytics_routes,
         mode_routes,
         lab_routes,
+        metrics,
     ):
         app.include_router(module.router)
     _api_docs(app)
     _install_security(app, settings)
+    # Outermost of the app's own middleware: its id and timing cover everything inside.
+    app.add_middleware(
+        obs.RequestObserver, access_log=settings.access_log and settings.log_format == "json"
+    )
     _install_error_handlers(app)
     return app
+
+
+# The job bus's gauges at /metrics, once per queue URL however many apps this process builds.
+_queue_collectors: dict[str, QueueCollector] = {}
+
+
+def _executor_client(settings: Settings) -> ExecutorClient:
+    """The job bus when RANKLAB_QUEUE_URL is set, else one executor over HTTP (or none)."""
+    if settings.queue_url:
+        client = RedisExecutorClient(
+            settings.queue_url, settings.executor_timeout_s, settings.queue_limit
+        )
+        if settings.queue_url not in _queue_collectors:  # one per bus: its series are unique
+            _queue_collectors[settings.queue_url] = QueueCollector(client)
+            metrics.register_collector(_queue_collectors[settings.queue_url])
+        return client
+    if settings.executor_url:
+        return HttpExecutorClient(
+            settings.executor_url, settings.executor_timeout_s, token=settings.executor_token
+        )
+    return NoExecutor()
 
 
 def content_security_policy(nonce: str) -> str:

@@ -9,10 +9,12 @@ import argparse
 import asyncio
 import ctypes
 import ipaddress
+import logging
 import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from executor.contract import RankResult, RunRequest, RunResult, RunStatus
 from executor.limits import LimitViolation, check_request
@@ -35,6 +37,8 @@ def main(argv: list[str]) -> int:
         return _run(args)
     if args.command == "executor" and args.action == "serve":
         return _serve(args)
+    if args.command == "agent":
+        return _agent(args)
     parser.print_help(sys.stderr)
     return USAGE_ERROR
 
@@ -70,6 +74,27 @@ def _parser() -> argparse.ArgumentParser:
         "--parent-pid",
         type=int,
         help="stop (SIGTERM) when this process, the one that started the executor, ends",
+    )
+    agent = commands.add_parser(
+        "agent", help="run snippets pulled from a Redis queue (scale-out executor host)"
+    )
+    agent.add_argument("--queue", required=True, metavar="URL", help="redis://host:6379/0")
+    agent.add_argument("--pool", choices=["cpu", "gpu"], default="cpu")
+    agent.add_argument("--slots", type=int, default=None, help="runs at once (default: cores)")
+    agent.add_argument("--name", default=None, help="consumer name (default: host-pid)")
+    agent.add_argument("--trusted", action="store_true", help="run every snippet unsandboxed")
+    agent.add_argument(
+        "--reclaim-after",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="take over a run whose agent has been silent this long (default 30)",
+    )
+    agent.add_argument(
+        "--max-deliveries",
+        type=int,
+        default=3,
+        help="set a run aside (dead-letter) after this many deliveries (default 3)",
     )
     return parser
 
@@ -162,6 +187,64 @@ def _serve(args: argparse.Namespace) -> int:
         _die_with_parent(args.parent_pid)
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
     return 0
+
+
+def _agent(args: argparse.Namespace) -> int:
+    from executor.agent import AgentSettings
+
+    if args.slots is not None and args.slots < 1:
+        print("ranklab agent: --slots must be at least 1", file=sys.stderr)
+        return USAGE_ERROR
+    settings = ExecutorSettings(trusted=True) if args.trusted else ExecutorSettings()
+    if args.slots is not None:
+        settings = settings.model_copy(update={"max_concurrent_runs": args.slots})
+    agent_settings = AgentSettings(
+        pool=args.pool,
+        slots=settings.max_concurrent_runs,
+        reclaim_after_s=args.reclaim_after,
+        max_deliveries=args.max_deliveries,
+    )
+    if args.name:
+        agent_settings.name = args.name
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    import redis
+
+    try:
+        asyncio.run(_serve_agent(args.queue, settings, agent_settings))
+    except ExecutorUnavailable as error:
+        print(f"ranklab agent: {error}", file=sys.stderr)
+        return INFRASTRUCTURE_ERROR
+    except (redis.RedisError, ValueError) as error:  # ValueError: not a redis:// URL
+        print(f"ranklab agent: cannot use the queue {args.queue}: {error}", file=sys.stderr)
+        return INFRASTRUCTURE_ERROR
+    return 0
+
+
+async def _serve_agent(queue_url: str, settings: ExecutorSettings, agent_settings: Any) -> None:
+    import redis.asyncio as aredis
+
+    from executor.agent import Agent
+    from executor.runner import Executor
+
+    runner = Executor(settings)
+    client = aredis.Redis.from_url(queue_url, decode_responses=True)
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):  # stop pulling; finish what is running
+        loop.add_signal_handler(signum, stopping.set)
+    try:
+        await client.ping()  # before warming torch: a wrong URL fails at once
+        await runner.start()
+        print(
+            f"ranklab agent {agent_settings.name}: {agent_settings.slots} slot(s) on pool "
+            f"{agent_settings.pool}, {queue_url}",
+            file=sys.stderr,
+            flush=True,
+        )
+        await Agent(client, runner, agent_settings).serve(stopping)
+    finally:
+        await client.aclose()
+        await asyncio.to_thread(runner.close)
 
 
 def _die_with_parent(parent: int) -> None:

@@ -20,6 +20,19 @@ class ExecutorUnavailable(RuntimeError):
     for every way a request can fail; pages then say runs are unavailable."""
 
 
+class ExecutorBusy(ExecutorUnavailable):
+    """Every slot is taken and the queue is full: the run may be tried again shortly.
+
+    `depth` is how many runs wait (when known) and `position` where this one would have stood."""
+
+    def __init__(
+        self, message: str, *, position: int | None = None, depth: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.position = position
+        self.depth = depth
+
+
 class RunStatus(StrEnum):
     """How a whole run ended."""
 

@@ -4,6 +4,7 @@ challenge text rendered once, and `ranklab serve` without an access log unless a
 from __future__ import annotations
 
 import gc
+import os
 from typing import Any
 
 import pytest
@@ -65,3 +66,49 @@ def test_a_code_block_in_markdown_is_one_highlighted_pre() -> None:
     assert html.count("<pre") == 1  # a nested <pre> left a blank band under the code
     assert '<pre class="highlight" tabindex="0"><code>' in html
     assert '<span class="n">torch</span>' in html
+
+
+def test_json_logs_replace_uvicorns_lines_and_access_log(served, sqlite_url):
+    settings = make_settings(sqlite_url, log_format="json", access_log=True)
+    embedded.serve(settings, "127.0.0.1", 8000, with_executor=False)
+    formatter = served["log_config"]["formatters"]["json"]["()"]
+    assert formatter == "app.obs.JsonFormatter"
+    assert served["access_log"] is False  # the app writes it, with the request id and duration
+
+
+@pytest.fixture
+def served_workers(monkeypatch) -> dict[str, Any]:
+    """What `ranklab serve --workers N` hands to uvicorn, and the metrics folder it set."""
+    seen: dict[str, Any] = {}
+
+    def run(app: object, **options: Any) -> None:
+        seen.update(options, app=app, folder=os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
+
+    monkeypatch.setattr(embedded.uvicorn, "run", run)
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    return seen
+
+
+def test_workers_build_the_app_from_the_environment_and_share_a_metrics_folder(
+    served_workers, sqlite_url
+):
+    settings = make_settings(sqlite_url, queue_url="redis://redis:6379/0")
+    assert embedded.serve(settings, "0.0.0.0", 8000, workers=3) == 0
+    assert served_workers["app"] == "app.main:create_app" and served_workers["factory"] is True
+    assert served_workers["workers"] == 3
+    assert served_workers["folder"] is not None  # made for them, and removed afterwards
+    assert "PROMETHEUS_MULTIPROC_DIR" not in os.environ
+
+
+def test_workers_empty_the_metrics_folder_they_are_given(
+    served_workers, sqlite_url, tmp_path, monkeypatch
+):
+    (tmp_path / "counter_4711.db").write_bytes(b"left by an earlier start")
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    embedded.serve(make_settings(sqlite_url), "0.0.0.0", 8000, with_executor=False, workers=2)
+    assert served_workers["folder"] == str(tmp_path) and list(tmp_path.iterdir()) == []
+
+
+def test_workers_refuse_the_embedded_executor(served_workers, sqlite_url, capsys):
+    assert embedded.serve(make_settings(sqlite_url), "0.0.0.0", 8000, workers=2) == 2
+    assert "RANKLAB_QUEUE_URL" in capsys.readouterr().err and served_workers == {}

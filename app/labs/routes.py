@@ -22,6 +22,7 @@ from fastapi.responses import (
 )
 from sqlmodel import Session
 
+from app import metrics
 from app.accounts.throttle import Throttle
 from app.attempts import rules
 from app.attempts.rules import ItemStatus
@@ -324,6 +325,7 @@ async def _drive(
                     else:
                         result = event
                         status = event.status.value
+                        metrics.count_run("lab", status)
                         await live.add("result", event.model_dump(mode="json"))
                 break
             except ExecutorBusy:  # every slot taken and the queue full: wait our turn

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import contextlib
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Header
 from fastapi.responses import StreamingResponse
 
+from app.bus_client import RedisExecutorClient
 from app.challenges.schema import EXECUTABLE_KINDS
 from app.db import end_read
-from app.deps import CatalogDep, ExecutorDep, QuestionDep, SessionDep
-from app.errors import Conflict, NotFound
+from app.deps import CatalogDep, CurrentUser, ExecutorDep, QuestionDep, SessionDep
+from app.errors import Conflict, NotFound, Unavailable
+from app.executor_client import ExecutorUnavailable
 from app.runs import service as runs
 
 router = APIRouter()
@@ -31,3 +39,46 @@ def run_snippet(
     return StreamingResponse(
         runs.sse_events(executor, request), media_type="text/event-stream", headers=headers
     )
+
+
+STREAM_ID = re.compile(r"\d{1,20}-\d{1,20}")
+RUN_ID = re.compile(r"[0-9a-f]{32}")
+
+
+@router.get("/runs/{run_id}/events")
+async def bus_run_events(
+    run_id: str,
+    user: CurrentUser,
+    executor: ExecutorDep,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> StreamingResponse:
+    """A run on the job bus as SSE, each event's id its Redis stream id: a reader that
+    reconnects with Last-Event-ID gets the rest, without gaps or repeats. The run id (128
+    random bits, known only to whoever started the run) is what grants access to its output."""
+    if not isinstance(executor, RedisExecutorClient):
+        raise NotFound("Runs are not on a job bus here.")
+    if not RUN_ID.fullmatch(run_id):  # like an unknown id: it names nothing
+        raise NotFound("No such run, or its output has expired.")
+    after = last_event_id if last_event_id and STREAM_ID.fullmatch(last_event_id) else None
+    try:
+        known = await executor.known(run_id)
+    except ExecutorUnavailable as error:
+        raise Unavailable(runs.UNAVAILABLE) from error
+    if not known:
+        raise NotFound("No such run, or its output has expired.")
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(
+        _bus_frames(executor, run_id, after), media_type="text/event-stream", headers=headers
+    )
+
+
+async def _bus_frames(
+    executor: RedisExecutorClient, run_id: str, after: str | None
+) -> AsyncIterator[str]:
+    events = executor.events(run_id, after)
+    try:
+        async with contextlib.aclosing(events):  # a reader that hangs up frees the connection
+            async for event_id, name, payload in events:
+                yield f"id: {event_id}\nevent: {name}\ndata: {json.dumps(payload)}\n\n"
+    except ExecutorUnavailable:
+        yield f"event: unavailable\ndata: {json.dumps({'message': runs.UNAVAILABLE})}\n\n"

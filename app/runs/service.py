@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Protocol
 
+from app import metrics
 from app.challenges.base import Launch
 from app.executor_client import ExecutorClient, ExecutorUnavailable
 from executor.contract import OutputEvent, RunRequest
@@ -45,6 +46,7 @@ def sse_events(executor: ExecutorClient, request: RunRequest) -> Iterator[str]:
             if isinstance(event, OutputEvent):
                 yield _event("output", event.model_dump(mode="json"))
             else:
+                metrics.count_run("run_it", event.status.value)
                 yield _event("result", event.model_dump(mode="json"))
     except ExecutorUnavailable:
         yield _event("unavailable", {"message": UNAVAILABLE})

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col, select
 
-from app import migrations
+from app import metrics, migrations
 from app.challenges.loader import LoadedSet
 from app.challenges.schema import EXECUTABLE_KINDS, ItemBase
 from app.db import make_engine, utcnow
@@ -48,6 +48,7 @@ def save(
     )
     session.add(record)
     session.commit()
+    metrics.count_verdict(report.verdict.value)
     return record
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from app import metrics
 from app.challenges.loader import LoadedSet
 from app.challenges.schema import EXECUTABLE_KINDS, Backend, ItemBase
 from app.executor_client import ExecutorClient, ExecutorUnavailable
@@ -44,6 +45,7 @@ def observe(
             result = event
     if result is None:
         raise ExecutorUnavailable("the executor's stream ended without a result")
+    metrics.count_run("verify", result.status.value)
     return Observation(result, tuple(order))
 
 

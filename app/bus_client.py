@@ -1,0 +1,299 @@
+"""The executor seam over Redis: submit a run to a pool's stream, follow its output stream.
+
+Used instead of `HttpExecutorClient` when RANKLAB_QUEUE_URL is set; `ranklab agent` processes
+on CPU and GPU hosts run what is submitted (see executor/bus.py for the keys).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import anyio
+import redis
+import redis.asyncio as aredis
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from app import obs
+from app.executor_client import RunEvent
+from executor import bus
+from executor.contract import ExecutorUnavailable, OutputEvent, RunRequest, RunResult
+
+CANCEL_TTL_S = 3600
+
+
+@dataclass
+class RedisExecutorClient:
+    """Runs snippets through the job bus; the ExecutorClient protocol, plus `events` for
+    resumable SSE (each event's id is its Redis stream id)."""
+
+    url: str
+    timeout_s: float = 60.0  # beyond the run's own limit: queueing, reclaiming, forking
+    queue_limit: int = 100  # runs waiting in a pool before submit answers busy
+    _client: redis.Redis | None = field(default=None, init=False, repr=False)
+
+    @property
+    def client(self) -> redis.Redis:
+        """A pooled, thread-safe connection for the blocking methods (made on first use)."""
+        if self._client is None:
+            self._client = redis.Redis.from_url(
+                self.url, decode_responses=True, socket_connect_timeout=2
+            )
+        return self._client
+
+    def _async_client(self) -> aredis.Redis:
+        # One per call: an asyncio connection belongs to the event loop that made it.
+        return aredis.Redis.from_url(self.url, decode_responses=True, socket_connect_timeout=2)
+
+    def health(self, pool: bus.Pool = "cpu") -> dict[str, Any] | None:
+        """The pool's state when one of its agents at least is warm and beating, else None.
+
+        `sandbox` is "on" only when every warm agent sandboxes: labs refuse otherwise."""
+        try:
+            stats = bus.queue_stats(self.client, pool)
+            beats = cast(dict[str, str], self.client.hgetall(bus.agents_key(pool)))
+            live = bus.live_agents(beats, time.time())
+        except redis.RedisError:
+            return None
+        agents = {name: beat for name, beat in live.items() if beat.get("ready")}
+        if not agents:  # none, or every one restarting its warm pool
+            return None
+        modes = {str(beat.get("sandbox", "")) for beat in agents.values()}
+        sandbox = "on" if modes == {"on"} else sorted(modes - {"on"})[0]
+        torch = next((beat.get("torch") for beat in agents.values() if beat.get("torch")), None)
+        return {
+            "status": "ok",
+            "torch": torch,
+            "sandbox": sandbox,
+            "pool": pool,
+            "agents": stats.agents,
+            "slots": stats.slots,
+            "busy": stats.busy,
+            "depth": stats.depth,
+            "pending": stats.pending,
+            "oldest_wait_s": stats.oldest_wait_s,
+        }
+
+    def submit(self, request: RunRequest) -> str:
+        """Queue a run and return its id; ExecutorBusy when its pool's queue is full."""
+        try:
+            return bus.submit(
+                self.client, request, self.queue_limit, request_id=obs.current_request_id()
+            )
+        except redis.RedisError as error:
+            raise ExecutorUnavailable(f"the run queue is unreachable: {error}") from error
+
+    def run(self, request: RunRequest) -> RunResult:
+        """Run a snippet and return its RunResult."""
+        for event in self.stream(request):
+            if isinstance(event, RunResult):
+                return event
+        raise ExecutorUnavailable("the run ended without a result")  # stream never does this
+
+    def stream(self, request: RunRequest) -> Iterator[RunEvent]:
+        """Run a snippet, yielding its output as it arrives, then the result."""
+        run_id = self.submit(request)
+        yield from self.follow(run_id, self.timeout_s + request.timeout_s)
+
+    def follow(self, run_id: str, timeout_s: float) -> Iterator[RunEvent]:
+        """Follow a submitted run: its output as it arrives (the newest attempt's only), then
+        the result key's value. Leaving early tells the agent to stop the run."""
+        deadline = time.monotonic() + timeout_s
+        follower = bus.Follower()
+        done = False
+        try:
+            while not done:
+                block_ms = _block_ms(deadline)
+                try:
+                    found = self.client.xread(
+                        {bus.events_key(run_id): follower.last_id}, block=block_ms
+                    )
+                except redis.RedisError as error:
+                    raise ExecutorUnavailable(f"the run queue is unreachable: {error}") from error
+                for event in _decode(found):
+                    shown = _shown(follower, event)
+                    if isinstance(shown, OutputEvent):
+                        yield shown
+                    elif shown == "result":
+                        done = True
+                        yield self._result(run_id)
+                        break
+        finally:
+            if not done:
+                self._cancel(run_id)
+
+    def _result(self, run_id: str) -> RunResult:
+        raw = self.client.get(bus.result_key(run_id))
+        if raw is None:
+            raise ExecutorUnavailable("the run's result has expired")
+        return RunResult.model_validate_json(raw)
+
+    def _cancel(self, run_id: str) -> None:
+        with contextlib.suppress(redis.RedisError):  # else the run finishes unobserved
+            self.client.set(bus.cancel_key(run_id), "1", ex=CANCEL_TTL_S)
+
+    async def astream(self, request: RunRequest) -> AsyncIterator[RunEvent]:
+        """The same on the event loop; closing the iterator early stops the run."""
+        client = self._async_client()
+        run_id: str | None = None
+        done = False
+        try:
+            try:
+                run_id = await bus.asubmit(
+                    client, request, self.queue_limit, request_id=obs.current_request_id()
+                )
+            except redis.RedisError as error:
+                raise ExecutorUnavailable(f"the run queue is unreachable: {error}") from error
+            deadline = time.monotonic() + self.timeout_s + request.timeout_s
+            following = self._follow(client, run_id, "0-0", deadline)
+            async with contextlib.aclosing(following):
+                async for event in following:
+                    if isinstance(event, bus.BusEvent):
+                        continue  # a restart marker: RunEvent has no way to say it
+                    if isinstance(event, RunResult):
+                        done = True
+                    yield event
+        finally:
+            # Shielded: a cancelled reader (Stop, a closed tab) must still tell the agent.
+            with anyio.CancelScope(shield=True):
+                if run_id is not None and not done:
+                    with contextlib.suppress(redis.RedisError):
+                        await client.set(bus.cancel_key(run_id), "1", ex=CANCEL_TTL_S)
+                await client.aclose()
+
+    async def known(self, run_id: str) -> bool:
+        """Whether the run has output or a result still kept (events expire after an hour)."""
+        client = self._async_client()
+        try:
+            return bool(await client.exists(bus.events_key(run_id), bus.result_key(run_id)))
+        except redis.RedisError as error:
+            raise ExecutorUnavailable(f"the run queue is unreachable: {error}") from error
+        finally:
+            await client.aclose()
+
+    async def events(
+        self, run_id: str, after: str | None = None
+    ) -> AsyncGenerator[tuple[str, str, dict[str, Any]], None]:
+        """A run's events as (stream id, name, payload) from just after `after` (a Last-Event-ID),
+        to the result: `output` per chunk, `restart` when a newer attempt begins (clear what was
+        shown), `result` last. Raises ExecutorUnavailable for an unknown or expired run."""
+        client = self._async_client()
+        try:
+            if not await client.exists(bus.events_key(run_id), bus.result_key(run_id)):
+                raise ExecutorUnavailable("no such run, or its output has expired")
+            deadline = time.monotonic() + self.timeout_s + bus.EVENTS_TTL_S
+            follower = bus.Follower()
+            start = after or "0-0"
+            if after:  # the attempt the reader was following, so a stale one stays hidden
+                earlier = await client.xrevrange(bus.events_key(run_id), max=after, count=1)
+                for event in _decode([(None, earlier)]):
+                    if follower.take(event) == "result":
+                        return  # the reader has seen the end already
+            following = self._follow(client, run_id, start, deadline, follower)
+            async with contextlib.aclosing(following):
+                async for found in following:
+                    if isinstance(found, bus.BusEvent):
+                        yield found.id, "restart", {"attempt": found.attempt}
+                    elif isinstance(found, OutputEvent):
+                        yield follower.last_id, "output", found.model_dump(mode="json")
+                    else:
+                        yield follower.last_id, "result", found.model_dump(mode="json")
+        finally:
+            with anyio.CancelScope(shield=True):  # a reader that hung up still frees it
+                await client.aclose()
+
+    async def _follow(
+        self,
+        client: aredis.Redis,
+        run_id: str,
+        start: str,
+        deadline: float,
+        follower: bus.Follower | None = None,
+    ) -> AsyncGenerator[RunEvent | bus.BusEvent, None]:
+        """Read the output stream from `start`: output events, restart markers, the result."""
+        follower = follower or bus.Follower()
+        follower.last_id = start
+        while True:
+            try:
+                found = await client.xread(
+                    {bus.events_key(run_id): follower.last_id}, block=_block_ms(deadline)
+                )
+            except redis.RedisError as error:
+                raise ExecutorUnavailable(f"the run queue is unreachable: {error}") from error
+            for event in _decode(found):
+                shown = _shown(follower, event)
+                if shown == "restart":
+                    yield event
+                elif isinstance(shown, OutputEvent):
+                    yield shown
+                elif shown == "result":
+                    raw = await client.get(bus.result_key(run_id))
+                    if raw is None:
+                        raise ExecutorUnavailable("the run's result has expired")
+                    yield RunResult.model_validate_json(raw)
+                    return
+
+
+def _block_ms(deadline: float) -> int:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise ExecutorUnavailable("no executor host finished the run in time")
+    return max(1, int(min(left, 5.0) * 1000))
+
+
+def _decode(found: Any) -> Iterator[bus.BusEvent]:
+    for _stream, entries in found or []:
+        for entry_id, fields in entries:
+            yield bus.decode_event(entry_id, fields)
+
+
+def _shown(follower: bus.Follower, event: bus.BusEvent) -> OutputEvent | str:
+    verdict = follower.take(event)
+    if verdict == "show" and event.kind == "output":
+        return OutputEvent.model_validate(event.data)
+    return verdict
+
+
+@dataclass(eq=False)  # registered by identity (app.metrics.register_collector)
+class QueueCollector:
+    """The job bus at /metrics, read from Redis at each scrape: per pool, the runs waiting and
+    the oldest one's wait, the runs taken and not acked, and the agents with their slots."""
+
+    client: RedisExecutorClient
+    pools: tuple[bus.Pool, ...] = ("cpu", "gpu")
+
+    def collect(self) -> Iterator[Metric]:
+        """One gauge family per figure, labelled by pool; nothing when Redis cannot answer."""
+        families = {
+            "depth": GaugeMetricFamily(
+                "ranklab_queue_depth", "Runs waiting for an agent.", labels=["pool"]
+            ),
+            "oldest_wait_s": GaugeMetricFamily(
+                "ranklab_queue_oldest_wait_seconds",
+                "How long the oldest waiting run has waited.",
+                labels=["pool"],
+            ),
+            "pending": GaugeMetricFamily(
+                "ranklab_queue_pending", "Runs taken by an agent and not finished.", labels=["pool"]
+            ),
+            "agents": GaugeMetricFamily(
+                "ranklab_agents", "Agents with a fresh heartbeat.", labels=["pool"]
+            ),
+            "slots": GaugeMetricFamily(
+                "ranklab_agent_slots", "Run slots of the live agents.", labels=["pool"]
+            ),
+            "busy": GaugeMetricFamily(
+                "ranklab_agent_slots_busy", "Slots running a snippet now.", labels=["pool"]
+            ),
+        }
+        try:
+            measured = {pool: bus.queue_stats(self.client.client, pool) for pool in self.pools}
+        except redis.RedisError:
+            return
+        for pool, stats in measured.items():
+            for name, family in families.items():
+                family.add_metric([pool], float(getattr(stats, name)))
+        yield from families.values()

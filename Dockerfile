@@ -1,7 +1,10 @@
-# Two images from one file:
-#   docker build -t ranklab-app .                      # the web app (no torch in it)
-#   docker build -t ranklab-executor --target executor .  # the executor service (torch, CPU build)
-# The app never imports torch, so its image stays small; executors run on their own hosts.
+# Three images from one file (compose.yaml builds them all):
+#   docker build -t ranklab-app .                         # the web app (no torch in it)
+#   docker build -t ranklab-agent --target agent .        # a job-bus agent (torch)
+#   docker build -t ranklab-executor --target executor .  # the HTTP executor service (torch)
+# The app never imports torch, so its image stays small; agents and executors run on their own
+# hosts. Pass --build-arg TORCH_INDEX=<your PyTorch CPU wheel index> for the small CPU-only torch
+# (without it pip takes PyPI's torch, the CUDA build that a GPU agent needs).
 
 FROM python:3.11-slim AS base
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
@@ -14,15 +17,32 @@ COPY templates ./templates
 COPY static ./static
 COPY challenges ./challenges
 
-FROM base AS executor
+FROM base AS torch
 # The sandbox needs root in the container and cgroup v1 memory/pids hierarchies (see
-# executor/README.md); without them the executor refuses untrusted code instead of running it bare.
-# Pass --build-arg TORCH_INDEX=<your PyTorch CPU wheel index> for the small CPU-only build.
+# executor/README.md); without them untrusted code is refused instead of run bare.
 ARG TORCH_INDEX=""
 RUN pip install ${TORCH_INDEX:+--index-url "$TORCH_INDEX"} "torch==2.13.*" \
     && pip install -e '.[executor]'
+
+FROM torch AS executor
 EXPOSE 8001
+# /healthz answers 503 until the warm pool is up (torch imported): allow for that at start.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=120s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8001/healthz', timeout=4)"]
 CMD ["ranklab", "executor", "serve", "--host", "0.0.0.0", "--port", "8001"]
+
+FROM torch AS agent
+# Pulls runs from Redis (RANKLAB_QUEUE_URL); no port. RANKLAB_AGENT_POOL=gpu on GPU hosts.
+ENV RANKLAB_AGENT_POOL=cpu RANKLAB_AGENT_SLOTS=2
+# Healthy while this container's agent has a fresh heartbeat in its pool (executor/bus.py):
+# it beats every 2 s once torch is warm.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=120s --retries=3 \
+    CMD python -c "import os, socket, sys, time, redis; from executor import bus; \
+client = redis.Redis.from_url(os.environ['RANKLAB_QUEUE_URL'], decode_responses=True); \
+beats = client.hgetall(bus.agents_key(os.environ['RANKLAB_AGENT_POOL'])); \
+live = bus.live_agents(beats, time.time()); \
+sys.exit(0 if any(name.startswith(socket.gethostname() + '-') for name in live) else 1)"
+CMD ["sh", "-c", "exec ranklab agent --queue \"$RANKLAB_QUEUE_URL\" --pool \"$RANKLAB_AGENT_POOL\" --slots \"$RANKLAB_AGENT_SLOTS\""]
 
 FROM base AS app
 # Editable, so the app finds templates/, static/, challenges/ and alembic/ beside its code.
@@ -31,5 +51,9 @@ RUN pip install -e . && useradd --system --home /srv/ranklab ranklab && mkdir -p
 USER ranklab
 ENV RANKLAB_ENVIRONMENT=production
 EXPOSE 8000
-# Migrate, then serve; RANKLAB_SECRET_KEY, DATABASE_URL and RANKLAB_EXECUTOR_URL come from the host.
-CMD ["sh", "-c", "ranklab db upgrade && ranklab serve --no-executor --host 0.0.0.0 --port 8000"]
+# The home page reads the database and the catalog: a fair sign that pages can be served.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/', timeout=4)"]
+# Migrate, then serve; RANKLAB_SECRET_KEY, DATABASE_URL and RANKLAB_QUEUE_URL (or
+# RANKLAB_EXECUTOR_URL) come from the host; RANKLAB_WEB_WORKERS processes serve (default 1).
+CMD ["sh", "-c", "ranklab db upgrade && exec ranklab serve --no-executor --host 0.0.0.0 --port 8000 --workers \"${RANKLAB_WEB_WORKERS:-1}\""]

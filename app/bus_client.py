@@ -165,10 +165,11 @@ class RedisExecutorClient:
                 await client.aclose()
 
     async def known(self, run_id: str) -> bool:
-        """Whether the run has output or a result still kept (events expire after an hour)."""
+        """Whether the run is queued, or has output or a result still kept (an hour after its
+        last event)."""
         client = self._async_client()
         try:
-            return bool(await client.exists(bus.events_key(run_id), bus.result_key(run_id)))
+            return bool(await client.exists(*bus.run_keys(run_id)))
         except redis.RedisError as error:
             raise ExecutorUnavailable(f"the run queue is unreachable: {error}") from error
         finally:
@@ -182,7 +183,7 @@ class RedisExecutorClient:
         shown), `result` last. Raises ExecutorUnavailable for an unknown or expired run."""
         client = self._async_client()
         try:
-            if not await client.exists(bus.events_key(run_id), bus.result_key(run_id)):
+            if not await client.exists(*bus.run_keys(run_id)):
                 raise ExecutorUnavailable("no such run, or its output has expired")
             deadline = time.monotonic() + self.timeout_s + bus.EVENTS_TTL_S
             follower = bus.Follower()

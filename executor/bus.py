@@ -71,6 +71,16 @@ def result_key(run_id: str) -> str:
     return f"ranklab:run:{run_id}:result"
 
 
+def queued_key(run_id: str) -> str:
+    """Set when the run is submitted: a reader may follow it before any agent has taken it."""
+    return f"ranklab:run:{run_id}:queued"
+
+
+def run_keys(run_id: str) -> tuple[str, str, str]:
+    """The keys whose existence says a run is known: queued, with output, or finished."""
+    return queued_key(run_id), events_key(run_id), result_key(run_id)
+
+
 def cancel_key(run_id: str) -> str:
     """Set when whoever waits for the run has gone away."""
     return f"ranklab:run:{run_id}:cancel"
@@ -238,6 +248,7 @@ def submit(
     if depth >= limit:
         raise busy_error(pool, depth)
     run_id = run_id or new_run_id()
+    client.set(queued_key(run_id), "1", ex=EVENTS_TTL_S)
     client.xadd(
         runs_key(pool),
         _entry(run_id, request, request_id),  # type: ignore[arg-type]
@@ -272,6 +283,7 @@ async def asubmit(
     if depth >= limit:
         raise busy_error(pool, depth)
     run_id = run_id or new_run_id()
+    await client.set(queued_key(run_id), "1", ex=EVENTS_TTL_S)
     await client.xadd(
         runs_key(pool),
         _entry(run_id, request, request_id),  # type: ignore[arg-type]

@@ -1,9 +1,10 @@
-"""What the job bus tells operators: the web request id in every run it carries, and the queue
-at /metrics (read from Redis at each scrape). Uses the gpu pool with no agent serving it, so the
-runs put there stay waiting."""
+"""What the job bus tells readers and operators: a queued run is known before an agent takes it,
+the web request id travels with each run, and the queue shows at /metrics (read from Redis at
+each scrape). Uses the gpu pool with no agent serving it, so the runs put there stay waiting."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
@@ -63,3 +64,12 @@ def test_the_queue_gauges_count_what_waits(redis_url: str, empty_pool: redis.Red
 def test_an_unreachable_redis_shows_no_queue_figures_rather_than_failing_the_scrape() -> None:
     collector = QueueCollector(RedisExecutorClient("redis://127.0.0.1:1/0"))
     assert list(collector.collect()) == []
+
+
+def test_a_run_can_be_followed_before_any_agent_has_taken_it(
+    redis_url: str, empty_pool: redis.Redis
+) -> None:
+    client = RedisExecutorClient(redis_url)
+    run_id = client.submit(GPU_RUN)  # no agent serves the gpu pool here: it stays queued
+    assert asyncio.run(client.known(run_id))
+    assert not asyncio.run(client.known(bus.new_run_id()))

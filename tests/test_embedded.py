@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 from app import embedded, migrations
 from app.embedded import EmbeddedExecutorError, free_port, temporary_executor
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.executor
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,16 +46,6 @@ def _descendants(pid: int) -> dict[int, str]:
                 found[child] = cmdline
                 frontier.append(child)
     return found
-
-
-def _wait_for(predicate, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -102,11 +92,11 @@ def test_stopping_the_app_stops_its_executor_and_everything_it_started(
         # The zygote has forked its slot worker: the executor is fully up.
         return tree if zygotes and _descendants(zygotes[0]) else {}
 
-    tree = _wait_for(warm_tree, 120, "the embedded executor's zygote")
+    tree = wait_for(warm_tree, 120, "the embedded executor's zygote")
     assert any("executor serve" in cmdline for cmdline in tree.values())
     app_process.send_signal(stop)
     app_process.wait(timeout=30)
-    _wait_for(lambda: not (set(tree) & set(_processes())), 30, "the executor's processes to end")
+    wait_for(lambda: not (set(tree) & set(_processes())), 30, "the executor's processes to end")
     zygote = next(pid for pid, cmdline in tree.items() if "executor.zygote" in cmdline)
     leftovers = [
         path

@@ -14,31 +14,20 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import redis
 
 from executor import bus
 from executor.ports import free_port
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 RECLAIM_AFTER_S = 3.0  # small, so a killed agent's run is taken over quickly
 AGENTS = 3
-T = TypeVar("T")
-
-
-def wait_for(check: Callable[[], T | None], timeout_s: float, what: str) -> T:
-    """Poll a state until it holds (never a bare sleep as synchronisation)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,8 @@ import redis
 from app.bus_client import RedisExecutorClient
 from executor import bus
 from executor.contract import ExecutorBusy, OutputEvent, RunRequest, RunResult, RunStatus
-from tests.bus.conftest import ROOT, Fleet, result_events, wait_for
+from tests.bus.conftest import ROOT, Fleet, result_events
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.executor
 RUNS = 200

@@ -15,8 +15,9 @@ from app.bus_client import RedisExecutorClient
 from executor import bus
 from executor.contract import RunRequest
 from executor.ports import free_port
-from tests.bus.conftest import Fleet, wait_for
+from tests.bus.conftest import Fleet
 from tests.support.learner import CSRF_META, Learner
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.executor
 

@@ -32,8 +32,8 @@ def test_an_instructor_previews_and_verifies_a_set_against_real_runs(page, live_
     page.get_by_test_id("nav-content").click()
     files = page.get_by_test_id("content-file")
     expect(files.first).to_be_visible()
-    page.locator('[data-path$="ddp-mastery/set.yaml"]').get_by_test_id("preview-link").click()
-    expect(page.get_by_test_id("preview-item")).to_have_count(5)
+    page.locator('[data-path$="verify-demo/set.yaml"]').get_by_test_id("preview-link").click()
+    expect(page.get_by_test_id("preview-item")).to_have_count(2)
     expect(page.locator('[data-item-id="ddp-forward-output"] .key-mark')).to_have_count(1)
     page.get_by_test_id("verify-set").click()
     # Progress comes item by item: the first verdict shows while the hang is still being proven.

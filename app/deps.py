@@ -114,17 +114,8 @@ async def get_optional_user(request: Request, session: SessionDep, now: NowDep) 
     token = request.cookies.get(SESSION_COOKIE)
     # No cookie, no query. A worker thread ends its transaction (a POST's holds SQLite's write
     # lock); a GET's lookup on SQLite runs here and its read goes on into the page.
-    user = await run_reads(session, _user_for_token, session, token, now) if token else None
+    user = await run_reads(session, accounts.user_for_token, session, token, now) if token else None
     request.state.user = user
-    return user
-
-
-def _user_for_token(session: Session, token: str, now: datetime) -> User | None:
-    user = accounts.user_for_token(session, token, now)
-    if user is not None:
-        # Detached with its columns loaded: a rollback later in the request (a refused answer)
-        # must not expire the object that error pages still render.
-        session.expunge(user)
     return user
 
 

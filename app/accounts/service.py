@@ -9,8 +9,10 @@ from datetime import datetime, timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import bindparam, or_
+from sqlalchemy import bindparam, inspect, or_
+from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import configure_mappers, make_transient_to_detached
 from sqlmodel import Session, col, select
 
 from app.accounts import rules
@@ -125,24 +127,39 @@ def replace_session(
     return open_session(session, user, now, days)  # one commit: the swap is atomic
 
 
-# Every page asks it: one query, built once (building a statement costs about as much as
-# running it).
+# Every page asks it: one Core query, built once (building a statement costs about as much as
+# running it), whose row becomes a detached User without the ORM's loading machinery (which
+# cost about as much again: identity map, loader state, events).
+_USERS = User.__table__  # type: ignore[attr-defined]
+_SESSIONS = WebSession.__table__  # type: ignore[attr-defined]
 _LIVE_SESSION_USER = (
-    select(User)
-    .join(WebSession, col(WebSession.user_id) == col(User.id))
+    select_columns(*_USERS.columns)
+    .join_from(_SESSIONS, _USERS, _SESSIONS.c.user_id == _USERS.c.id)
     .where(
-        col(WebSession.token_hash) == bindparam("token_hash"),
-        col(WebSession.expires_at) > bindparam("now"),
+        _SESSIONS.c.token_hash == bindparam("token_hash"),
+        _SESSIONS.c.expires_at > bindparam("now"),
     )
 )
+_new_user = inspect(User).class_manager.new_instance
 
 
 def user_for_token(session: Session, token: str | None, now: datetime) -> User | None:
-    """Return the user of a live session token, or None."""
+    """Return the user of a live session token, or None.
+
+    The user is detached, as if loaded and expunged: reading it needs no session, and a service
+    that changes it adds it back (`session.add`), which updates the row.
+    """
     if not token:
         return None
     parameters = {"token_hash": _token_hash(token), "now": now}
-    return session.exec(_LIVE_SESSION_USER, params=parameters).first()
+    row = session.connection().execute(_LIVE_SESSION_USER, parameters).first()
+    if row is None:
+        return None
+    configure_mappers()  # the first ORM use may be this one (a few µs once configured)
+    user: User = _new_user()
+    user.__dict__.update(row._mapping)  # what the ORM's loader does, minus its bookkeeping
+    make_transient_to_detached(user)
+    return user
 
 
 def close_session(session: Session, token: str | None) -> None:

@@ -35,7 +35,7 @@ from app.deps import CSRF_COOKIE, use_csrf_seed, wants_json
 from app.errors import LoginRequired, NotFound, RankLabError
 from app.executor_client import ExecutorClient, HttpExecutorClient, NoExecutor
 from app.labs import routes as lab_routes
-from app.labs.live import LiveRuns
+from app.labs.live import LiveRuns, MemoryLiveRuns
 from app.modes import routes as mode_routes
 from app.progress import routes as progress_routes
 from app.runs import routes as run_routes
@@ -59,8 +59,6 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         engine.dispose()  # close pooled connections on shutdown
         metrics.mark_process_dead(os.getpid())  # a stopped worker's live gauges go
 
-    live_runs = LiveRuns()
-
     app = FastAPI(
         title="RankLab",
         docs_url=None,  # served by _api_docs, from static/vendor
@@ -80,6 +78,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         executor = _executor_client(settings)
     app.state.executor = executor
     app.state.verify_jobs = JobRegistry()  # staff verification running in this process
+    live_runs: LiveRuns = MemoryLiveRuns()
     app.state.live_runs = live_runs  # lab runs streaming in this process
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -3,11 +3,13 @@
 A run's driver (`app.labs.routes._drive`) writes events (queued, output, result, unavailable,
 stopped, checks) to a `RunLog`; readers follow them from the start or from the last event they
 saw (Last-Event-ID), so a dropped connection resumes where it was, and the log ends with `end`.
-`LiveRuns` starts, follows and stops runs.
+`LiveRuns` starts, follows and stops runs. Two implementations:
 
-`MemoryLiveRuns`: one process. Each run is an asyncio task relaying the executor's stream into a
-buffer in this process; Stop cancels the task, which hangs up on the executor, which kills the
-ranks. No thread is held while a run lasts.
+- `MemoryLiveRuns` (here): one process. Each run is an asyncio task relaying the executor's
+  stream into a buffer in this process; Stop cancels the task, which hangs up on the executor,
+  which kills the ranks. The embedded executor's default: it serves one app process.
+- `app.labs.live_redis.RedisLiveRuns`: with the job bus, the log is a Redis stream that any app
+  process can follow and stop, whichever one drives the run.
 """
 
 from __future__ import annotations

@@ -290,7 +290,7 @@ async def start_run(
 
 
 def _live_runs(request: Request) -> LiveRuns:
-    """The lab runs in flight (app.main chooses where they live)."""
+    """The lab runs in flight: this process's, or every process's on the job bus (app.main)."""
     live_runs: LiveRuns = request.app.state.live_runs
     return live_runs
 
@@ -366,6 +366,13 @@ def _record(engine: Any, run: LabRun, finished: labs.Finished, step: LabStep) ->
         labs.finish_run(session, run, finished, step, utcnow())
 
 
+def record_cut_off(engine: Any, run_id: int, status: str) -> None:
+    """Record a run whose driving process went away as ended with `status`, unless its driver
+    recorded it first (app.labs.live_redis)."""
+    with write_session(engine) as session:
+        labs.cut_off(session, run_id, status, utcnow())
+
+
 @router.get("/labs/runs/{run_id}/events")
 async def run_events(
     request: Request,
@@ -375,7 +382,8 @@ async def run_events(
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
     """The run's events as SSE, each with an id: a reader that reconnects with Last-Event-ID
-    gets what it missed. A run no longer live is replayed from its record."""
+    gets what it missed. A run no longer live (here, or on the job bus) is replayed from its
+    record."""
     assert user.id is not None
     after = -1
     if last_event_id and last_event_id.isdigit() and len(last_event_id) <= 18:
@@ -425,7 +433,7 @@ async def _replay(run: LabRun, after: int) -> AsyncIterator[str]:
 
 @router.post("/labs/runs/{run_id}/stop", dependencies=[CsrfDep])
 async def stop_run(request: Request, run_id: RowId, user: CurrentUser) -> Response:
-    """Stop a run: its ranks are killed at once."""
+    """Stop a run, from whichever process: its ranks are killed at once."""
     assert user.id is not None
     outcome = await _live_runs(request).stop(run_id, user.id)
     if outcome is StopOutcome.UNKNOWN:

@@ -7,6 +7,7 @@ import os
 import secrets
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,8 @@ from app.deps import CSRF_COOKIE, use_csrf_seed, wants_json
 from app.errors import LoginRequired, NotFound, RankLabError
 from app.executor_client import ExecutorClient, HttpExecutorClient, NoExecutor
 from app.labs import routes as lab_routes
-from app.labs.live import LiveRuns
+from app.labs.live import LiveRuns, MemoryLiveRuns
+from app.labs.live_redis import RedisLiveRuns
 from app.modes import routes as mode_routes
 from app.progress import routes as progress_routes
 from app.runs import routes as run_routes
@@ -59,8 +61,6 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         engine.dispose()  # close pooled connections on shutdown
         metrics.mark_process_dead(os.getpid())  # a stopped worker's live gauges go
 
-    live_runs = LiveRuns()
-
     app = FastAPI(
         title="RankLab",
         docs_url=None,  # served by _api_docs, from static/vendor
@@ -80,7 +80,8 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         executor = _executor_client(settings)
     app.state.executor = executor
     app.state.verify_jobs = JobRegistry()  # staff verification running in this process
-    app.state.live_runs = live_runs  # lab runs streaming in this process
+    live_runs = _live_runs(executor, engine)
+    app.state.live_runs = live_runs  # lab runs streaming (on the job bus: from any process)
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for module in (
@@ -125,6 +126,14 @@ def _executor_client(settings: Settings) -> ExecutorClient:
             settings.executor_url, settings.executor_timeout_s, token=settings.executor_token
         )
     return NoExecutor()
+
+
+def _live_runs(executor: ExecutorClient, engine: Any) -> LiveRuns:
+    """Lab runs on Redis beside the job bus, so that every app process can follow and stop
+    them; without a bus, in this process (the embedded executor serves one process)."""
+    if isinstance(executor, RedisExecutorClient):
+        return RedisLiveRuns(executor.url, partial(lab_routes.record_cut_off, engine))
+    return MemoryLiveRuns()
 
 
 def content_security_policy(nonce: str) -> str:

@@ -57,7 +57,8 @@ def test_the_app_runs_migrations_then_serves_on_the_queue_with_its_worker_count(
     app = compose["services"]["app"]
     command = " ".join(app["command"])
     assert command.index("ranklab db upgrade") < command.index("ranklab serve")
-    assert "--workers" in command and app["environment"]["RANKLAB_WEB_WORKERS"].endswith(":-1}")
+    assert "--workers" in command and "RANKLAB_WEB_WORKERS:-2}" in command
+    assert app["environment"]["RANKLAB_WEB_WORKERS"].endswith(":-2}")  # lab runs follow the bus
     assert app["environment"]["RANKLAB_QUEUE_URL"] == "redis://redis:6379/0"
     assert app["environment"]["DATABASE_URL"].startswith("postgresql://")
     assert "@postgres:5432/" in app["environment"]["DATABASE_URL"]

@@ -1,22 +1,78 @@
-"""Lab runs in flight: each is an asyncio task relaying the executor's stream into a buffer
-that any number of SSE readers follow, from the start or from the last event they saw
-(Last-Event-ID), so a dropped connection resumes where it was. No thread is held while a run
-lasts. Stopping cancels the task, which hangs up on the executor, which kills the ranks.
+"""Lab runs in flight: the seam between the task that drives a run and its SSE readers.
+
+A run's driver (`app.labs.routes._drive`) writes events (queued, output, result, unavailable,
+stopped, checks) to a `RunLog`; readers follow them from the start or from the last event they
+saw (Last-Event-ID), so a dropped connection resumes where it was, and the log ends with `end`.
+`LiveRuns` starts, follows and stops runs. Two implementations:
+
+- `MemoryLiveRuns` (here): one process. Each run is an asyncio task relaying the executor's
+  stream into a buffer in this process; Stop cancels the task, which hangs up on the executor,
+  which kills the ranks. The embedded executor's default: it serves one app process.
+- `app.labs.live_redis.RedisLiveRuns`: with the job bus, the log is a Redis stream that any app
+  process can follow and stop, whichever one drives the run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from enum import Enum
+from typing import Any, Protocol
+
+import anyio
 
 # A finished run's buffer stays this long for readers that reconnect; later they replay the
 # stored result.
 KEEP_FINISHED_S = 600.0
+STOP_WAIT_S = 10.0  # Stop answers once the run has ended, or after this long
 
 Event = tuple[str, dict[str, Any]]  # (SSE event name, JSON payload)
+# (SSE id, event name, payload); the id is None for a notice that is not part of the run's
+# log (the reader keeps its place, and resumes from its last id).
+Frame = tuple[int | None, str, dict[str, Any]]
+Frames = AsyncGenerator[Frame, None]
+
+
+class RunLog(Protocol):
+    """Where a run's driver writes its events."""
+
+    async def add(self, name: str, payload: dict[str, Any]) -> None:
+        """Append an event for every reader."""
+        ...
+
+
+Drive = Callable[[RunLog], Awaitable[None]]
+
+
+class StopOutcome(Enum):
+    """What a Stop found."""
+
+    STOPPED = "stopped"  # it was going: it has stopped (or Stop waited STOP_WAIT_S)
+    ENDED = "ended"  # it had already ended
+    UNKNOWN = "unknown"  # no run of this learner's is known by that id
+
+
+class LiveRuns(Protocol):
+    """Lab runs in flight: start one, follow one's events, stop one."""
+
+    async def start(self, run_id: int, user_id: int, drive: Drive) -> None:
+        """Begin driving a run in the background; readers may follow it once this returns."""
+        ...
+
+    async def follow(self, run_id: int, user_id: int, after: int) -> Frames | None:
+        """The learner's run's frames after id `after`, to `end`; None when no live log of
+        theirs is known (the caller replays the stored run)."""
+        ...
+
+    async def stop(self, run_id: int, user_id: int) -> StopOutcome:
+        """Stop the learner's run and wait (up to STOP_WAIT_S) for it to end."""
+        ...
+
+    async def close(self) -> None:
+        """Stop every run this process drives (the app is shutting down)."""
+        ...
 
 
 @dataclass
@@ -60,14 +116,12 @@ class LiveRun:
 
 
 @dataclass
-class LiveRuns:
+class MemoryLiveRuns:
     """The runs in flight in this process (and recently finished ones), by run id."""
 
     runs: dict[int, LiveRun] = field(default_factory=dict)
 
-    def start(
-        self, run_id: int, user_id: int, drive: Callable[[LiveRun], Awaitable[None]]
-    ) -> LiveRun:
+    async def start(self, run_id: int, user_id: int, drive: Drive) -> None:
         """Begin driving a run in the background."""
         self._forget_old()
         live = LiveRun(run_id, user_id)
@@ -80,19 +134,35 @@ class LiveRuns:
 
         live.task = asyncio.get_running_loop().create_task(wrapped(), name=f"lab-run-{run_id}")
         self.runs[run_id] = live
-        return live
 
     def get(self, run_id: int) -> LiveRun | None:
         """The run, if this process drives it (or did recently)."""
         return self.runs.get(run_id)
 
-    def stop(self, run_id: int) -> bool:
-        """Cancel a run in flight; False if it is not running here."""
+    async def follow(self, run_id: int, user_id: int, after: int) -> Frames | None:
+        """The run's frames after `after`, then `end`; None if it is not the learner's here."""
         live = self.runs.get(run_id)
-        if live is None or live.done or live.task is None:
-            return False
+        if live is None or live.user_id != user_id:
+            return None
+        return self._frames(live, after)
+
+    async def _frames(self, live: LiveRun, after: int) -> Frames:
+        async for index, (name, payload) in live.follow(after):
+            yield index, name, payload
+        yield len(live.events), "end", {}
+
+    async def stop(self, run_id: int, user_id: int) -> StopOutcome:
+        """Cancel the learner's run in flight, and wait for its driver to record it."""
+        live = self.runs.get(run_id)
+        if live is None or live.user_id != user_id:
+            return StopOutcome.UNKNOWN
+        if live.done or live.task is None:
+            return StopOutcome.ENDED
         live.task.cancel()
-        return True
+        with anyio.move_on_after(STOP_WAIT_S):
+            while not live.done:
+                await anyio.sleep(0.05)
+        return StopOutcome.STOPPED
 
     async def close(self) -> None:
         """Stop every run (the app is shutting down)."""

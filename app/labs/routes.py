@@ -6,6 +6,7 @@ when the executor says its sandbox is off or unavailable."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -46,7 +47,7 @@ from app.deps import (
 from app.errors import BadRequest, Conflict, NotFound, TooManyRequests, Unavailable
 from app.executor_client import ExecutorBusy, ExecutorClient, ExecutorUnavailable
 from app.labs import service as labs
-from app.labs.live import LiveRun
+from app.labs.live import Frames, LiveRuns, RunLog, StopOutcome
 from app.labs.models import LabRun
 from app.labs.schema import LabStep
 from app.labs.verify import evaluate
@@ -278,7 +279,7 @@ async def start_run(
     assert run.id is not None
     order = run_request(step, code, use_cache=False).model_copy(update={"nproc": nproc})
     engine = request.app.state.engine
-    request.app.state.live_runs.start(
+    await _live_runs(request).start(
         run.id, user.id, lambda live: _drive(live, executor, order, step, run, engine)
     )
     events = f"/labs/runs/{run.id}/events"
@@ -286,6 +287,12 @@ async def start_run(
         return JSONResponse({"run_id": run.id, "events": events}, status_code=201)
     # Without JavaScript: the step page reloads itself until the run has ended.
     return _redirect(f"/labs/{lab_id}/steps/{step_id}#run")
+
+
+def _live_runs(request: Request) -> LiveRuns:
+    """The lab runs in flight: this process's, or every process's on the job bus (app.main)."""
+    live_runs: LiveRuns = request.app.state.live_runs
+    return live_runs
 
 
 def _over_limit(throttle: Throttle, user_id: int) -> tuple[str, int] | None:
@@ -305,7 +312,7 @@ def _refuse(
 
 
 async def _drive(
-    live: LiveRun,
+    live: RunLog,
     executor: ExecutorClient,
     order: Any,
     step: LabStep,
@@ -359,6 +366,13 @@ def _record(engine: Any, run: LabRun, finished: labs.Finished, step: LabStep) ->
         labs.finish_run(session, run, finished, step, utcnow())
 
 
+def record_cut_off(engine: Any, run_id: int, status: str) -> None:
+    """Record a run whose driving process went away as ended with `status`, unless its driver
+    recorded it first (app.labs.live_redis)."""
+    with write_session(engine) as session:
+        labs.cut_off(session, run_id, status, utcnow())
+
+
 @router.get("/labs/runs/{run_id}/events")
 async def run_events(
     request: Request,
@@ -368,29 +382,33 @@ async def run_events(
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
     """The run's events as SSE, each with an id: a reader that reconnects with Last-Event-ID
-    gets what it missed. A run this process no longer holds is replayed from its record."""
+    gets what it missed. A run no longer live (here, or on the job bus) is replayed from its
+    record."""
     assert user.id is not None
-    after = int(last_event_id) if last_event_id and last_event_id.isdigit() else -1
-    live = request.app.state.live_runs.get(run_id)
-    if live is None or live.user_id != user.id:
+    after = -1
+    if last_event_id and last_event_id.isdigit() and len(last_event_id) <= 18:
+        after = int(last_event_id)  # longer names no event (and no Redis stream id)
+    live = await _live_runs(request).follow(run_id, user.id, after)
+    if live is None:
         stored = await run_reads(session, labs.run_for_user, session, run_id, user.id)
         if stored is None:
             raise NotFound("No such run.")
         frames = _replay(stored, after)
     else:
-        frames = _follow(live, after)
+        frames = _relay(live)
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     return StreamingResponse(frames, media_type="text/event-stream", headers=headers)
 
 
-def _frame(index: int, name: str, payload: dict[str, Any]) -> str:
-    return f"id: {index}\nevent: {name}\ndata: {json.dumps(payload)}\n\n"
+def _frame(index: int | None, name: str, payload: dict[str, Any]) -> str:
+    head = "" if index is None else f"id: {index}\n"  # no id: the reader keeps its place
+    return f"{head}event: {name}\ndata: {json.dumps(payload)}\n\n"
 
 
-async def _follow(live: LiveRun, after: int) -> AsyncIterator[str]:
-    async for index, (name, payload) in live.follow(after):
-        yield _frame(index, name, payload)
-    yield _frame(len(live.events), "end", {})
+async def _relay(live: Frames) -> AsyncIterator[str]:
+    async with contextlib.aclosing(live):  # a reader that hangs up frees it
+        async for index, name, payload in live:
+            yield _frame(index, name, payload)
 
 
 async def _replay(run: LabRun, after: int) -> AsyncIterator[str]:
@@ -415,16 +433,13 @@ async def _replay(run: LabRun, after: int) -> AsyncIterator[str]:
 
 @router.post("/labs/runs/{run_id}/stop", dependencies=[CsrfDep])
 async def stop_run(request: Request, run_id: RowId, user: CurrentUser) -> Response:
-    """Stop a run: its ranks are killed at once."""
-    live = request.app.state.live_runs.get(run_id)
-    if live is None or live.user_id != user.id:
+    """Stop a run, from whichever process: its ranks are killed at once."""
+    assert user.id is not None
+    outcome = await _live_runs(request).stop(run_id, user.id)
+    if outcome is StopOutcome.UNKNOWN:
         raise NotFound("No run of yours is going with that id.")
-    if not request.app.state.live_runs.stop(run_id):
+    if outcome is StopOutcome.ENDED:
         raise Conflict("That run has already ended.")
-    if live.task is not None:
-        with anyio.move_on_after(10):
-            while not live.done:
-                await anyio.sleep(0.05)
     return JSONResponse({"stopped": True})
 
 

@@ -158,6 +158,18 @@ def finish_run(
     session.commit()
 
 
+def cut_off(session: Session, run_id: int, status: str, now: datetime) -> None:
+    """Record a run still marked running, whose driver has gone away, as ended with `status`
+    (unavailable, or stopped) and no checks; a run already recorded stays as it is. Commit."""
+    begin_write(session)
+    session.execute(
+        update(LabRun)
+        .where(col(LabRun.id) == run_id, col(LabRun.status) == RUNNING)
+        .values(status=status, checks=json.dumps([]), passed=False, finished_at=now)
+    )
+    session.commit()
+
+
 def questions_right(session: Session, user_id: int, lab_id: str, step_id: str) -> set[str]:
     """Ids of the step's questions the learner has answered right."""
     prefix = f"{step_id}/"

@@ -1,0 +1,311 @@
+"""Lab runs on Redis, beside the job bus: any app process can follow or stop a run, whichever
+process drives it.
+
+    ranklab:lab:{id}:run      hash: user (the learner's id), worker (the process driving it)
+    ranklab:lab:{id}:events   the run's log, one entry per event (fields `event`, `data` as
+                              JSON) with ids 0-1, 0-2, …: entry 0-N is SSE id N-1, numbered as
+                              the in-memory log numbers them. It ends with `end`, after which
+                              nothing is appended; kept EVENTS_TTL_S after its last entry.
+    ranklab:lab:{id}:alive    the driving process's lease: refreshed while it drives the run,
+                              gone LEASE_S after that process died
+    ranklab:lab:{id}:stop     a list: Stop pushes to it, the driver waits on it (BLPOP)
+
+The process that took the POST drives the run, as with `MemoryLiveRuns`: it relays the
+executor's events, judges the checks, records the LabRun row, and on Stop (from any process)
+its ranks are killed as the run is cancelled. A reader or a Stop that finds the lease gone and
+no `end` closes the log itself, once, and records the row as cut off: nobody waits forever on a
+process that died.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import redis
+import redis.asyncio as aredis
+
+from app.errors import Unavailable
+from app.labs.live import STOP_WAIT_S, Drive, Event, Frames, StopOutcome
+from executor.bus import EVENTS_TTL_S
+
+log = logging.getLogger("ranklab.labs")
+LEASE_S = 10.0  # a driver silent this long is gone: its run is cut off
+READ_BLOCK_S = 2.0  # a reader looks at the lease this often while nothing new arrives
+STOP_TTL_S = 60
+
+CUT_OFF = "This run was cut off: the server running it stopped. Run it again."
+STOPPED_ORPHAN = "Stopped: the server running it had already stopped."
+NO_QUEUE = "The run queue is unreachable right now; trying again…"
+UNREACHABLE = "Runs are unavailable right now: the run queue is unreachable."
+NO_CHECKS: dict[str, Any] = {"checks": [], "passed": False}
+CUT_OFF_NOTICE: Event = ("unavailable", {"message": CUT_OFF})
+STOPPED_ORPHAN_NOTICE: Event = ("stopped", {"message": STOPPED_ORPHAN})
+
+# Append events unless the log has ended: nothing ever follows `end`, so a driver that
+# finishes after its run was declared cut off cannot add a second ending.
+# KEYS: events, run; ARGV: ttl, name, data, name, data, … Returns 1, or 0 if it had ended.
+APPEND = """
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+if last[1] then
+  local fields = last[1][2]
+  for i = 1, #fields, 2 do
+    if fields[i] == 'event' and fields[i + 1] == 'end' then return 0 end
+  end
+end
+for i = 2, #ARGV, 2 do
+  redis.call('XADD', KEYS[1], '0-*', 'event', ARGV[i], 'data', ARGV[i + 1])
+end
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[2], ARGV[1])
+return 1
+"""
+
+
+def run_key(run_id: int) -> str:
+    """Who the run belongs to, and which process drives it."""
+    return f"ranklab:lab:{run_id}:run"
+
+
+def events_key(run_id: int) -> str:
+    """The run's log."""
+    return f"ranklab:lab:{run_id}:events"
+
+
+def alive_key(run_id: int) -> str:
+    """The driving process's lease on the run."""
+    return f"ranklab:lab:{run_id}:alive"
+
+
+def stop_key(run_id: int) -> str:
+    """Where Stop asks the driving process to stop the run."""
+    return f"ranklab:lab:{run_id}:stop"
+
+
+def _index(entry_id: str) -> int:
+    return int(entry_id.split("-", 1)[1]) - 1
+
+
+def _entry_id(index: int) -> str:
+    return f"0-{index + 1}"
+
+
+def _entries(found: Any) -> list[tuple[int, str, dict[str, Any]]]:
+    return [
+        (_index(entry_id), fields["event"], json.loads(fields["data"]))
+        for _stream, entries in found or []
+        for entry_id, fields in entries
+    ]
+
+
+async def append(client: aredis.Redis, run_id: int, events: list[Event]) -> bool:
+    """Append events to the run's log; False if it had already ended."""
+    flat = [part for name, payload in events for part in (name, json.dumps(payload))]
+    added: Any = await client.eval(
+        APPEND, 2, events_key(run_id), run_key(run_id), EVENTS_TTL_S, *flat
+    )
+    return bool(added)
+
+
+async def _owner(client: aredis.Redis, run_id: int) -> str | None:
+    """The id of the learner whose run it is, as text; None if the run is unknown here."""
+    owner: Any = await client.hget(run_key(run_id), "user")
+    return owner
+
+
+async def _tail(client: aredis.Redis, run_id: int) -> tuple[int, str] | None:
+    """The last entry of the log (its index and event name), None while it is empty."""
+    last: Any = await client.xrevrange(events_key(run_id), count=1)
+    if not last:
+        return None
+    entry_id, fields = last[0]
+    return _index(entry_id), fields["event"]
+
+
+@dataclass
+class StreamLog:
+    """The RunLog of a run driven here: each event is appended to the run's stream."""
+
+    client: aredis.Redis
+    run_id: int
+
+    async def add(self, name: str, payload: dict[str, Any]) -> None:
+        """Append an event (a lost one is logged, not raised: the run and its record go on)."""
+        try:
+            if not await append(self.client, self.run_id, [(name, payload)]):
+                log.warning("lab run %s: %s after its log was closed", self.run_id, name)
+        except redis.RedisError as error:
+            log.warning("lab run %s: %s not written: %s", self.run_id, name, error)
+
+
+@dataclass
+class RedisLiveRuns:
+    """Lab runs whose logs live on Redis; `record_cut_off(run_id, status)` records a run whose
+    driver has gone as ended (blocking: it runs in a worker thread)."""
+
+    url: str
+    record_cut_off: Callable[[int, str], None]
+    worker: str = field(
+        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+    )
+    lease_s: float = LEASE_S
+    read_block_s: float = READ_BLOCK_S
+    running: dict[int, asyncio.Task[None]] = field(default_factory=dict)
+
+    def _client(self) -> aredis.Redis:
+        # One per run or reader: an asyncio connection belongs to the event loop that made it.
+        return aredis.Redis.from_url(self.url, decode_responses=True, socket_connect_timeout=2)
+
+    async def start(self, run_id: int, user_id: int, drive: Drive) -> None:
+        """Claim the run on Redis (its owner and this process's lease), then drive it here."""
+        client = self._client()
+        try:
+            async with client.pipeline(transaction=True) as pipe:
+                # A database restored or reset hands out ids again: a new run starts clean.
+                pipe.delete(run_key(run_id), events_key(run_id), stop_key(run_id))
+                pipe.hset(run_key(run_id), mapping={"user": str(user_id), "worker": self.worker})
+                pipe.expire(run_key(run_id), EVENTS_TTL_S)
+                pipe.set(alive_key(run_id), self.worker, px=int(self.lease_s * 1000))
+                await pipe.execute()
+        except redis.RedisError as error:  # readers replay its row; the driver records its end
+            log.warning("lab run %s not announced on Redis: %s", run_id, error)
+        task = asyncio.get_running_loop().create_task(
+            self._drive(client, run_id, drive), name=f"lab-run-{run_id}"
+        )
+        self.running[run_id] = task
+        task.add_done_callback(lambda _task: self.running.pop(run_id, None))
+
+    async def _drive(self, client: aredis.Redis, run_id: int, drive: Drive) -> None:
+        watcher: asyncio.Task[None] | None = None
+        try:
+            # Stop cancels this scope, not the task: anyio leaves the driver's shielded
+            # recording alone, where a second task.cancel() would break into it.
+            with anyio.CancelScope() as stopping:
+                watcher = asyncio.create_task(self._watch(client, run_id, stopping))
+                await drive(StreamLog(client, run_id))
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
+            await StreamLog(client, run_id).add("end", {})
+            with contextlib.suppress(redis.RedisError):
+                await client.delete(alive_key(run_id))  # after `end`: never "cut off" first
+            await client.aclose()
+
+    async def _watch(self, client: aredis.Redis, run_id: int, stopping: anyio.CancelScope) -> None:
+        """Keep this process's lease fresh while the run lasts; stop it when asked."""
+        refresh_s = self.lease_s / 4
+        while True:
+            try:
+                if await client.blpop([stop_key(run_id)], timeout=refresh_s):
+                    stopping.cancel()
+                    return
+                await client.set(alive_key(run_id), self.worker, px=int(self.lease_s * 1000))
+            except redis.RedisError as error:  # try again; readers cut it off if it lasts
+                log.warning("lab run %s: lease not refreshed: %s", run_id, error)
+                await anyio.sleep(refresh_s)
+
+    async def follow(self, run_id: int, user_id: int, after: int) -> Frames | None:
+        """The learner's run's frames after `after`, from whichever process drives it."""
+        client = self._client()
+        try:
+            owner = await _owner(client, run_id)
+        except redis.RedisError as error:
+            await client.aclose()
+            raise Unavailable(UNREACHABLE) from error
+        if owner != str(user_id):
+            await client.aclose()
+            return None
+        return self._frames(client, run_id, after)
+
+    async def _frames(self, client: aredis.Redis, run_id: int, after: int) -> Frames:
+        try:
+            frames = self._follow(client, run_id, after, ("unavailable", CUT_OFF_NOTICE))
+            async with contextlib.aclosing(frames):
+                async for frame in frames:
+                    yield frame
+        except redis.RedisError:
+            # No id: the browser reconnects with its last one and resumes when Redis is back.
+            yield None, "unavailable", {"message": NO_QUEUE}
+        finally:
+            with anyio.CancelScope(shield=True):  # a reader that hung up still frees it
+                await client.aclose()
+
+    async def _follow(
+        self, client: aredis.Redis, run_id: int, after: int, orphaned: tuple[str, Event]
+    ) -> Frames:
+        """The log's frames after `after`, to `end`. When nothing comes, look at the lease: a
+        run whose driver has gone is ended here with `orphaned` (its status and notice)."""
+        last = after
+        while True:
+            found = await client.xread(
+                {events_key(run_id): _entry_id(last)}, block=int(self.read_block_s * 1000)
+            )
+            for index, name, payload in _entries(found):
+                last = index
+                yield index, name, payload
+                if name == "end":
+                    return
+            if found:
+                continue
+            tail = await _tail(client, run_id)
+            if tail is not None and tail[1] == "end":
+                if tail[0] <= last:  # the reader saw the end already: end its stream again
+                    yield tail[0], "end", {}
+                    return
+                continue  # written just after the read: the next read has it
+            if not await client.exists(alive_key(run_id)):
+                await self._close(client, run_id, *orphaned)
+
+    async def _close(self, client: aredis.Redis, run_id: int, status: str, notice: Event) -> None:
+        """End the log of a run whose driver has gone: its row first (if it is still marked
+        running), then the events a reader sees, unless someone ended the log meanwhile."""
+        await anyio.to_thread.run_sync(self.record_cut_off, run_id, status)
+        await append(client, run_id, [notice, ("checks", NO_CHECKS), ("end", {})])
+
+    async def stop(self, run_id: int, user_id: int) -> StopOutcome:
+        """Ask the driving process to stop the learner's run, and wait for its log to end; a
+        run whose driver has gone is ended here."""
+        client = self._client()
+        try:
+            if await _owner(client, run_id) != str(user_id):
+                return StopOutcome.UNKNOWN
+            tail = await _tail(client, run_id)
+            if tail is not None and tail[1] == "end":
+                return StopOutcome.ENDED
+            if not await client.exists(alive_key(run_id)):
+                await self._close(client, run_id, "stopped", STOPPED_ORPHAN_NOTICE)
+                return StopOutcome.STOPPED
+            async with client.pipeline(transaction=True) as pipe:
+                pipe.rpush(stop_key(run_id), "1")
+                pipe.expire(stop_key(run_id), STOP_TTL_S)
+                await pipe.execute()
+            # A live driver stops the run at once; a dead one's lease runs out first.
+            with anyio.move_on_after(max(STOP_WAIT_S, self.lease_s + 2 * self.read_block_s)):
+                after = -1 if tail is None else tail[0]
+                frames = self._follow(client, run_id, after, ("stopped", STOPPED_ORPHAN_NOTICE))
+                async with contextlib.aclosing(frames):
+                    async for _frame in frames:
+                        pass
+            return StopOutcome.STOPPED
+        except redis.RedisError as error:
+            raise Unavailable(UNREACHABLE) from error
+        finally:
+            with anyio.CancelScope(shield=True):
+                await client.aclose()
+
+    async def close(self) -> None:
+        """Stop the runs driven here (the app is shutting down): each records "stopped"."""
+        tasks = list(self.running.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -150,7 +150,7 @@ def _worker(
             # pid file comes first: the slot clears its cgroups after every run, sparing these.
             path = listener.getsockname()
             Path(path).with_suffix(".pid").write_text(str(os.getpid()))
-            sandbox.SlotCgroups(context.plan, slot_name).join()
+            sandbox.SlotCgroups.for_plan(context.plan, slot_name).join()
         while True:
             connection, _ = listener.accept()
             with connection:

@@ -58,7 +58,7 @@ class Slot:
         self.own_pid_namespace = -1
         self.cell: Cell | None = None
         if self.plan is not None:
-            self.cgroups = sandbox.SlotCgroups(self.plan, name)
+            self.cgroups = sandbox.SlotCgroups.for_plan(self.plan, name)
             self.cgroups.join()
             self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY)
 

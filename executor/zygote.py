@@ -235,8 +235,7 @@ def _remove_stale_cgroups(plan: sandbox.SandboxPlan, prefix: str = "", wait_s: f
     give_up = time.monotonic() + wait_s
     while True:
         left = 0
-        for controller in ("memory", "pids", "cpu"):
-            parent = os.path.join(plan.cgroup_root, controller, "ranklab")
+        for parent in sandbox.slot_cgroup_parents(plan.cgroup_root):
             names = os.listdir(parent) if os.path.isdir(parent) else []
             for name in names:
                 path = os.path.join(parent, name)

@@ -115,7 +115,12 @@ class Cell:
         return cell
 
     def execute(
-        self, request: dict[str, Any], budget: RunBudget, send: Send, deadline: float
+        self,
+        request: dict[str, Any],
+        budget: RunBudget,
+        send: Send,
+        deadline: float,
+        backend: str = "gloo",
     ) -> dict[str, Any]:
         """Hand the request to init, pump output until the ranks end or a limit hits, judge."""
         self.budget = budget
@@ -136,6 +141,7 @@ class Cell:
             "port": port,
             "timeout_s": request["timeout_s"],
             "launcher": launcher,
+            "backend": backend,  # resolved: ranks started elsewhere size their budget alike
             "run_id": str(uuid.uuid4()),
             "processes": processes,
             "local": [rank for rank, parent in enumerate(parents) if parent is None],
@@ -185,7 +191,7 @@ class Cell:
         order = json.loads(payload)
         launcher = order.get("launcher", "torchrun")
         budget = run_budget(budget_ranks(order["nproc"], launcher), order["timeout_s"],
-                            self.ctx.limits)  # fmt: skip
+                            self.ctx.limits, order["backend"])  # fmt: skip
         script = _write_script(order["code"], sandboxed=self.plan is not None)
         store = self._start_agent_store(order, budget) if launcher == "torchrun" else None
         os.write(self.status_w, b'{"started": true}\n')  # siblings may start their ranks now

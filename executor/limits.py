@@ -26,6 +26,13 @@ class Limits(BaseModel):
     min_timeout_s: float = Field(default=0.5, gt=0)
     max_timeout_s: float = Field(default=60.0, gt=0)
     memory_bytes_per_rank: int = Field(default=512 * MIB, description="cgroup memory per rank.")
+    memory_bytes_per_gpu_rank: int = Field(
+        default=4096 * MIB,
+        description="cgroup memory per rank of a run whose backend is NCCL (one GPU per rank): "
+        "a CUDA context alone takes several hundred MiB of host memory, and the CUDA and NCCL "
+        "libraries, pinned buffers and NCCL's shared-memory transport add to it; 512 MiB would "
+        "OOM-kill a rank before its first collective.",
+    )
     memory_bytes_base: int = Field(default=256 * MIB, description="cgroup memory on top of ranks.")
     pids_per_rank: int = Field(
         default=64, description="Processes+threads per rank (gloo uses ~20)."
@@ -105,10 +112,12 @@ class RunBudget:
     output_bytes_total: int
 
 
-def run_budget(nproc: int, timeout_s: float, limits: Limits) -> RunBudget:
-    """Compute the cgroup and rlimit values for a run of nproc ranks."""
+def run_budget(nproc: int, timeout_s: float, limits: Limits, backend: str = "gloo") -> RunBudget:
+    """Compute the cgroup and rlimit values for a run of nproc ranks on `backend` (resolved)."""
+    gpu = backend == "nccl"  # NCCL runs hold one GPU per rank, so a CUDA context each
+    per_rank = limits.memory_bytes_per_gpu_rank if gpu else limits.memory_bytes_per_rank
     return RunBudget(
-        memory_bytes=limits.memory_bytes_base + nproc * limits.memory_bytes_per_rank,
+        memory_bytes=limits.memory_bytes_base + nproc * per_rank,
         pids=16 + nproc * limits.pids_per_rank,
         # CPU seconds per process: a rank cannot burn more than the wall budget on every core,
         # the wall deadline fires first; this only bounds a process that escapes the deadline.

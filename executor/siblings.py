@@ -212,7 +212,9 @@ def _enter_and_fork_rank(
             # Its parent is outside the run (getppid() says 0), so kill(0, ...) would reach the
             # sibling's process group: a session of its own keeps that to the rank itself.
             os.setsid()
-            budget = run_budget(order["budget_ranks"], order["timeout_s"], context.limits)
+            budget = run_budget(
+                order["budget_ranks"], order["timeout_s"], context.limits, order["backend"]
+            )
             rank_module.run_rank(
                 rank_module.RankLaunch(
                     code=order["code"],

@@ -91,14 +91,14 @@ class Slot:
             return {**result, "status": RunStatus.REJECTED, "duration_ms": 0, "message": message}
         launcher = request.get("launcher", "torchrun")
         environment["launcher"] = launcher
-        budget = run_budget(budget_ranks(nproc, launcher), timeout_s, self.ctx.limits)
+        budget = run_budget(budget_ranks(nproc, launcher), timeout_s, self.ctx.limits, backend)
         try:
             if self.cgroups is not None:
                 self.cgroups.set_limits(budget)
             self.prepare()
             assert self.cell is not None
             cell, self.cell = self.cell, None
-            outcome = cell.execute(request, budget, send, started + timeout_s)
+            outcome = cell.execute(request, budget, send, started + timeout_s, backend)
         except sandbox.SandboxError as error:
             outcome = {"status": RunStatus.REJECTED, "message": f"sandbox setup failed: {error}"}
         outcome["duration_ms"] = int((time.monotonic() - started) * 1000)

@@ -76,6 +76,19 @@ def test_the_memory_budget_grows_with_the_number_of_ranks() -> None:
     assert run_budget(4, 5, LIMITS).pids > run_budget(2, 5, LIMITS).pids
 
 
+def test_an_nccl_run_is_sized_for_a_cuda_context_per_rank() -> None:
+    limits = Limits(memory_bytes_base=100, memory_bytes_per_rank=10, memory_bytes_per_gpu_rank=1000)
+    assert run_budget(2, 5, limits, backend="nccl").memory_bytes == 100 + 2 * 1000
+    assert run_budget(2, 5, limits, backend="gloo").memory_bytes == 100 + 2 * 10
+    assert run_budget(2, 5, limits).memory_bytes == 100 + 2 * 10  # gloo unless told otherwise
+
+
+def test_by_default_a_gpu_rank_gets_far_more_memory_than_a_cpu_rank() -> None:
+    gpu, cpu = run_budget(1, 5, LIMITS, backend="nccl"), run_budget(1, 5, LIMITS, backend="gloo")
+    assert gpu.memory_bytes - cpu.memory_bytes >= 3 * 1024**3  # a CUDA context does not fit 512 MiB
+    assert (gpu.pids, gpu.cpu_seconds) == (cpu.pids, cpu.cpu_seconds)  # memory is what differs
+
+
 def test_the_cpu_budget_outlasts_the_wall_deadline() -> None:
     assert run_budget(2, 7.5, LIMITS).cpu_seconds >= 8
 

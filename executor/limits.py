@@ -91,11 +91,43 @@ def check_request(request: RunRequest, limits: Limits) -> None:
         )
 
 
-def resolve_backend(requested: str, cuda_devices: int, nproc: int) -> str:
-    """Pick the process-group backend: auto means nccl only with one CUDA device per rank."""
+def gpus_needed(requested: str, nproc: int, host_gpus: int) -> int:
+    """How many GPUs a run must hold: one per rank for NCCL (NCCL refuses two ranks on one GPU).
+
+    auto means NCCL where the host has a GPU per rank (its size, not what is free now, so the
+    backend a snippet gets never depends on the load), gloo, with no GPU, everywhere else.
+    """
+    if requested == "nccl" or (requested == "auto" and host_gpus >= nproc):
+        return nproc
+    return 0
+
+
+def check_gpus(request: RunRequest, host_gpus: int) -> int:
+    """Return the GPUs the request needs; raise LimitViolation if this host never has them."""
+    needed = gpus_needed(request.backend, request.nproc, host_gpus)
+    if needed > host_gpus:
+        raise LimitViolation(
+            f"this run needs {needed} GPUs (backend {request.backend}: one GPU per rank); this "
+            f"executor has {host_gpus}"
+        )
+    return needed
+
+
+def resolve_backend(requested: str, gpus: int, nproc: int) -> str:
+    """Pick the process-group backend from the GPUs the run holds: auto means nccl only with
+    one GPU per rank."""
     if requested == "auto":
-        return "nccl" if cuda_devices >= nproc else "gloo"
+        return "nccl" if gpus >= nproc else "gloo"
     return requested
+
+
+# NCCL's shared-memory transport between ranks of one host wants at least this much /dev/shm.
+NCCL_SHM_BYTES = 1024 * MIB
+
+
+def shm_bytes(limits: Limits, gpu: bool) -> int:
+    """Size of a run's private /dev/shm: never under NCCL's 1 GiB for a run on GPUs."""
+    return max(limits.shm_bytes, NCCL_SHM_BYTES) if gpu else limits.shm_bytes
 
 
 @dataclass(frozen=True)

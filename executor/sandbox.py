@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import fcntl
-import glob
 import os
 import resource
 import shutil
@@ -44,9 +44,11 @@ import signal
 import socket
 import struct
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from executor import gpus
 from executor.limits import RunBudget
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -106,9 +108,10 @@ class SandboxPlan:
     links: tuple[tuple[str, str], ...] = ()
     # Python trees under /tmp (a checkout or venv there): bound back over the private /tmp.
     under_tmp: tuple[str, ...] = ()
-    # Character devices bound from the host's /dev (null, zero, urandom...; NVIDIA's on GPU hosts).
+    # Character devices bound from the host's /dev (null, zero, urandom...; for a run holding
+    # GPUs, the NVIDIA control nodes and those GPUs' own nodes: see with_gpus).
     devices: tuple[str, ...] = ()
-    # Read-only /sys subtrees: only on GPU hosts, where NCCL reads the PCI topology there.
+    # Read-only /sys subtrees: only for a run holding GPUs, where NCCL reads the PCI topology.
     sysfs: tuple[str, ...] = ()
     uid: int = 65534
     gid: int = 65534
@@ -124,7 +127,6 @@ TOP_LEVEL = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # groups and hosts are written fresh (no host account, no host name leaks).
 ETC_COPIED = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone")
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
-GPU_DEVICE_GLOBS = ("/dev/nvidia*", "/dev/nvidia-caps")
 GPU_SYSFS = ("/sys/bus/pci", "/sys/devices/pci0000:00", "/sys/devices/system/cpu",
              "/sys/devices/system/node", "/sys/class/pci_bus")  # fmt: skip
 PASSWD = (
@@ -155,12 +157,21 @@ def make_plan(
     tmp = os.path.realpath("/tmp")
     under_tmp = tuple(p for p in outermost if _is_under(p, tmp))
     exposed = tuple(p for p in outermost if not _is_under(p, tmp))
-    devices = [f"/dev/{name}" for name in DEVICES if os.path.exists(f"/dev/{name}")]
-    gpu = [path for pattern in GPU_DEVICE_GLOBS for path in sorted(glob.glob(pattern))]
-    devices += gpu
-    sysfs = tuple(p for p in GPU_SYSFS if os.path.isdir(p)) if gpu else ()
-    return SandboxPlan(
-        exposed, links, under_tmp, tuple(devices), sysfs, uid, gid, cgroup_root, cpu_fairness
+    devices = tuple(f"/dev/{name}" for name in DEVICES if os.path.exists(f"/dev/{name}"))
+    return SandboxPlan(exposed, links, under_tmp, devices, (), uid, gid, cgroup_root, cpu_fairness)
+
+
+def with_gpus(
+    plan: SandboxPlan, minors: Sequence[int], exists: Callable[[str], bool] = os.path.exists
+) -> SandboxPlan:
+    """The plan of a run holding these GPUs: their device nodes (no other GPU's, so a run can
+    neither use nor watch another run's GPU) and the PCI parts of /sys that NCCL reads."""
+    if not minors:
+        return plan
+    return dataclasses.replace(
+        plan,
+        devices=plan.devices + gpus.device_paths(minors, exists),
+        sysfs=tuple(path for path in GPU_SYSFS if os.path.isdir(path)),
     )
 
 

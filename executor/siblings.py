@@ -224,6 +224,7 @@ def _enter_and_fork_rank(
                     master_port=order["port"],
                     run_id=order["run_id"],
                     launcher=order["launcher"],
+                    environment=order["environment"],
                     reseed=context.reseed,
                     stdout_fd=stdout,
                     stderr_fd=stderr,

@@ -7,13 +7,27 @@ seams), the allocator is driven by asyncio, and nothing here claims CUDA or NCCL
 from __future__ import annotations
 
 import asyncio
+import gc
+import json
+import os
+import shutil
+import subprocess
+import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
-from executor import gpus
+from executor import gpus, sandbox
+from executor.contract import ExecutorUnavailable, OutputEvent, RunRequest, RunStatus
 from executor.gpus import Gpu, GpuAllocator
+from executor.limits import MIB, Limits, LimitViolation
+from executor.runner import Executor
+from executor.service import create_app
+from executor.settings import ExecutorSettings
 
 H100 = "NVIDIA H100 80GB HBM3"
 INFORMATION = """Model: \t\t {model}
@@ -303,3 +317,283 @@ def test_gpus_released_from_another_thread_reach_a_waiting_loop() -> None:
         assert await asyncio.wait_for(waiting, 2) == held
 
     asyncio.run(scenario())
+
+
+# The run path: the runner takes a slot, then the run's GPUs, and gives both back
+
+
+class FakePool:
+    """The seam below the runner: no zygote; records the GPUs each run was given."""
+
+    def __init__(self, host_gpus: int) -> None:
+        self.gpus = inventory(host_gpus)
+        self.ready = True
+        self.info = {"torch": "fake"}
+        self.given: list[tuple[Gpu, ...]] = []
+        self.go = asyncio.Event()  # runs whose code is "hold" wait for it
+
+    def restart_if_dead(self) -> None:
+        pass
+
+    async def events(self, request: RunRequest, gpus: tuple[Gpu, ...] = ()):  # type: ignore[no-untyped-def]
+        self.given.append(tuple(gpus))
+        if request.code == "crash":
+            raise ExecutorUnavailable("the warm process died")
+        if request.code == "hold":
+            await self.go.wait()
+        yield {"event": "output", "rank": 0, "stream": "stdout", "text": "hi\n"}
+        yield {"event": "result", "result": {"status": "ok", "duration_ms": 1, "ranks": []}}
+
+
+def executor_on(pool: FakePool, slots: int = 2) -> Executor:
+    settings = ExecutorSettings(max_concurrent_runs=slots, queue_limit=4)
+    return Executor(settings, pool=pool)  # type: ignore[arg-type]
+
+
+def gpu_run(code: str = "print(1)", nproc: int = 2, backend: str = "nccl") -> RunRequest:
+    return RunRequest.model_validate(
+        {"code": code, "nproc": nproc, "backend": backend, "use_cache": False}
+    )
+
+
+def held_by_nobody(executor: Executor) -> bool:
+    return executor.capacity.active == 0 and executor.gpus.free == len(executor.gpus.gpus)
+
+
+async def until(condition, timeout_s: float = 2.0) -> None:  # type: ignore[no-untyped-def]
+    give_up = asyncio.get_running_loop().time() + timeout_s
+    while not condition():
+        assert asyncio.get_running_loop().time() < give_up, "timed out waiting"
+        await asyncio.sleep(0.005)
+
+
+def test_a_gpu_run_holds_its_slot_and_gpus_until_it_ends_then_the_next_gets_them() -> None:
+    async def scenario() -> None:
+        pool = FakePool(host_gpus=2)
+        executor = executor_on(pool)
+        first = asyncio.create_task(executor.run(gpu_run("hold")))
+        await until(lambda: len(pool.given) == 1)
+        second = asyncio.create_task(executor.run(gpu_run()))
+        await until(lambda: executor.gpus.waiting == 1)
+        # The second run holds the other slot while it waits for the GPUs the first holds.
+        assert (executor.capacity.active, len(pool.given)) == (2, 1)
+        pool.go.set()
+        await asyncio.wait_for(asyncio.gather(first, second), 2)
+        assert pool.given[0] == pool.given[1] == inventory(2)  # one GPU per rank, rank order
+        assert held_by_nobody(executor)
+
+    asyncio.run(scenario())
+
+
+def test_only_runs_whose_backend_is_nccl_take_gpus() -> None:
+    async def scenario() -> None:
+        pool = FakePool(host_gpus=2)
+        executor = executor_on(pool)
+        await executor.run(gpu_run(backend="gloo"))
+        await executor.run(gpu_run(backend="auto", nproc=4))  # no GPU per rank here: gloo
+        await executor.run(gpu_run(backend="auto", nproc=2))  # a GPU per rank: NCCL
+        assert pool.given == [(), (), inventory(2)]
+        assert held_by_nobody(executor)
+
+    asyncio.run(scenario())
+
+
+def test_a_run_needing_more_gpus_than_the_host_has_is_refused_before_taking_a_slot() -> None:
+    async def scenario() -> None:
+        pool = FakePool(host_gpus=1)
+        executor = executor_on(pool)
+        with pytest.raises(LimitViolation, match=r"needs 2 GPUs .* this executor has 1"):
+            await executor.open(gpu_run(nproc=2))
+        assert pool.given == [] and held_by_nobody(executor)
+
+    asyncio.run(scenario())
+
+
+def test_slot_and_gpus_come_back_when_the_run_fails_inside_the_executor() -> None:
+    async def scenario() -> None:
+        executor = executor_on(FakePool(host_gpus=2))
+        with pytest.raises(ExecutorUnavailable):
+            await executor.run(gpu_run("crash"))
+        assert held_by_nobody(executor)
+
+    asyncio.run(scenario())
+
+
+def test_slot_and_gpus_come_back_when_the_reader_stops_early() -> None:
+    async def scenario() -> None:
+        executor = executor_on(FakePool(host_gpus=2))
+        stream = await executor.open(gpu_run())
+        assert isinstance(await anext(stream), OutputEvent)
+        assert executor.gpus.free == 0
+        await stream.aclose()  # the learner pressed Stop
+        assert held_by_nobody(executor)
+
+    asyncio.run(scenario())
+
+
+def test_slot_and_gpus_come_back_when_the_stream_is_dropped_unread() -> None:
+    async def scenario() -> None:
+        executor = executor_on(FakePool(host_gpus=2))
+        stream = await executor.open(gpu_run())
+        assert (executor.capacity.active, executor.gpus.free) == (1, 0)
+        del stream  # never started: its `finally` cannot run
+        gc.collect()
+        assert held_by_nobody(executor)
+
+    asyncio.run(scenario())
+
+
+def test_a_run_cancelled_while_waiting_for_gpus_gives_its_slot_back() -> None:
+    async def scenario() -> None:
+        pool = FakePool(host_gpus=2)
+        executor = executor_on(pool)
+        first = asyncio.create_task(executor.run(gpu_run("hold")))
+        await until(lambda: len(pool.given) == 1)
+        waiting = asyncio.create_task(executor.open(gpu_run()))
+        await until(lambda: executor.gpus.waiting == 1)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert (executor.capacity.active, executor.gpus.waiting) == (1, 0)
+        pool.go.set()
+        await first
+        assert held_by_nobody(executor)
+
+    asyncio.run(scenario())
+
+
+# The warm parent never starts CUDA
+
+# Every function of torch.cuda (and torch._C's CUDA entry points) records its calls; then the
+# zygote's preload runs for real, warm-up fork included. Calls made inside the thrown-away
+# warm-up fork stay in that fork's memory: only the parent's own calls are counted, which is
+# the point (a parent that started CUDA could not fork ranks that use it). Functions imported by
+# name into other modules before this patching would escape it.
+RECORD_CUDA_CALLS = r"""
+import json, types
+import torch, torch.cuda
+called = []
+def recording(name, function):
+    def wrapper(*args, **kwargs):
+        called.append(name)
+        return function(*args, **kwargs)
+    return wrapper
+patched = 0
+for module, prefix in ((torch.cuda, "torch.cuda."), (torch._C, "torch._C.")):
+    for name in dir(module):
+        value = getattr(module, name)
+        ours = isinstance(value, types.FunctionType) and value.__module__.startswith("torch.cuda")
+        entry = module is torch._C and name.startswith("_cuda_") and callable(value)
+        if ours or entry:
+            setattr(module, name, recording(prefix + name, value))
+            patched += 1
+from executor import zygote
+version, modules = zygote._preload(warm=True, modules=None)
+print(json.dumps({"called": called, "patched": patched, "warmed": len(modules)}))
+"""
+
+
+# Asks only whether this torch was built with CUDA (hasattr(torch._C, "_cuda_getDeviceCount")),
+# which starts nothing; torch._dynamo.device_interface asks at import.
+STARTS_NOTHING = {"torch.cuda._is_compiled"}
+
+
+@pytest.mark.executor
+def test_the_warm_parent_never_calls_torch_cuda_while_preloading() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", RECORD_CUDA_CALLS], capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["patched"] > 50  # device_count, is_available, init, _lazy_init, _cuda_init...
+    assert seen["warmed"] > 0  # the real warm-up ran: DDP's lazy imports were found
+    assert [name for name in seen["called"] if name not in STARTS_NOTHING] == []
+
+
+# A GPU run's ranks, for real, on a fake inventory: the operator names GPUs 0 and 1, which this
+# machine does not have (nothing in the driver's /proc, no nvidia-smi to contradict it). No
+# CUDA call is made; what is checked is what every rank gets before CUDA would start.
+PROBE = """
+import json, os
+shm = os.statvfs("/dev/shm")
+print(json.dumps({
+    "visible": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    "socket": os.environ.get("NCCL_SOCKET_IFNAME"),
+    "async_errors": os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING"),
+    "shm_bytes": shm.f_blocks * shm.f_frsize,
+    "pci": os.path.isdir("/sys/bus/pci"),
+}))
+"""
+GPU_RANK_BYTES = 3 * 1024 * MIB
+SMALL_SHM = 64 * MIB
+
+
+@pytest.fixture(scope="module")
+def two_fake_gpus() -> Iterator[Executor]:
+    """A sandboxed executor told it has GPUs 0 and 1, with one sibling warm parent."""
+    if gpus.parse_proc() or shutil.which("nvidia-smi"):
+        pytest.skip("this machine has NVIDIA GPUs: the fake inventory would be checked")
+    limits = Limits(shm_bytes=SMALL_SHM, memory_bytes_per_gpu_rank=GPU_RANK_BYTES)
+    settings = ExecutorSettings(gpus="0,1", warm=False, max_concurrent_runs=1, siblings=1,
+                                limits=limits)  # fmt: skip
+    runner = Executor(settings)
+    try:
+        runner.pool.start()
+        if runner.info.get("sandbox_error"):
+            pytest.skip(f"sandbox unavailable here: {runner.info['sandbox_error']}")
+        yield runner
+    finally:
+        runner.close()
+
+
+def _slot_memory_limit(runner: Executor) -> int:
+    zygote = runner.pool._process.pid  # type: ignore[union-attr]
+    (memory, *_) = sandbox.slot_cgroup_parents(runner.settings.cgroup_root)
+    slot = memory / f"slot-{zygote}-0"
+    limit = slot / ("memory.max" if (slot / "memory.max").exists() else "memory.limit_in_bytes")
+    return int(limit.read_text())
+
+
+@pytest.mark.executor
+def test_gpu_ranks_see_the_runs_gpus_nccl_settings_shm_and_memory(two_fake_gpus: Executor) -> None:
+    assert two_fake_gpus.info["cuda_devices"] == 2
+    result = asyncio.run(two_fake_gpus.run(gpu_run(PROBE)))
+    assert result.status is RunStatus.OK, result
+    assert result.environment is not None
+    assert (result.environment.backend, result.environment.device) == ("nccl", "cuda")
+    seen = [json.loads(rank.stdout) for rank in result.ranks]
+    for rank in seen:  # rank 0 and rank 1 (one of them forked by the sibling warm parent)
+        assert rank == {"visible": "0,1", "socket": "lo", "async_errors": "1",
+                        "shm_bytes": 1024 * MIB, "pci": os.path.isdir("/sys/bus/pci")}  # fmt: skip
+    assert _slot_memory_limit(two_fake_gpus) == Limits().memory_bytes_base + 2 * GPU_RANK_BYTES
+    assert held_by_nobody(two_fake_gpus)
+
+
+@pytest.mark.executor
+def test_a_cpu_run_after_a_gpu_run_sees_no_gpu(two_fake_gpus: Executor) -> None:
+    asyncio.run(two_fake_gpus.run(gpu_run(PROBE)))
+    result = asyncio.run(two_fake_gpus.run(gpu_run(PROBE, backend="gloo")))
+    assert result.status is RunStatus.OK, result
+    for rank in result.ranks:
+        assert json.loads(rank.stdout) == {"visible": None, "socket": None, "async_errors": "1",
+                                           "shm_bytes": SMALL_SHM, "pci": False}  # fmt: skip
+    limits = Limits()
+    assert _slot_memory_limit(two_fake_gpus) == (
+        limits.memory_bytes_base + 2 * limits.memory_bytes_per_rank
+    )
+
+
+@pytest.mark.executor
+def test_health_reports_the_gpus_runs_may_use(two_fake_gpus: Executor) -> None:
+    async def health() -> dict[str, Any]:
+        transport = httpx.ASGITransport(app=create_app(two_fake_gpus.settings, two_fake_gpus))
+        async with httpx.AsyncClient(transport=transport, base_url="http://executor") as client:
+            return (await client.get("/healthz")).json()  # type: ignore[no-any-return]
+
+    seen = asyncio.run(health())
+    assert seen["cuda_devices"] == 2  # what app/verification compares a snippet's needs with
+    # No driver to name them here (the operator's word was taken): indices, no names.
+    assert seen["gpus"] == [
+        {"index": 0, "name": "", "memory_bytes": None},
+        {"index": 1, "name": "", "memory_bytes": None},
+    ]

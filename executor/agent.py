@@ -313,6 +313,8 @@ class Agent:
                 "ready": self.runner.ready,
                 "sandbox": sandbox,
                 "torch": info.get("torch"),
+                "cuda_devices": info.get("cuda_devices", 0),
+                "gpus": [gpu.get("name", "") for gpu in info.get("gpus", [])],
             }
             try:
                 await self.client.hset(

@@ -11,7 +11,8 @@ Redis only, never torch: the web app imports this module.
     ranklab:run:{id}:result        the RunResult, written with SET NX: the first result wins, so
                                    at-least-once delivery never shows two results for one run
     ranklab:run:{id}:cancel        set when the learner hangs up: the agent stops the run
-    ranklab:agents:{pool}          hash: agent name -> JSON {slots, busy, seen, sandbox, torch}
+    ranklab:agents:{pool}          hash: agent name -> JSON {slots, busy, seen, sandbox, torch,
+                                   cuda_devices, gpus (names)}
     ranklab:cache:{hash}           a RunResult shared by every agent, keyed by content hash
                                    (code, launch settings, torch, executor version, sandbox)
 """

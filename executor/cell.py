@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from executor import rank as rank_module
 from executor import sandbox, siblings
 from executor.contract import RankStatus, RunStatus
-from executor.limits import RunBudget, rank_status, run_budget, run_status
+from executor.gpus import Gpu, rank_environment
+from executor.limits import RunBudget, rank_status, run_budget, run_status, shm_bytes
 from executor.ports import free_port
 
 if TYPE_CHECKING:
@@ -60,7 +61,11 @@ class RankIO:
 
 
 class Cell:
-    """One run's init process and pipes: created ahead of the request, used once."""
+    """One run's init process and pipes: created ahead of the request, used once.
+
+    A cell is staged for a set of GPUs (none, usually): their device nodes are in its root from
+    the start, so a run holding other GPUs needs a cell of its own (Slot.run stages it).
+    """
 
     def __init__(
         self,
@@ -68,9 +73,13 @@ class Cell:
         plan: sandbox.SandboxPlan | None,
         cgroups: sandbox.SlotCgroups | None,
         sibling_paths: Sequence[str] = (),
+        gpus: tuple[Gpu, ...] = (),
     ) -> None:
         self.ctx = ctx
+        self.gpus = gpus
         self.plan = plan
+        if plan is not None and gpus:
+            self.plan = sandbox.with_gpus(plan, [gpu.minor for gpu in gpus])
         self.cgroups = cgroups
         self.sandboxed = not ctx.trusted
         # Siblings (other warm parents, see siblings.py) join a run through its namespaces,
@@ -98,9 +107,10 @@ class Cell:
         cgroups: sandbox.SlotCgroups | None,
         own_pid_namespace: int,
         sibling_paths: Sequence[str] = (),
+        gpus: tuple[Gpu, ...] = (),
     ) -> Cell:
         """Fork the run's init (in new namespaces when sandboxed); it waits for a request."""
-        cell = cls(ctx, plan, cgroups, sibling_paths)
+        cell = cls(ctx, plan, cgroups, sibling_paths, gpus)
         if cell.plan is not None:
             sandbox.detach_pid_namespace()  # the init forked next is pid 1 of a new namespace
         cell.init_pid = os.fork()
@@ -114,8 +124,25 @@ class Cell:
         os.close(cell.hello_r)
         return cell
 
+    def discard(self) -> None:
+        """End a staged cell that will not be used (staged for other GPUs) and reap its init."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.init_pid, signal.SIGKILL)  # nothing but init is in it yet
+        os.waitpid(self.init_pid, 0)
+        for fd in (self.status_r, self.request_w, self.hello_w):
+            os.close(fd)
+        for io in self.ranks:
+            for read_end, write_end in io.fds.values():
+                os.close(read_end)
+                os.close(write_end)
+
     def execute(
-        self, request: dict[str, Any], budget: RunBudget, send: Send, deadline: float
+        self,
+        request: dict[str, Any],
+        budget: RunBudget,
+        send: Send,
+        deadline: float,
+        backend: str = "gloo",
     ) -> dict[str, Any]:
         """Hand the request to init, pump output until the ranks end or a limit hits, judge."""
         self.budget = budget
@@ -136,6 +163,8 @@ class Cell:
             "port": port,
             "timeout_s": request["timeout_s"],
             "launcher": launcher,
+            "backend": backend,  # resolved: ranks started elsewhere size their budget alike
+            "environment": rank_environment(self.gpus),  # CUDA_VISIBLE_DEVICES, NCCL's socket
             "run_id": str(uuid.uuid4()),
             "processes": processes,
             "local": [rank for rank, parent in enumerate(parents) if parent is None],
@@ -172,7 +201,8 @@ class Cell:
             if self.plan is not None:
                 sandbox.die_with_parent()  # init's death takes the whole pid namespace with it
                 limits = self.ctx.limits
-                sandbox.isolate_init(self.plan, limits.tmp_bytes, limits.shm_bytes)
+                shm = shm_bytes(limits, gpu=bool(self.gpus))
+                sandbox.isolate_init(self.plan, limits.tmp_bytes, shm)
             else:
                 os.setsid()  # trusted mode: the deadline kills this process group
         except BaseException as error:
@@ -185,7 +215,7 @@ class Cell:
         order = json.loads(payload)
         launcher = order.get("launcher", "torchrun")
         budget = run_budget(budget_ranks(order["nproc"], launcher), order["timeout_s"],
-                            self.ctx.limits)  # fmt: skip
+                            self.ctx.limits, order["backend"])  # fmt: skip
         script = _write_script(order["code"], sandboxed=self.plan is not None)
         store = self._start_agent_store(order, budget) if launcher == "torchrun" else None
         os.write(self.status_w, b'{"started": true}\n')  # siblings may start their ranks now
@@ -204,6 +234,7 @@ class Cell:
                         master_port=order["port"],
                         run_id=order["run_id"],
                         launcher=launcher,
+                        environment=order["environment"],
                         reseed=self.ctx.reseed,
                         stdout_fd=io.fds["stdout"][1],
                         stderr_fd=io.fds["stderr"][1],

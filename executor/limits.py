@@ -26,6 +26,13 @@ class Limits(BaseModel):
     min_timeout_s: float = Field(default=0.5, gt=0)
     max_timeout_s: float = Field(default=60.0, gt=0)
     memory_bytes_per_rank: int = Field(default=512 * MIB, description="cgroup memory per rank.")
+    memory_bytes_per_gpu_rank: int = Field(
+        default=4096 * MIB,
+        description="cgroup memory per rank of a run whose backend is NCCL (one GPU per rank): "
+        "a CUDA context alone takes several hundred MiB of host memory, and the CUDA and NCCL "
+        "libraries, pinned buffers and NCCL's shared-memory transport add to it; 512 MiB would "
+        "OOM-kill a rank before its first collective.",
+    )
     memory_bytes_base: int = Field(default=256 * MIB, description="cgroup memory on top of ranks.")
     pids_per_rank: int = Field(
         default=64, description="Processes+threads per rank (gloo uses ~20)."
@@ -84,11 +91,43 @@ def check_request(request: RunRequest, limits: Limits) -> None:
         )
 
 
-def resolve_backend(requested: str, cuda_devices: int, nproc: int) -> str:
-    """Pick the process-group backend: auto means nccl only with one CUDA device per rank."""
+def gpus_needed(requested: str, nproc: int, host_gpus: int) -> int:
+    """How many GPUs a run must hold: one per rank for NCCL (NCCL refuses two ranks on one GPU).
+
+    auto means NCCL where the host has a GPU per rank (its size, not what is free now, so the
+    backend a snippet gets never depends on the load), gloo, with no GPU, everywhere else.
+    """
+    if requested == "nccl" or (requested == "auto" and host_gpus >= nproc):
+        return nproc
+    return 0
+
+
+def check_gpus(request: RunRequest, host_gpus: int) -> int:
+    """Return the GPUs the request needs; raise LimitViolation if this host never has them."""
+    needed = gpus_needed(request.backend, request.nproc, host_gpus)
+    if needed > host_gpus:
+        raise LimitViolation(
+            f"this run needs {needed} GPUs (backend {request.backend}: one GPU per rank); this "
+            f"executor has {host_gpus}"
+        )
+    return needed
+
+
+def resolve_backend(requested: str, gpus: int, nproc: int) -> str:
+    """Pick the process-group backend from the GPUs the run holds: auto means nccl only with
+    one GPU per rank."""
     if requested == "auto":
-        return "nccl" if cuda_devices >= nproc else "gloo"
+        return "nccl" if gpus >= nproc else "gloo"
     return requested
+
+
+# NCCL's shared-memory transport between ranks of one host wants at least this much /dev/shm.
+NCCL_SHM_BYTES = 1024 * MIB
+
+
+def shm_bytes(limits: Limits, gpu: bool) -> int:
+    """Size of a run's private /dev/shm: never under NCCL's 1 GiB for a run on GPUs."""
+    return max(limits.shm_bytes, NCCL_SHM_BYTES) if gpu else limits.shm_bytes
 
 
 @dataclass(frozen=True)
@@ -105,10 +144,12 @@ class RunBudget:
     output_bytes_total: int
 
 
-def run_budget(nproc: int, timeout_s: float, limits: Limits) -> RunBudget:
-    """Compute the cgroup and rlimit values for a run of nproc ranks."""
+def run_budget(nproc: int, timeout_s: float, limits: Limits, backend: str = "gloo") -> RunBudget:
+    """Compute the cgroup and rlimit values for a run of nproc ranks on `backend` (resolved)."""
+    gpu = backend == "nccl"  # NCCL runs hold one GPU per rank, so a CUDA context each
+    per_rank = limits.memory_bytes_per_gpu_rank if gpu else limits.memory_bytes_per_rank
     return RunBudget(
-        memory_bytes=limits.memory_bytes_base + nproc * limits.memory_bytes_per_rank,
+        memory_bytes=limits.memory_bytes_base + nproc * per_rank,
         pids=16 + nproc * limits.pids_per_rank,
         # CPU seconds per process: a rank cannot burn more than the wall budget on every core,
         # the wall deadline fires first; this only bounds a process that escapes the deadline.

@@ -10,10 +10,12 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import IO, Any
 
+from executor import gpus as gpu_discovery
 from executor.contract import ExecutorUnavailable, RunRequest
+from executor.gpus import Gpu
 from executor.settings import PACKAGE_PARENT, ExecutorSettings
 
 # The zygote and every rank forked from it inherit this and nothing else: no secret from the
@@ -88,6 +90,11 @@ class WarmPool:
 
     def __init__(self, settings: ExecutorSettings) -> None:
         self.settings = settings
+        # Found here, in the service, never in the zygote (which must not start CUDA), and
+        # before the scrubbed environment drops the host's CUDA_VISIBLE_DEVICES.
+        self.gpus: tuple[Gpu, ...] = gpu_discovery.discover(
+            settings.gpus, os.environ.get("CUDA_VISIBLE_DEVICES")
+        )
         self.info: dict[str, Any] | None = None
         self._directory = tempfile.mkdtemp(prefix="ranklab-executor-")
         self._socket = os.path.join(self._directory, "zygote.sock")
@@ -131,6 +138,7 @@ class WarmPool:
                 "reseed": self.settings.reseed_after_fork,
                 "sibling_dir": self._directory,
                 "siblings": 0 if self.settings.trusted else self.settings.siblings,
+                "gpus": [gpu.to_dict() for gpu in self.gpus],
             }
             process = self._spawn(config)
             self._process = process
@@ -192,8 +200,11 @@ class WarmPool:
         """Start the zygote without blocking the event loop."""
         return await asyncio.to_thread(self.start)
 
-    async def events(self, request: RunRequest) -> AsyncIterator[dict[str, Any]]:
-        """Yield the run's events (output..., then result) as the zygote reports them."""
+    async def events(
+        self, request: RunRequest, gpus: Sequence[Gpu] = ()
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Yield the run's events (output..., then result) as the zygote reports them; the run
+        uses `gpus` (held for it by the caller), in rank order."""
         if not self.ready:
             raise ExecutorUnavailable("the executor is starting")
         try:
@@ -205,7 +216,8 @@ class WarmPool:
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         reading = asyncio.create_task(_read_events(reader, queue))
         try:
-            writer.write(request.model_dump_json().encode() + b"\n")
+            order = {**request.model_dump(mode="json"), "gpus": [gpu.to_dict() for gpu in gpus]}
+            writer.write(json.dumps(order).encode() + b"\n")
             await writer.drain()
             # Watchdog: the slot worker enforces the deadline; this only catches a stuck executor.
             give_up = asyncio.get_running_loop().time() + request.timeout_s + WATCHDOG_GRACE_S

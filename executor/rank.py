@@ -45,6 +45,7 @@ class RankLaunch:
     master_port: int
     run_id: str
     launcher: str  # "torchrun" (nproc ranks) or "python" (one process, no torchrun variables)
+    environment: dict[str, str]  # the run's own (a GPU run's CUDA_VISIBLE_DEVICES, NCCL's)
     reseed: bool
     stdout_fd: int
     stderr_fd: int
@@ -101,6 +102,9 @@ def run_rank(launch: RankLaunch) -> NoReturn:
             os.makedirs(os.path.dirname(error_file), exist_ok=True)
         else:
             os.environ.update(BASE_ENV)
+        # Before the snippet can touch CUDA: the CUDA runtime reads CUDA_VISIBLE_DEVICES once,
+        # when it starts, and the warm parent this rank was forked from never started it.
+        os.environ.update(launch.environment)
         _set_thread_count(launch)
         sys.argv = [SNIPPET_NAME]
         sys.path[0] = os.path.dirname(launch.script)  # as for `python snippet.py`

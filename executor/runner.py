@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
 from executor.cache import ResultCache, cache_key
 from executor.contract import OutputEvent, RunRequest, RunResult, RunStatus
-from executor.limits import check_request
+from executor.gpus import Gpu, GpuAllocator
+from executor.limits import check_gpus, check_request
 from executor.pool import CapacityLimiter, ExecutorUnavailable, WarmPool
 from executor.settings import ExecutorSettings
 
@@ -22,6 +25,7 @@ class Executor:
         self.pool = pool or WarmPool(settings)
         self.cache = ResultCache(settings.cache_entries, settings.cache_dir)
         self.capacity = CapacityLimiter(settings.max_concurrent_runs, settings.queue_limit)
+        self.gpus = GpuAllocator(self.pool.gpus)
 
     @property
     def ready(self) -> bool:
@@ -47,9 +51,13 @@ class Executor:
         """Check the request and take a slot (raising at once), then return its event stream.
 
         Raises LimitViolation, QueueFull or ExecutorUnavailable before any event is produced,
-        so that HTTP can still answer 4xx/503 instead of a started stream.
+        so that HTTP can still answer 4xx/503 instead of a started stream. A run on GPUs takes
+        its slot, then waits in line for its GPUs (gpus.GpuAllocator) holding it: the line's
+        bound is then the queue's plus the slots. Both go back when the stream ends, however
+        it ends, even if it is dropped unread.
         """
         check_request(request, self.settings.limits)
+        needed = check_gpus(request, len(self.gpus.gpus))
         if not self.ready:
             raise ExecutorUnavailable("the executor is starting")
         key = cache_key(request, self.info.get("torch", ""), not self.settings.trusted)
@@ -58,7 +66,16 @@ class Executor:
             if cached is not None:
                 return _replay(cached)
         await self.capacity.acquire()
-        return self._run(request, key)
+        try:
+            gpus = await self.gpus.acquire(needed)
+        except BaseException:  # cancelled while waiting for GPUs
+            self.capacity.release()
+            raise
+        lease = _Lease(self.capacity, self.gpus, gpus)
+        stream = self._run(request, key, gpus, lease)
+        # A stream never started runs no `finally`: give the slot and GPUs back when it goes.
+        weakref.finalize(stream, lease.release)
+        return stream
 
     async def run(self, request: RunRequest) -> RunResult:
         """Run a request and return only its result."""
@@ -69,9 +86,11 @@ class Executor:
         assert result is not None
         return result
 
-    async def _run(self, request: RunRequest, key: str) -> AsyncIterator[Event]:
+    async def _run(
+        self, request: RunRequest, key: str, gpus: tuple[Gpu, ...], lease: _Lease
+    ) -> AsyncIterator[Event]:
         try:
-            async for event in self.pool.events(request):
+            async for event in self.pool.events(request, gpus):
                 if event.get("event") == "output":
                     yield OutputEvent.model_validate(
                         {k: event[k] for k in ("rank", "stream", "text")}
@@ -83,7 +102,25 @@ class Executor:
                     self.cache.put(key, result)
                     yield result
         finally:
-            self.capacity.release()
+            lease.release()
+
+
+class _Lease:
+    """A run's slot and GPUs, given back exactly once, from whichever exit path comes first."""
+
+    def __init__(self, capacity: CapacityLimiter, allocator: GpuAllocator, gpus: tuple[Gpu, ...]):
+        self.capacity, self.allocator, self.gpus = capacity, allocator, gpus
+        self._released = False
+        self._lock = threading.Lock()  # the finalizer may run on another thread
+
+    def release(self) -> None:
+        """Give the slot and the GPUs back (once)."""
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+        self.allocator.release(self.gpus)
+        self.capacity.release()
 
 
 async def _replay(result: RunResult) -> AsyncIterator[Event]:

@@ -23,7 +23,7 @@ Python 3.11 has no os.unshare, hence ctypes. The kernel is the same either way.
 Why a pid namespace: killing a process group misses a snippet that called setsid(); when pid 1
 of a namespace dies the kernel SIGKILLs everything inside it, so "nothing outlives a run" holds.
 
-Why cgroups (v1 here) and not RLIMIT_AS: an address-space limit below ~1.5 GB breaks torch
+Why cgroups (v1 or v2) and not RLIMIT_AS: an address-space limit below ~1.5 GB breaks torch
 (trap 7 in EXECUTOR-NOTES.md); the memory cgroup counts what is really touched, and the pids
 cgroup caps processes and threads per run (RLIMIT_NPROC counts per uid, across all runs).
 
@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import fcntl
-import glob
 import os
 import resource
 import shutil
@@ -44,9 +44,11 @@ import signal
 import socket
 import struct
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from executor import gpus
 from executor.limits import RunBudget
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -106,9 +108,10 @@ class SandboxPlan:
     links: tuple[tuple[str, str], ...] = ()
     # Python trees under /tmp (a checkout or venv there): bound back over the private /tmp.
     under_tmp: tuple[str, ...] = ()
-    # Character devices bound from the host's /dev (null, zero, urandom...; NVIDIA's on GPU hosts).
+    # Character devices bound from the host's /dev (null, zero, urandom...; for a run holding
+    # GPUs, the NVIDIA control nodes and those GPUs' own nodes: see with_gpus).
     devices: tuple[str, ...] = ()
-    # Read-only /sys subtrees: only on GPU hosts, where NCCL reads the PCI topology there.
+    # Read-only /sys subtrees: only for a run holding GPUs, where NCCL reads the PCI topology.
     sysfs: tuple[str, ...] = ()
     uid: int = 65534
     gid: int = 65534
@@ -124,7 +127,6 @@ TOP_LEVEL = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # groups and hosts are written fresh (no host account, no host name leaks).
 ETC_COPIED = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone")
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
-GPU_DEVICE_GLOBS = ("/dev/nvidia*", "/dev/nvidia-caps")
 GPU_SYSFS = ("/sys/bus/pci", "/sys/devices/pci0000:00", "/sys/devices/system/cpu",
              "/sys/devices/system/node", "/sys/class/pci_bus")  # fmt: skip
 PASSWD = (
@@ -155,12 +157,21 @@ def make_plan(
     tmp = os.path.realpath("/tmp")
     under_tmp = tuple(p for p in outermost if _is_under(p, tmp))
     exposed = tuple(p for p in outermost if not _is_under(p, tmp))
-    devices = [f"/dev/{name}" for name in DEVICES if os.path.exists(f"/dev/{name}")]
-    gpu = [path for pattern in GPU_DEVICE_GLOBS for path in sorted(glob.glob(pattern))]
-    devices += gpu
-    sysfs = tuple(p for p in GPU_SYSFS if os.path.isdir(p)) if gpu else ()
-    return SandboxPlan(
-        exposed, links, under_tmp, tuple(devices), sysfs, uid, gid, cgroup_root, cpu_fairness
+    devices = tuple(f"/dev/{name}" for name in DEVICES if os.path.exists(f"/dev/{name}"))
+    return SandboxPlan(exposed, links, under_tmp, devices, (), uid, gid, cgroup_root, cpu_fairness)
+
+
+def with_gpus(
+    plan: SandboxPlan, minors: Sequence[int], exists: Callable[[str], bool] = os.path.exists
+) -> SandboxPlan:
+    """The plan of a run holding these GPUs: their device nodes (no other GPU's, so a run can
+    neither use nor watch another run's GPU) and the PCI parts of /sys that NCCL reads."""
+    if not minors:
+        return plan
+    return dataclasses.replace(
+        plan,
+        devices=plan.devices + gpus.device_paths(minors, exists),
+        sysfs=tuple(path for path in GPU_SYSFS if os.path.isdir(path)),
     )
 
 
@@ -460,40 +471,206 @@ def _parent_of(pid: int) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[1])  # the name may contain spaces and ")"
 
 
+# The slot cgroups live under a parent of this name (per controller on v1, once on v2).
+CGROUP_PARENT = "ranklab"
+
+
+def cgroup_version(root: Path) -> int:
+    """Tell which hierarchy is mounted at root: 2 (unified), 1 (one per controller), or raise.
+
+    A cgroup v2 directory, the root included, always holds cgroup.controllers; a v1 layout is
+    a directory of per-controller mounts (memory/, pids/, cpu/...). Hybrid hosts mount both:
+    /sys/fs/cgroup is then v1, with the (usually controller-less) v2 tree at unified/.
+    """
+    if (root / "cgroup.controllers").exists():
+        return 2
+    if (root / "memory").is_dir():
+        return 1
+    raise SandboxError(
+        f"no usable cgroup hierarchy at {root}: neither cgroup v2 (no cgroup.controllers) "
+        "nor cgroup v1 (no memory/ hierarchy)"
+    )
+
+
+def slot_cgroup_parents(root: str) -> list[Path]:
+    """Where the slot cgroups of the hierarchy at root live (for removing stale ones)."""
+    try:
+        version = cgroup_version(Path(root))
+    except SandboxError:
+        return []
+    if version == 2:
+        return [Path(root, CGROUP_PARENT)]
+    return [Path(root, controller, CGROUP_PARENT) for controller in ("memory", "pids", "cpu")]
+
+
+class CgroupV1Slot:
+    """A slot on cgroup v1: a directory per controller, <root>/<controller>/ranklab/<slot>."""
+
+    def __init__(self, root: Path, name: str, cpu_fairness: bool) -> None:
+        self.directories = [
+            root / "memory" / CGROUP_PARENT / name,
+            root / "pids" / CGROUP_PARENT / name,
+        ]
+        for directory, control in zip(
+            self.directories, ("memory.limit_in_bytes", "pids.max"), strict=True
+        ):
+            # Never create the hierarchy: a plain directory is not a cgroup, and files written
+            # there limit nothing. The kernel fills a real cgroup with control files.
+            directory.parent.mkdir(exist_ok=True)
+            directory.mkdir(exist_ok=True)
+            if not (directory / control).exists():
+                raise SandboxError(f"{directory.parent} is not a cgroup v1 hierarchy")
+        cpu = root / "cpu" / CGROUP_PARENT / name
+        if cpu_fairness and (cpu.parent.parent / "cpu.shares").exists():
+            # Every new cpu cgroup gets the default cpu.shares (1024): equal weight per slot.
+            cpu.parent.mkdir(exist_ok=True)
+            cpu.mkdir(exist_ok=True)
+            self.directories.append(cpu)
+
+    def set_limits(self, budget: RunBudget) -> None:
+        """Write one run's memory (and memory+swap) and process caps."""
+        memory, pids = self.directories[:2]
+        value = str(budget.memory_bytes)
+        # memsw (memory + swap) must stay >= the memory limit, so the write order depends on the
+        # direction of the change: try one order, then the other. Without memsw, swap would let
+        # a memory bomb push the host into swapping instead of being OOM-killed.
+        files = [memory / "memory.limit_in_bytes"]
+        if (memory / "memory.memsw.limit_in_bytes").exists():
+            files.append(memory / "memory.memsw.limit_in_bytes")
+        try:
+            for file in files:
+                file.write_text(value)
+        except OSError:
+            for file in reversed(files):
+                file.write_text(value)
+        (pids / "pids.max").write_text(str(budget.pids))
+
+    def oom_kills(self) -> int:
+        """Count the OOM kills in the slot's memory cgroup (memory.oom_control's oom_kill)."""
+        return _count(self.directories[0] / "memory.oom_control", "oom_kill")
+
+
+class CgroupV2Slot:
+    """A slot on cgroup v2: one directory, <root>/ranklab/<slot>, holding every controller.
+
+    v2 has one rule v1 has not: "no internal processes". A cgroup that hands controllers to its
+    children (cgroup.subtree_control) may hold no process itself, the root excepted. So the
+    ranklab parent only ever holds slot directories, and the processes (slot workers, runs)
+    live in the slots, the leaves. `root` itself must be the hierarchy's root or an empty,
+    delegated cgroup (in a container with its own cgroup namespace, the container's processes
+    sit in its root: move them to a child first, or point the executor at an empty cgroup).
+    """
+
+    def __init__(self, root: Path, name: str, controllers: tuple[str, ...]) -> None:
+        parent = root / CGROUP_PARENT
+        self.directories = [parent / name]
+        available = set(_read(root / "cgroup.controllers").split())
+        missing = [controller for controller in controllers if controller not in available]
+        if missing:
+            raise SandboxError(
+                f"cgroup v2 at {root} does not offer the {' and '.join(missing)} controller(s) "
+                f"(available: {' '.join(sorted(available)) or 'none'})"
+            )
+        # Parent first: a controller reaches ranklab's slots only once it reaches ranklab.
+        _enable_controllers(root, controllers)
+        parent.mkdir(exist_ok=True)
+        if _read(parent / "cgroup.procs").split():
+            raise SandboxError(
+                f"{parent} holds processes: under cgroup v2 a cgroup that hands controllers to "
+                "its children may hold none (the 'no internal processes' rule)"
+            )
+        _enable_controllers(parent, controllers)
+        directory = self.directories[0]
+        directory.mkdir(exist_ok=True)
+        # A plain directory is not a cgroup, and one without these files limits nothing.
+        wanted = {"memory": "memory.max", "pids": "pids.max", "cpu": "cpu.weight"}
+        for controller in controllers:
+            if not (directory / wanted[controller]).exists():
+                raise SandboxError(f"{directory} is not a cgroup v2 slot with {controller}")
+        if "cpu" in controllers:
+            # The default weight, written to say what it is for: equal CPU per slot, so a fork
+            # bomb gets one slot's share however many processes it spins (v1's cpu.shares).
+            (directory / "cpu.weight").write_text("100")
+
+    def set_limits(self, budget: RunBudget) -> None:
+        """Write one run's memory and process caps, and no swap at all."""
+        directory = self.directories[0]
+        (directory / "memory.max").write_text(str(budget.memory_bytes))
+        # v2 counts swap apart from memory (v1's memsw counts both): 0 keeps a memory bomb from
+        # swapping the host instead of being OOM-killed. Absent without swap accounting.
+        if (directory / "memory.swap.max").exists():
+            (directory / "memory.swap.max").write_text("0")
+        (directory / "pids.max").write_text(str(budget.pids))
+
+    def oom_kills(self) -> int:
+        """Count the OOM kills in the slot (memory.events' oom_kill)."""
+        return _count(self.directories[0] / "memory.events", "oom_kill")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def _enable_controllers(cgroup: Path, controllers: tuple[str, ...]) -> None:
+    """Hand the controllers to cgroup's children (only those not handed yet)."""
+    enabled = set(_read(cgroup / "cgroup.subtree_control").split())
+    missing = [f"+{controller}" for controller in controllers if controller not in enabled]
+    if not missing:
+        return
+    try:
+        (cgroup / "cgroup.subtree_control").write_text(" ".join(missing))
+    except OSError as error:
+        raise SandboxError(
+            f"cannot enable {' '.join(missing)} in {cgroup}/cgroup.subtree_control ({error}); "
+            "under cgroup v2 a cgroup other than the root must hold no process to hand "
+            "controllers to its children (the 'no internal processes' rule)"
+        ) from error
+
+
+def _count(path: Path, key: str) -> int:
+    fields = dict(line.split() for line in _read(path).splitlines() if len(line.split()) == 2)
+    return int(fields.get(key, "0"))
+
+
 class SlotCgroups:
-    """A slot's memory and pids cgroups (v1): hard caps that hold for every process inside.
+    """A slot's cgroups, v1 or v2: hard caps on memory and processes for everything inside.
 
     A slot worker joins its cgroups once, at start-up, and every run it forks inherits them:
     attaching a process to a v1 cgroup costs 5-15 ms (an RCU grace period), too much per run.
-    With cpu_fairness, each slot also gets a cpu cgroup of equal weight, so a fork bomb
-    spinning 100 processes gets one slot's share of the CPU, not 100 shares: a concurrent 2-rank
-    run took 0.1 s instead of 4.4 s. It is off by default because group scheduling cost 15-20%
-    of throughput on 2 cores (12.5/11.5/9.4 vs 10.0/8.7/9.0 runs/s, interleaved), and a bomb
-    only delays concurrent runs until its own deadline.
+    With cpu_fairness, each slot also gets an equal CPU weight, so a fork bomb spinning 100
+    processes gets one slot's share of the CPU, not 100 shares: a concurrent 2-rank run took
+    0.1 s instead of 4.4 s. It is off by default because group scheduling cost 15-20% of
+    throughput on 2 cores (12.5/11.5/9.4 vs 10.0/8.7/9.0 runs/s, interleaved, on v1), and a
+    bomb only delays concurrent runs until its own deadline.
+
+    What differs between the hierarchies (where the directories are, which files hold the
+    limits and the OOM count) is in CgroupV1Slot and CgroupV2Slot; joining, killing and
+    removing work the same on both (cgroup.procs, rmdir).
     """
 
-    def __init__(self, plan: SandboxPlan, name: str) -> None:
-        self.dirs = [
-            Path(plan.cgroup_root, "memory", "ranklab", name),
-            Path(plan.cgroup_root, "pids", "ranklab", name),
-        ]
+    def __init__(self, slot: CgroupV1Slot | CgroupV2Slot) -> None:
+        self.slot = slot
+
+    @classmethod
+    def for_plan(cls, plan: SandboxPlan, name: str) -> SlotCgroups:
+        """Create (or reuse) slot `name`'s cgroups on the hierarchy at plan.cgroup_root."""
+        root = Path(plan.cgroup_root)
         try:
-            for directory, control in zip(
-                self.dirs, ("memory.limit_in_bytes", "pids.max"), strict=True
-            ):
-                # Never create the hierarchy: a plain directory is not a cgroup, and files
-                # written there limit nothing. The kernel fills a real cgroup with control files.
-                directory.parent.mkdir(exist_ok=True)
-                directory.mkdir(exist_ok=True)
-                if not (directory / control).exists():
-                    raise SandboxError(f"{directory.parent} is not a cgroup v1 hierarchy")
-            cpu = Path(plan.cgroup_root, "cpu", "ranklab", name)
-            if plan.cpu_fairness and (cpu.parent.parent / "cpu.shares").exists():
-                cpu.parent.mkdir(exist_ok=True)
-                cpu.mkdir(exist_ok=True)
-                self.dirs.append(cpu)
+            if cgroup_version(root) == 2:
+                available = _read(root / "cgroup.controllers").split()
+                cpu = ("cpu",) if plan.cpu_fairness and "cpu" in available else ()
+                return cls(CgroupV2Slot(root, name, ("memory", "pids", *cpu)))
+            return cls(CgroupV1Slot(root, name, plan.cpu_fairness))
         except OSError as error:
             raise SandboxError(f"cgroup setup failed: {error}") from error
+
+    @property
+    def dirs(self) -> list[Path]:
+        """The slot's cgroup directories (one per controller on v1, one on v2)."""
+        return self.slot.directories
 
     def join(self) -> None:
         """Move the calling process (and its future children) into the cgroups."""
@@ -505,49 +682,36 @@ class SlotCgroups:
 
     def set_limits(self, budget: RunBudget) -> None:
         """Apply one run's memory and process caps."""
-        memory, pids = self.dirs[:2]
-        value = str(budget.memory_bytes)
-        # memsw (memory + swap) must stay >= the memory limit, so the write order depends on the
-        # direction of the change: try one order, then the other. Without memsw, swap would let
-        # a memory bomb push the host into swapping instead of being OOM-killed.
-        files = [memory / "memory.limit_in_bytes"]
-        if (memory / "memory.memsw.limit_in_bytes").exists():
-            files.append(memory / "memory.memsw.limit_in_bytes")
         try:
-            try:
-                for file in files:
-                    file.write_text(value)
-            except OSError:
-                for file in reversed(files):
-                    file.write_text(value)
-            (pids / "pids.max").write_text(str(budget.pids))
+            self.slot.set_limits(budget)
         except OSError as error:
             raise SandboxError(f"cannot set cgroup limits: {error}") from error
 
     def oom_kills(self) -> int:
         """Return how many processes the kernel has OOM-killed in this cgroup so far."""
-        try:
-            text = (self.dirs[0] / "memory.oom_control").read_text()
-        except OSError:
-            return 0
-        fields = dict(line.split() for line in text.splitlines() if len(line.split()) == 2)
-        return int(fields.get("oom_kill", "0"))
+        return self.slot.oom_kills()
+
+    def members(self) -> set[int]:
+        """The pids in the slot's cgroups now."""
+        pids: set[int] = set()
+        for directory in self.dirs:
+            pids.update(int(pid) for pid in _read(directory / "cgroup.procs").split())
+        return pids
 
     def kill_all_but(self, spared: set[int]) -> None:
         """SIGKILL whatever is still in the cgroups but the slot worker, `spared` and their
         direct children (a sibling's worker waits in a child for the rank it started: killed,
-        that child would leave the rank's zombie to the host's init)."""
+        that child would leave the rank's zombie to the host's init).
+
+        Not cgroup.kill (v2): it kills every member, and the slot worker and the siblings'
+        workers sit in the slot for good.
+        """
         spared = spared | {os.getpid()}
-        for directory in self.dirs:
-            try:
-                pids = (directory / "cgroup.procs").read_text().split()
-            except OSError:
+        for pid in self.members():
+            if pid in spared or _parent_of(pid) in spared:
                 continue
-            for pid in pids:
-                if int(pid) in spared or _parent_of(int(pid)) in spared:
-                    continue
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
     def remove(self) -> None:
         """Delete the cgroups (best effort: a cgroup with processes in it stays)."""

@@ -92,6 +92,7 @@ def create_app(
                 "torch": info.get("torch"),
                 "sandbox": sandbox,
                 "cuda_devices": info.get("cuda_devices", 0),
+                "gpus": info.get("gpus", []),  # index, name, memory_bytes of each
                 "max_timeout_s": runner.settings.limits.max_timeout_s,
                 "token": token,
             }

@@ -44,7 +44,17 @@ class ExecutorSettings(BaseSettings):
     )
     sandbox_uid: int = 65534
     sandbox_gid: int = 65534
-    cgroup_root: str = "/sys/fs/cgroup"
+    cgroup_root: str = Field(
+        default="/sys/fs/cgroup",
+        description="Where the cgroups are: a cgroup v1 layout (memory/, pids/...) or a cgroup v2 "
+        "hierarchy (or an empty, delegated v2 cgroup), told apart by cgroup.controllers.",
+    )
+    gpus: str | None = Field(
+        default=None,
+        description='GPUs runs may use, as nvidia-smi indices or UUIDs ("0,1"), or "none". '
+        "Unset: every GPU the driver lists, narrowed by CUDA_VISIBLE_DEVICES if the executor "
+        "was started with it. NCCL runs hold one GPU per rank.",
+    )
     cpu_fairness: bool = Field(
         default=False,
         description="Give each slot an equal-weight cpu cgroup (a fork bomb cannot starve "

@@ -150,7 +150,7 @@ def _worker(
             # pid file comes first: the slot clears its cgroups after every run, sparing these.
             path = listener.getsockname()
             Path(path).with_suffix(".pid").write_text(str(os.getpid()))
-            sandbox.SlotCgroups(context.plan, slot_name).join()
+            sandbox.SlotCgroups.for_plan(context.plan, slot_name).join()
         while True:
             connection, _ = listener.accept()
             with connection:
@@ -212,7 +212,9 @@ def _enter_and_fork_rank(
             # Its parent is outside the run (getppid() says 0), so kill(0, ...) would reach the
             # sibling's process group: a session of its own keeps that to the rank itself.
             os.setsid()
-            budget = run_budget(order["budget_ranks"], order["timeout_s"], context.limits)
+            budget = run_budget(
+                order["budget_ranks"], order["timeout_s"], context.limits, order["backend"]
+            )
             rank_module.run_rank(
                 rank_module.RankLaunch(
                     code=order["code"],
@@ -222,6 +224,7 @@ def _enter_and_fork_rank(
                     master_port=order["port"],
                     run_id=order["run_id"],
                     launcher=order["launcher"],
+                    environment=order["environment"],
                     reseed=context.reseed,
                     stdout_fd=stdout,
                     stderr_fd=stderr,

@@ -15,6 +15,7 @@ from typing import Any
 from executor import sandbox, siblings
 from executor.cell import Cell, Send, budget_ranks
 from executor.contract import RunStatus
+from executor.gpus import Gpu
 from executor.limits import Limits, resolve_backend, run_budget
 
 
@@ -28,7 +29,7 @@ class ZygoteContext:
     limits: Limits
     torch_version: str
     python_version: str
-    cuda_devices: int
+    gpus: tuple[Gpu, ...] = ()  # the host's GPUs runs may use (found by the service, gpus.py)
     reseed: bool = True
     sibling_dir: str | None = None  # where the siblings' workers listen (see siblings.py)
     siblings: int = 0
@@ -58,23 +59,36 @@ class Slot:
         self.own_pid_namespace = -1
         self.cell: Cell | None = None
         if self.plan is not None:
-            self.cgroups = sandbox.SlotCgroups(self.plan, name)
+            self.cgroups = sandbox.SlotCgroups.for_plan(self.plan, name)
             self.cgroups.join()
             self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY)
 
-    def prepare(self) -> None:
-        """Fork the next run's init (isolated when sandboxed), waiting for its request."""
+    def prepare(self, gpus: tuple[Gpu, ...] = ()) -> None:
+        """Fork the next run's init (isolated when sandboxed), waiting for its request.
+
+        Staged ahead for a run without GPUs, the common case; a run holding GPUs gets a cell
+        staged for exactly those (their device nodes are part of its root), at a few ms more.
+        """
         refusing = not self.ctx.trusted and self.plan is None  # untrusted without a sandbox
+        if self.cell is not None and self.cell.gpus != gpus:
+            self.cell.discard()
+            self.cell = None
         if self.cell is None and not refusing:
             self.cell = Cell.start(
-                self.ctx, self.plan, self.cgroups, self.own_pid_namespace, self.sibling_paths
-            )
+                self.ctx, self.plan, self.cgroups, self.own_pid_namespace, self.sibling_paths,
+                gpus,
+            )  # fmt: skip
 
     def run(self, request: dict[str, Any], send: Send) -> dict[str, Any]:
-        """Run one request to completion, streaming output through send; return the result."""
+        """Run one request to completion, streaming output through send; return the result.
+
+        `request["gpus"]` lists the GPUs the service gave the run (gpus.GpuAllocator), in rank
+        order; the backend follows from them.
+        """
         started = time.monotonic()
         nproc, timeout_s = int(request["nproc"]), float(request["timeout_s"])
-        backend = resolve_backend(request["backend"], self.ctx.cuda_devices, nproc)
+        gpus = tuple(Gpu.from_dict(gpu) for gpu in request.get("gpus", []))
+        backend = resolve_backend(request["backend"], len(gpus), nproc)
         environment = {
             "torch": self.ctx.torch_version,
             "backend": backend,
@@ -91,14 +105,14 @@ class Slot:
             return {**result, "status": RunStatus.REJECTED, "duration_ms": 0, "message": message}
         launcher = request.get("launcher", "torchrun")
         environment["launcher"] = launcher
-        budget = run_budget(budget_ranks(nproc, launcher), timeout_s, self.ctx.limits)
+        budget = run_budget(budget_ranks(nproc, launcher), timeout_s, self.ctx.limits, backend)
         try:
             if self.cgroups is not None:
                 self.cgroups.set_limits(budget)
-            self.prepare()
+            self.prepare(gpus)
             assert self.cell is not None
             cell, self.cell = self.cell, None
-            outcome = cell.execute(request, budget, send, started + timeout_s)
+            outcome = cell.execute(request, budget, send, started + timeout_s, backend)
         except sandbox.SandboxError as error:
             outcome = {"status": RunStatus.REJECTED, "message": f"sandbox setup failed: {error}"}
         outcome["duration_ms"] = int((time.monotonic() - started) * 1000)

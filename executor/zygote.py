@@ -26,6 +26,7 @@ import warnings
 from typing import Any, NoReturn
 
 from executor import cell, sandbox, siblings, supervisor
+from executor.gpus import Gpu
 from executor.limits import Limits
 
 # Run once in a throw-away fork to learn which modules a typical DDP snippet imports lazily
@@ -60,7 +61,10 @@ def main() -> None:
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, "1")  # before torch is imported, or it has no effect (trap 3)
     started = time.monotonic()
-    torch_version, cuda_devices, modules = _preload(config["warm"], config.get("modules"))
+    torch_version, modules = _preload(config["warm"], config.get("modules"))
+    # Found by the service (gpus.discover) without CUDA: this process must never start CUDA,
+    # or no rank forked from it could use it (trap 11).
+    gpus = tuple(Gpu.from_dict(gpu) for gpu in config.get("gpus", []))
     limits = Limits.model_validate(config["limits"])
     context = supervisor.ZygoteContext(
         trusted=config["trusted"],
@@ -69,7 +73,7 @@ def main() -> None:
         limits=limits,
         torch_version=torch_version,
         python_version=platform.python_version(),
-        cuda_devices=cuda_devices,
+        gpus=gpus,
         reseed=config.get("reseed", True),
         sibling_dir=config.get("sibling_dir"),
         siblings=int(config.get("siblings", 0)),
@@ -87,7 +91,10 @@ def main() -> None:
         "event": "ready",
         "torch": torch_version,
         "python": context.python_version,
-        "cuda_devices": cuda_devices,
+        "cuda_devices": len(gpus),
+        "gpus": [
+            {"index": gpu.index, "name": gpu.name, "memory_bytes": gpu.memory_bytes} for gpu in gpus
+        ],
         "trusted": context.trusted,
         "sandbox_error": context.sandbox_error,
         "threads": len(os.listdir("/proc/self/task")),
@@ -128,7 +135,9 @@ def _serve_as_sibling(
     )  # fmt: skip
 
 
-def _preload(warm: bool, modules: list[str] | None) -> tuple[str, int, list[str]]:
+def _preload(warm: bool, modules: list[str] | None) -> tuple[str, list[str]]:
+    """Import torch and, when warm, what a DDP snippet imports lazily; return torch's version
+    and the modules warmed up. Nothing here may call torch.cuda (see main)."""
     import numpy  # noqa: F401  (without it torch warns into every snippet's output, trap 10)
     import torch
     import torch.distributed
@@ -149,9 +158,7 @@ def _preload(warm: bool, modules: list[str] | None) -> tuple[str, int, list[str]
                 continue
     warnings.filters[:] = torch_filters  # type: ignore[index]
     warnings._filters_mutated()  # type: ignore[attr-defined]
-    # Counted through NVML (PYTORCH_NVML_BASED_CUDA_CHECK) so that CUDA is not initialised
-    # before fork (trap 11).
-    return str(torch.__version__), int(torch.cuda.device_count()), modules or []
+    return str(torch.__version__), modules or []
 
 
 def _modules_used_by(code: str) -> list[str]:
@@ -235,8 +242,7 @@ def _remove_stale_cgroups(plan: sandbox.SandboxPlan, prefix: str = "", wait_s: f
     give_up = time.monotonic() + wait_s
     while True:
         left = 0
-        for controller in ("memory", "pids", "cpu"):
-            parent = os.path.join(plan.cgroup_root, controller, "ranklab")
+        for parent in sandbox.slot_cgroup_parents(plan.cgroup_root):
             names = os.listdir(parent) if os.path.isdir(parent) else []
             for name in names:
                 path = os.path.join(parent, name)

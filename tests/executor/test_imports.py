@@ -1,4 +1,5 @@
-"""The web app imports the contract, the limits and the CLI: none of them may pull in torch."""
+"""The web app imports the contract, the limits and the CLI: none of them may pull in torch; nor
+may GPU discovery, which runs in the service before the zygote forks anything."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import sys
 
 CHECK = """
 import sys
-import executor.contract, executor.limits
+import executor.contract, executor.limits, executor.gpus
 heavy = {"torch", "numpy", "fastapi", "starlette", "httpx", "uvicorn", "sqlmodel"}
 assert not heavy & set(sys.modules), sorted(heavy & set(sys.modules))
 import executor.cli, executor.service, executor.runner

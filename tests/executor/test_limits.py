@@ -9,14 +9,18 @@ import pytest
 
 from executor.contract import RankStatus, RunRequest, RunStatus
 from executor.limits import (
+    MIB,
     Limits,
     LimitViolation,
+    check_gpus,
     check_request,
+    gpus_needed,
     max_body_bytes,
     rank_status,
     resolve_backend,
     run_budget,
     run_status,
+    shm_bytes,
 )
 
 LIMITS = Limits()
@@ -58,22 +62,65 @@ def test_a_timeout_outside_the_range_is_refused(timeout: float) -> None:
     assert "timeout_s must be between" in caught.value.message
 
 
-def test_auto_backend_is_gloo_without_enough_gpus() -> None:
-    assert resolve_backend("auto", cuda_devices=0, nproc=2) == "gloo"
-    assert resolve_backend("auto", cuda_devices=1, nproc=2) == "gloo"
+def test_auto_backend_is_gloo_without_a_gpu_per_rank() -> None:
+    assert resolve_backend("auto", gpus=0, nproc=2) == "gloo"
+    assert resolve_backend("auto", gpus=1, nproc=2) == "gloo"
 
 
-def test_auto_backend_is_nccl_with_one_gpu_per_rank() -> None:
-    assert resolve_backend("auto", cuda_devices=4, nproc=2) == "nccl"
+def test_auto_backend_is_nccl_when_the_run_holds_a_gpu_per_rank() -> None:
+    assert resolve_backend("auto", gpus=2, nproc=2) == "nccl"
 
 
 def test_an_explicit_backend_is_kept() -> None:
-    assert resolve_backend("nccl", cuda_devices=0, nproc=2) == "nccl"
+    assert resolve_backend("nccl", gpus=0, nproc=2) == "nccl"
+    assert resolve_backend("gloo", gpus=2, nproc=2) == "gloo"
+
+
+def test_nccl_needs_a_gpu_per_rank_and_gloo_none() -> None:
+    assert gpus_needed("nccl", nproc=3, host_gpus=8) == 3
+    assert gpus_needed("gloo", nproc=3, host_gpus=8) == 0
+
+
+def test_auto_takes_gpus_only_where_the_host_has_one_per_rank_free_or_not() -> None:
+    assert gpus_needed("auto", nproc=2, host_gpus=2) == 2
+    assert gpus_needed("auto", nproc=3, host_gpus=2) == 0  # gloo on the CPU instead
+    assert gpus_needed("auto", nproc=2, host_gpus=0) == 0
+
+
+def test_a_run_needing_more_gpus_than_the_host_has_is_refused_with_both_numbers() -> None:
+    assert check_gpus(request(backend="nccl", nproc=2), host_gpus=4) == 2
+    with pytest.raises(LimitViolation) as caught:
+        check_gpus(request(backend="nccl", nproc=4), host_gpus=2)
+    assert caught.value.status_code == 422
+    assert caught.value.message == (
+        "this run needs 4 GPUs (backend nccl: one GPU per rank); this executor has 2"
+    )
+    assert check_gpus(request(backend="auto", nproc=4), host_gpus=2) == 0  # auto falls to gloo
+
+
+def test_a_gpu_run_gets_at_least_the_gib_of_shm_nccl_wants() -> None:
+    small = Limits(shm_bytes=64 * MIB)
+    assert shm_bytes(small, gpu=True) == 1024 * MIB
+    assert shm_bytes(small, gpu=False) == 64 * MIB
+    assert shm_bytes(Limits(shm_bytes=2048 * MIB), gpu=True) == 2048 * MIB
 
 
 def test_the_memory_budget_grows_with_the_number_of_ranks() -> None:
     assert run_budget(4, 5, LIMITS).memory_bytes > run_budget(2, 5, LIMITS).memory_bytes
     assert run_budget(4, 5, LIMITS).pids > run_budget(2, 5, LIMITS).pids
+
+
+def test_an_nccl_run_is_sized_for_a_cuda_context_per_rank() -> None:
+    limits = Limits(memory_bytes_base=100, memory_bytes_per_rank=10, memory_bytes_per_gpu_rank=1000)
+    assert run_budget(2, 5, limits, backend="nccl").memory_bytes == 100 + 2 * 1000
+    assert run_budget(2, 5, limits, backend="gloo").memory_bytes == 100 + 2 * 10
+    assert run_budget(2, 5, limits).memory_bytes == 100 + 2 * 10  # gloo unless told otherwise
+
+
+def test_by_default_a_gpu_rank_gets_far_more_memory_than_a_cpu_rank() -> None:
+    gpu, cpu = run_budget(1, 5, LIMITS, backend="nccl"), run_budget(1, 5, LIMITS, backend="gloo")
+    assert gpu.memory_bytes - cpu.memory_bytes >= 3 * 1024**3  # a CUDA context does not fit 512 MiB
+    assert (gpu.pids, gpu.cpu_seconds) == (cpu.pids, cpu.cpu_seconds)  # memory is what differs
 
 
 def test_the_cpu_budget_outlasts_the_wall_deadline() -> None:

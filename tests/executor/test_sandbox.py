@@ -12,7 +12,7 @@ import pytest
 
 from executor.contract import RunRequest, RunStatus
 from executor.runner import Executor
-from executor.sandbox import make_plan
+from executor.sandbox import GPU_SYSFS, make_plan, with_gpus
 from executor.settings import PACKAGE_PARENT, ExecutorSettings
 from tests.support.executor import run
 
@@ -140,3 +140,15 @@ def test_the_plan_is_an_allow_list_of_system_and_python_trees() -> None:
     assert str(PACKAGE_PARENT) not in trees
     assert set(plan.devices) >= {"/dev/null", "/dev/urandom"}
     assert "/dev/shm" not in plan.devices  # a fresh tmpfs per run instead
+
+
+def test_a_run_holding_gpus_gets_their_nodes_and_the_pci_view_nccl_reads() -> None:
+    plan = make_plan([], 65534, 65534, "/sys/fs/cgroup")
+    assert not any(device.startswith("/dev/nvidia") for device in plan.devices)
+    assert plan.sysfs == ()  # a run without GPUs sees an empty /sys
+    host = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia0", "/dev/nvidia1"}
+    holding = with_gpus(plan, [1], exists=host.__contains__)
+    assert holding.devices == (*plan.devices, "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia1")
+    assert holding.sysfs == tuple(path for path in GPU_SYSFS if os.path.isdir(path))
+    assert (holding.exposed, holding.uid) == (plan.exposed, plan.uid)  # nothing else changes
+    assert with_gpus(plan, []) == plan

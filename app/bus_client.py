@@ -51,11 +51,14 @@ class RedisExecutorClient:
     def health(self, pool: bus.Pool = "cpu") -> dict[str, Any] | None:
         """The pool's state when one of its agents at least is warm and beating, else None.
 
-        `sandbox` is "on" only when every warm agent sandboxes: labs refuse otherwise."""
+        `sandbox` is "on" only when every warm agent sandboxes: labs refuse otherwise.
+        `cuda_devices` is the most GPUs one live GPU agent holds (a run's ranks share one host),
+        whichever pool is asked about: verify reports "needs N GPUs" only beyond it."""
         try:
             stats = bus.queue_stats(self.client, pool)
             beats = cast(dict[str, str], self.client.hgetall(bus.agents_key(pool)))
             live = bus.live_agents(beats, time.time())
+            cuda_devices = self._most_gpus(live if pool == "gpu" else None)
         except redis.RedisError:
             return None
         agents = {name: beat for name, beat in live.items() if beat.get("ready")}
@@ -75,7 +78,16 @@ class RedisExecutorClient:
             "depth": stats.depth,
             "pending": stats.pending,
             "oldest_wait_s": stats.oldest_wait_s,
+            "cuda_devices": cuda_devices,
         }
+
+    def _most_gpus(self, gpu_agents: dict[str, dict[str, Any]] | None) -> int:
+        """The most GPUs any ready agent of the GPU pool holds (0 when it has none)."""
+        if gpu_agents is None:
+            beats = cast(dict[str, str], self.client.hgetall(bus.agents_key("gpu")))
+            gpu_agents = bus.live_agents(beats, time.time())
+        counts = [int(b.get("cuda_devices") or 0) for b in gpu_agents.values() if b.get("ready")]
+        return max(counts, default=0)
 
     def submit(self, request: RunRequest) -> str:
         """Queue a run and return its id; ExecutorBusy when its pool's queue is full."""

@@ -98,8 +98,9 @@ def agents_key(pool: Pool) -> str:
 
 
 def pool_for(request: RunRequest) -> Pool:
-    """NCCL runs need GPU hosts; everything else (gloo, auto on CPU) goes to the CPU pool."""
-    return "gpu" if request.backend == "nccl" else "cpu"
+    """NCCL runs and runs that declare GPUs need GPU hosts; everything else (gloo, auto) goes to
+    the CPU pool, where auto means gloo."""
+    return "gpu" if request.backend == "nccl" or request.gpus > 0 else "cpu"
 
 
 def new_run_id() -> str:

@@ -25,6 +25,7 @@ def cache_key(request: RunRequest, torch_version: str, sandboxed: bool) -> str:
         "backend": request.backend,
         "timeout_s": request.timeout_s,
         "launcher": request.launcher,
+        "gpus": request.gpus,
         "torch": torch_version,
         "executor": EXECUTOR_VERSION,
         "sandboxed": sandboxed,  # a snippet may print its uid: trusted runs differ

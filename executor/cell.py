@@ -164,6 +164,7 @@ class Cell:
             "timeout_s": request["timeout_s"],
             "launcher": launcher,
             "backend": backend,  # resolved: ranks started elsewhere size their budget alike
+            "gpu_count": len(self.gpus),  # so do the GPUs the run holds
             "environment": rank_environment(self.gpus),  # CUDA_VISIBLE_DEVICES, NCCL's socket
             "run_id": str(uuid.uuid4()),
             "processes": processes,
@@ -214,8 +215,9 @@ class Cell:
             os._exit(0)  # the slot went away before sending a request
         order = json.loads(payload)
         launcher = order.get("launcher", "torchrun")
+        held = len(order.get("gpus") or [])
         budget = run_budget(budget_ranks(order["nproc"], launcher), order["timeout_s"],
-                            self.ctx.limits, order["backend"])  # fmt: skip
+                            self.ctx.limits, order["backend"], held)  # fmt: skip
         script = _write_script(order["code"], sandboxed=self.plan is not None)
         store = self._start_agent_store(order, budget) if launcher == "torchrun" else None
         os.write(self.status_w, b'{"started": true}\n')  # siblings may start their ranks now

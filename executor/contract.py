@@ -71,6 +71,13 @@ class RunRequest(BaseModel):
         "as `python snippet.py` would be (no torchrun variables); its own children (mp.spawn) "
         "are the ranks, and nproc sizes the memory and process budget for them.",
     )
+    gpus: int = Field(
+        default=0,
+        ge=0,
+        description="GPUs the run needs whatever its backend (a single process on several GPUs, "
+        "a CUDA collective on gloo); nccl needs one per rank anyway. A run needing any GPU goes "
+        "to the GPU pool on the job bus.",
+    )
     use_cache: bool = Field(
         default=True, description="Serve a cached observation if one exists (verify sets False)."
     )

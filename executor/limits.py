@@ -91,23 +91,25 @@ def check_request(request: RunRequest, limits: Limits) -> None:
         )
 
 
-def gpus_needed(requested: str, nproc: int, host_gpus: int) -> int:
-    """How many GPUs a run must hold: one per rank for NCCL (NCCL refuses two ranks on one GPU).
+def gpus_needed(requested: str, nproc: int, host_gpus: int, declared: int = 0) -> int:
+    """How many GPUs a run must hold: one per rank for NCCL (NCCL refuses two ranks on one GPU),
+    and at least those the run declares (`RunRequest.gpus`).
 
     auto means NCCL where the host has a GPU per rank (its size, not what is free now, so the
     backend a snippet gets never depends on the load), gloo, with no GPU, everywhere else.
     """
     if requested == "nccl" or (requested == "auto" and host_gpus >= nproc):
-        return nproc
-    return 0
+        return max(nproc, declared)
+    return declared
 
 
 def check_gpus(request: RunRequest, host_gpus: int) -> int:
     """Return the GPUs the request needs; raise LimitViolation if this host never has them."""
-    needed = gpus_needed(request.backend, request.nproc, host_gpus)
+    needed = gpus_needed(request.backend, request.nproc, host_gpus, request.gpus)
     if needed > host_gpus:
+        why = "one GPU per rank" if needed == request.nproc else f"it declares {request.gpus}"
         raise LimitViolation(
-            f"this run needs {needed} GPUs (backend {request.backend}: one GPU per rank); this "
+            f"this run needs {needed} GPUs (backend {request.backend}: {why}); this "
             f"executor has {host_gpus}"
         )
     return needed
@@ -144,9 +146,12 @@ class RunBudget:
     output_bytes_total: int
 
 
-def run_budget(nproc: int, timeout_s: float, limits: Limits, backend: str = "gloo") -> RunBudget:
-    """Compute the cgroup and rlimit values for a run of nproc ranks on `backend` (resolved)."""
-    gpu = backend == "nccl"  # NCCL runs hold one GPU per rank, so a CUDA context each
+def run_budget(
+    nproc: int, timeout_s: float, limits: Limits, backend: str = "gloo", gpus: int = 0
+) -> RunBudget:
+    """Compute the cgroup and rlimit values for a run of nproc ranks on `backend` (resolved)
+    holding `gpus` GPUs: a run on GPUs needs room for a CUDA context in each rank."""
+    gpu = backend == "nccl" or gpus > 0  # NCCL holds one GPU per rank; others may declare some
     per_rank = limits.memory_bytes_per_gpu_rank if gpu else limits.memory_bytes_per_rank
     return RunBudget(
         memory_bytes=limits.memory_bytes_base + nproc * per_rank,

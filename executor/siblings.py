@@ -213,7 +213,11 @@ def _enter_and_fork_rank(
             # sibling's process group: a session of its own keeps that to the rank itself.
             os.setsid()
             budget = run_budget(
-                order["budget_ranks"], order["timeout_s"], context.limits, order["backend"]
+                order["budget_ranks"],
+                order["timeout_s"],
+                context.limits,
+                order["backend"],
+                order.get("gpu_count", 0),
             )
             rank_module.run_rank(
                 rank_module.RankLaunch(

@@ -105,7 +105,9 @@ class Slot:
             return {**result, "status": RunStatus.REJECTED, "duration_ms": 0, "message": message}
         launcher = request.get("launcher", "torchrun")
         environment["launcher"] = launcher
-        budget = run_budget(budget_ranks(nproc, launcher), timeout_s, self.ctx.limits, backend)
+        budget = run_budget(
+            budget_ranks(nproc, launcher), timeout_s, self.ctx.limits, backend, len(gpus)
+        )
         try:
             if self.cgroups is not None:
                 self.cgroups.set_limits(budget)

@@ -31,6 +31,7 @@ def run_request(
         backend=item.launch.backend.value,
         timeout_s=timeout_s or item.launch.timeout_s,
         launcher=item.launch.launcher.value,
+        gpus=item.launch.gpus,
         use_cache=use_cache,
     )
 

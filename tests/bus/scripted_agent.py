@@ -19,6 +19,7 @@ from typing import Any
 import redis.asyncio as aredis
 
 from executor.agent import Agent, AgentSettings
+from executor.bus import Pool
 from executor.contract import (
     OutputEvent,
     RankResult,
@@ -86,11 +87,15 @@ class ScriptedRunner:
 
 
 class AgentThread:
-    """An agent serving the cpu pool of `url` from its own thread and event loop."""
+    """An agent serving a pool of `url` (cpu unless told) from its own thread and event loop."""
 
-    def __init__(self, url: str, runner: ScriptedRunner) -> None:
+    def __init__(
+        self, url: str, runner: ScriptedRunner, pool: Pool = "cpu", name: str = "scripted"
+    ) -> None:
         self.url = url
         self.runner = runner
+        self.pool: Pool = pool
+        self.name = name
         self.started = threading.Event()
         self.thread = threading.Thread(target=asyncio.run, args=(self._serve(),), daemon=True)
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -100,7 +105,9 @@ class AgentThread:
         client = aredis.Redis.from_url(self.url, decode_responses=True)
         self.loop, self.stopping = asyncio.get_running_loop(), asyncio.Event()
         self.started.set()
-        settings = AgentSettings(pool="cpu", slots=4, name="scripted", heartbeat_s=0.5, block_s=0.2)
+        settings = AgentSettings(
+            pool=self.pool, slots=4, name=self.name, heartbeat_s=0.5, block_s=0.2
+        )
         try:
             await Agent(client, self.runner, settings).serve(self.stopping)
         finally:
@@ -114,6 +121,8 @@ class AgentThread:
     def stop(self) -> None:
         """End every held run and leave (graceful: the agent finishes what it holds)."""
         self.runner.abandoned.set()
+        if not self.thread.is_alive():  # stopped already (its loop is closed)
+            return
         if self.loop is not None and self.stopping is not None:
             self.loop.call_soon_threadsafe(self.stopping.set)
         self.thread.join(30)

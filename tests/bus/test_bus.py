@@ -18,6 +18,7 @@ def test_nccl_runs_go_to_the_gpu_pool_and_everything_else_to_cpu() -> None:
     assert bus.pool_for(RunRequest(code="", backend="nccl")) == "gpu"
     assert bus.pool_for(RunRequest(code="", backend="gloo")) == "cpu"
     assert bus.pool_for(RunRequest(code="", backend="auto")) == "cpu"
+    assert bus.pool_for(RunRequest(code="", backend="gloo", gpus=1)) == "gpu"  # declares a GPU
 
 
 def test_run_ids_are_distinct_and_long_enough_to_be_unguessable() -> None:

@@ -98,6 +98,18 @@ def test_a_run_needing_more_gpus_than_the_host_has_is_refused_with_both_numbers(
     assert check_gpus(request(backend="auto", nproc=4), host_gpus=2) == 0  # auto falls to gloo
 
 
+def test_a_run_holds_the_gpus_it_declares_whatever_its_backend() -> None:
+    assert gpus_needed("gloo", nproc=1, host_gpus=4, declared=2) == 2  # one process, two GPUs
+    assert gpus_needed("nccl", nproc=2, host_gpus=4, declared=3) == 3
+    assert gpus_needed("nccl", nproc=3, host_gpus=4, declared=1) == 3  # one per rank at least
+    assert check_gpus(request(backend="gloo", nproc=1, gpus=2), host_gpus=2) == 2
+    with pytest.raises(LimitViolation) as caught:
+        check_gpus(request(backend="gloo", nproc=1, gpus=2), host_gpus=0)
+    assert caught.value.message == (
+        "this run needs 2 GPUs (backend gloo: it declares 2); this executor has 0"
+    )
+
+
 def test_a_gpu_run_gets_at_least_the_gib_of_shm_nccl_wants() -> None:
     small = Limits(shm_bytes=64 * MIB)
     assert shm_bytes(small, gpu=True) == 1024 * MIB
@@ -115,6 +127,8 @@ def test_an_nccl_run_is_sized_for_a_cuda_context_per_rank() -> None:
     assert run_budget(2, 5, limits, backend="nccl").memory_bytes == 100 + 2 * 1000
     assert run_budget(2, 5, limits, backend="gloo").memory_bytes == 100 + 2 * 10
     assert run_budget(2, 5, limits).memory_bytes == 100 + 2 * 10  # gloo unless told otherwise
+    # A run that declares GPUs without NCCL (one process on 2 GPUs) needs a CUDA context too.
+    assert run_budget(1, 5, limits, backend="gloo", gpus=2).memory_bytes == 100 + 1 * 1000
 
 
 def test_by_default_a_gpu_rank_gets_far_more_memory_than_a_cpu_rank() -> None:

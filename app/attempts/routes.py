@@ -155,8 +155,7 @@ async def question(
         lines = await run_reads(session, records.proof_lines, session, loaded, [item])
         context["verified"] = lines.get(item.id)
     if isinstance(item, EXECUTABLE_KINDS) and row.status.closed:
-        available = await run_in_threadpool(runs.available, executor)  # an HTTP health check
-        context["run"] = {"nproc": item.launch.nproc, "available": available}
+        context["run"] = await run_in_threadpool(runs.run_panel, executor, item)  # HTTP health
     return request.app.state.templates.TemplateResponse(request, "question.html", context)
 
 

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from app.challenges.loader import LoadedLab
 from app.executor_client import ExecutorClient
 from app.labs.schema import LabCheck, LabStep
+from app.runs.service import gpus_needed
 from app.verification.batch import ExecutorFacts
 from app.verification.rules import Verdict, run_mismatches
-from app.verification.service import gpus_needed, observe
+from app.verification.service import observe
 from executor.contract import RunResult, RunStatus
 
 

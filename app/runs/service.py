@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 from app import metrics
-from app.challenges.base import Launch
+from app.challenges.base import Backend, Launch
 from app.executor_client import ExecutorClient, ExecutorUnavailable
 from executor.contract import OutputEvent, RunRequest
 
@@ -56,3 +56,23 @@ def sse_events(executor: ExecutorClient, request: RunRequest) -> Iterator[str]:
 def available(executor: ExecutorClient) -> bool:
     """Whether the executor answers its health check (a short timeout)."""
     return executor.health() is not None
+
+
+def gpus_needed(item: Launched) -> int:
+    """CUDA devices an item needs: what it declares, and one per rank for NCCL."""
+    launch = item.launch
+    return max(launch.gpus, launch.nproc if launch.backend is Backend.NCCL else 0)
+
+
+def run_panel(executor: ExecutorClient, item: Launched) -> dict[str, Any]:
+    """What the Run it panel shows: whether runs are available, and the GPUs the snippet needs
+    when the executor has fewer (it would refuse the run: the panel says why instead)."""
+    health = executor.health()
+    needed = gpus_needed(item)
+    here = int((health or {}).get("cuda_devices") or 0)
+    return {
+        "nproc": item.launch.nproc,
+        "available": health is not None,
+        "gpus_missing": needed if needed > here else 0,
+        "gpus_here": here,
+    }

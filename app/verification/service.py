@@ -7,18 +7,11 @@ from typing import Any
 
 from app import metrics
 from app.challenges.loader import LoadedSet
-from app.challenges.schema import EXECUTABLE_KINDS, Backend, ItemBase
+from app.challenges.schema import EXECUTABLE_KINDS, ItemBase
 from app.executor_client import ExecutorClient, ExecutorUnavailable
-from app.runs.service import run_request
+from app.runs.service import gpus_needed, run_request
 from app.verification.rules import ItemReport, Observation, Verdict, judge
 from executor.contract import OutputEvent, RankResult, RankStatus, RunResult, RunStatus
-
-
-def gpus_needed(item: Any) -> int:
-    """CUDA devices an item needs: what it declares, and one per rank for NCCL."""
-    launch = item.launch
-    return max(launch.gpus, launch.nproc if launch.backend is Backend.NCCL else 0)
-
 
 # A time-out is re-run with a much longer limit before it counts as a hang: a slow rank that
 # finishes is not a deadlock.

@@ -7,10 +7,12 @@ real ranks, so the output it checks is what the ranks printed, not what a fake w
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -148,3 +150,56 @@ def test_non_executable_questions_have_nothing_to_run(learner):
     attempt = learner.start("test-basics")
     learner.answer(attempt, 1, "B")
     assert learner.get(f"{attempt}/q/1/run").status_code == 404
+
+
+@dataclass
+class GpuExecutor(ScriptedExecutor):
+    """A fake executor on a host with `gpus` GPUs."""
+
+    gpus: int = 0
+
+    def health(self) -> dict[str, Any] | None:
+        health = super().health()
+        return None if health is None else {**health, "cuda_devices": self.gpus}
+
+
+@pytest.mark.parametrize("gpus", [0, 1])
+def test_a_snippet_needing_more_gpus_than_the_executor_has_says_so_instead_of_a_run_button(
+    app_factory, sqlite_url, tmp_path, gpus
+):
+    content = tmp_path / "challenges"
+    shutil.copytree(TEST_CHALLENGES / "runs", content / "runs")
+    set_file = content / "runs" / "set.yaml"
+    set_file.write_text(
+        set_file.read_text().replace("{nproc: 2, backend: gloo,", "{nproc: 2, backend: nccl,")
+    )
+    with guest_on(
+        app_factory(sqlite_url, executor=GpuExecutor(gpus=gpus), challenges_dir=content)
+    ) as learner:
+        attempt = learner.start("test-runs")
+        learner.answer(attempt, 1, "A")
+        page = learner.get(f"{attempt}/q/1").text
+    assert 'data-testid="run-button"' not in page
+    here = "none" if gpus == 0 else "1"
+    assert f"This snippet needs 2 GPUs, and the executor serving this course has {here}" in page
+
+
+def test_a_gpu_snippet_gets_its_run_button_where_the_executor_has_enough_gpus(
+    app_factory, sqlite_url, tmp_path
+):
+    content = tmp_path / "challenges"
+    shutil.copytree(TEST_CHALLENGES / "runs", content / "runs")
+    set_file = content / "runs" / "set.yaml"
+    set_file.write_text(
+        set_file.read_text().replace(
+            "backend: gloo, timeout_s: 10}", "backend: gloo, gpus: 2, timeout_s: 10}"
+        )
+    )
+    executor = GpuExecutor(gpus=2)
+    with guest_on(app_factory(sqlite_url, executor=executor, challenges_dir=content)) as learner:
+        attempt = learner.start("test-runs")
+        learner.answer(attempt, 1, "A")
+        page = learner.get(f"{attempt}/q/1").text
+        assert 'data-testid="run-button"' in page and "runs-need-gpus" not in page
+        learner.get(f"{attempt}/q/1/run")
+    assert executor.requests[0].gpus == 2  # the declaration reaches the executor

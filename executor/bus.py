@@ -220,7 +220,10 @@ def busy_error(pool: Pool, depth: int) -> ExecutorBusy:
 
 
 def _entry(run_id: str, request: RunRequest, request_id: str | None) -> dict[str, str]:
-    fields = {"run_id": run_id, "request": request.model_dump_json(), "submitted": str(time.time())}
+    # Fields left at their defaults are left out: an agent of an older release (whose contract
+    # forbids fields it does not know) still reads every run that uses nothing new.
+    order = request.model_dump_json(exclude_defaults=True)
+    fields = {"run_id": run_id, "request": order, "submitted": str(time.time())}
     if request_id:  # the web request that asked for the run, for the agent's log lines
         fields["request_id"] = request_id
     return fields

@@ -88,3 +88,13 @@ def test_a_set_aside_run_tells_the_learner_what_happened() -> None:
     assert result.message is not None
     assert "failed on 3 executor hosts in a row" in result.message
     assert "could not be read" in (bus.set_aside_result(None).message or "")
+
+
+def test_a_queued_run_leaves_out_default_fields_so_older_agents_still_read_it() -> None:
+    """A field added to the contract (gpus) must not make an agent of the previous release,
+    which forbids unknown fields, set every run aside as unreadable during a rolling upgrade."""
+    plain = RunRequest(code="print(1)", nproc=2, backend="gloo")
+    sent = json.loads(bus._entry("r1", plain, None)["request"])
+    assert "gpus" not in sent and RunRequest.model_validate(sent) == plain
+    declared = RunRequest(code="print(1)", nproc=1, gpus=2)
+    assert RunRequest.model_validate_json(bus._entry("r2", declared, None)["request"]) == declared

@@ -17,6 +17,9 @@ import redis
 from fastapi import FastAPI
 
 from app.bus_client import RedisExecutorClient
+from app.labs.live_redis import run_key
+from executor import bus
+from executor.contract import RunResult
 from tests.bus.conftest import Owner, serve_process
 from tests.bus.scripted_agent import ScriptedRunner
 from tests.conftest import FIXTURES
@@ -211,8 +214,28 @@ def owner(sqlite_url: str, queue_url: str, content: Path, tmp_path: Path) -> Ite
         yield served
 
 
+def _agent_result(queue_url: str, run_id: int) -> RunResult | None:
+    """What the agent reported for the job under a lab run (None while it runs)."""
+    client = redis.Redis.from_url(queue_url, decode_responses=True)
+    try:
+        bus_run: Any = client.hget(run_key(run_id), "bus_run")
+        assert bus_run, "the lab run keeps its job's bus id"
+        raw: Any = client.get(bus.result_key(bus_run))
+    finally:
+        client.close()
+    return RunResult.model_validate_json(raw) if raw else None
+
+
+def _stopped_by_cancel(queue_url: str, run_id: int, runner: ScriptedRunner) -> None:
+    """The agent stops the run soon after it is cut off: `hang` holds forever otherwise, and a
+    real run would hold its ranks to the step's limit (20 s)."""
+    wait_for(lambda: runner.killed == 1, 3, "the agent to stop the run")
+    result = wait_for(lambda: _agent_result(queue_url, run_id), 3, "the agent's result")
+    assert result.message == bus.STOPPED_MESSAGE
+
+
 def test_a_reader_is_told_the_run_was_cut_off_when_the_app_driving_it_dies(
-    owner: Owner, apps: tuple[str, str], browser: Browser, runner: ScriptedRunner
+    owner: Owner, apps: tuple[str, str], browser: Browser, runner: ScriptedRunner, queue_url: str
 ) -> None:
     _a, b = apps
     browser.start_as_guest(owner.url)
@@ -228,12 +251,13 @@ def test_a_reader_is_told_the_run_was_cut_off_when_the_app_driving_it_dies(
     assert rest[0]["data"]["message"] == (
         "This run was cut off: the server running it stopped. Run it again."
     )
+    _stopped_by_cancel(queue_url, started.json()["run_id"], runner)  # not left running
     assert "Last run: unavailable" in browser.page(b, STEP)  # the row is recorded as ended
     assert browser.run(b, HELLO).status_code == 201  # and no longer blocks a new run
 
 
 def test_stop_from_another_app_ends_a_run_whose_app_died(
-    owner: Owner, apps: tuple[str, str], browser: Browser, runner: ScriptedRunner
+    owner: Owner, apps: tuple[str, str], browser: Browser, runner: ScriptedRunner, queue_url: str
 ) -> None:
     _a, b = apps
     browser.start_as_guest(owner.url)
@@ -247,3 +271,4 @@ def test_stop_from_another_app_ends_a_run_whose_app_died(
     assert _names(frames) == ["output", "stopped", "checks", "end"]
     assert frames[1]["data"]["message"] == "Stopped: the server running it had already stopped."
     assert "Last run: stopped" in browser.page(b, STEP)
+    _stopped_by_cancel(queue_url, run_id, runner)  # its ranks too

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -23,6 +24,24 @@ from executor import bus
 from executor.contract import ExecutorUnavailable, OutputEvent, RunRequest, RunResult
 
 CANCEL_TTL_S = 3600
+
+# Whoever wants each run's bus id before the run is queued: a lab run's driver keeps it with
+# the run (app.labs.live_redis), so that whoever finds the driver dead can cancel the run on its
+# agent. The ExecutorClient protocol, shared with the HTTP and embedded clients, has no room for
+# it, so the wish travels with the task that drives the run.
+BeforeSubmit = Callable[[str], Awaitable[None]]
+_before_submit: ContextVar[BeforeSubmit | None] = ContextVar("before_submit", default=None)
+
+
+@contextlib.contextmanager
+def before_submit(announce: BeforeSubmit) -> Iterator[None]:
+    """Within this block (and the tasks it starts), `astream` awaits `announce(run_id)` with
+    each run's bus id before it queues the run."""
+    token = _before_submit.set(announce)
+    try:
+        yield
+    finally:
+        _before_submit.reset(token)
 
 
 @dataclass
@@ -153,9 +172,17 @@ class RedisExecutorClient:
         run_id: str | None = None
         done = False
         try:
+            chosen = bus.new_run_id()
+            announce = _before_submit.get()
+            if announce is not None:
+                await announce(chosen)
             try:
                 run_id = await bus.asubmit(
-                    client, request, self.queue_limit, request_id=obs.current_request_id()
+                    client,
+                    request,
+                    self.queue_limit,
+                    run_id=chosen,
+                    request_id=obs.current_request_id(),
                 )
             except redis.RedisError as error:
                 raise ExecutorUnavailable(f"the run queue is unreachable: {error}") from error

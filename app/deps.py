@@ -22,7 +22,7 @@ from app.config import Settings
 from app.db import never_waits, read_session, run_reads, utcnow, write_session
 from app.errors import Forbidden, LoginRequired
 from app.executor_client import ExecutorClient
-from app.verification.jobs import JobRegistry
+from app.verification.jobs import VerifyJobs
 
 SESSION_COOKIE = "ranklab_session"
 CSRF_COOKIE = "ranklab_csrf"
@@ -76,9 +76,9 @@ async def get_executor(request: Request) -> ExecutorClient:
     return client
 
 
-async def get_verify_jobs(request: Request) -> JobRegistry:
-    """Return this process's registry of staff verification jobs."""
-    registry: JobRegistry = request.app.state.verify_jobs
+async def get_verify_jobs(request: Request) -> VerifyJobs:
+    """Return the staff verification jobs (this process's, or every process's on the bus)."""
+    registry: VerifyJobs = request.app.state.verify_jobs
     return registry
 
 
@@ -98,7 +98,7 @@ SessionDep = Annotated[Session, Depends(get_session)]
 CatalogDep = Annotated[Catalog, Depends(get_catalog)]
 ExecutorDep = Annotated[ExecutorClient, Depends(get_executor)]
 NowDep = Annotated[datetime, Depends(get_now)]
-VerifyJobsDep = Annotated[JobRegistry, Depends(get_verify_jobs)]
+VerifyJobsDep = Annotated[VerifyJobs, Depends(get_verify_jobs)]
 ThrottleDep = Annotated[Throttle, Depends(get_throttle)]
 
 

@@ -43,7 +43,8 @@ from app.progress import routes as progress_routes
 from app.runs import routes as run_routes
 from app.staff import routes as staff_routes
 from app.templating import build_templates
-from app.verification.jobs import JobRegistry
+from app.verification.jobs import JobRegistry, VerifyJobs
+from app.verification.jobs_redis import RedisJobRegistry
 
 log = logging.getLogger("ranklab")
 STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
@@ -79,7 +80,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
     if executor is None:
         executor = _executor_client(settings)
     app.state.executor = executor
-    app.state.verify_jobs = JobRegistry()  # staff verification running in this process
+    app.state.verify_jobs = _verify_jobs(executor)  # staff Verify (on the bus: any process)
     live_runs = _live_runs(executor, engine)
     app.state.live_runs = live_runs  # lab runs streaming (on the job bus: from any process)
 
@@ -134,6 +135,14 @@ def _live_runs(executor: ExecutorClient, engine: Any) -> LiveRuns:
     if isinstance(executor, RedisExecutorClient):
         return RedisLiveRuns(executor.url, partial(lab_routes.record_cut_off, engine))
     return MemoryLiveRuns()
+
+
+def _verify_jobs(executor: ExecutorClient) -> VerifyJobs:
+    """Staff verification progress on Redis beside the job bus, so that a poll reaching any app
+    process shows it; without a bus, in this process (as lab runs)."""
+    if isinstance(executor, RedisExecutorClient):
+        return RedisJobRegistry(executor.url)
+    return JobRegistry()
 
 
 def content_security_policy(nonce: str) -> str:

@@ -1,7 +1,8 @@
 """Lab runs on Redis, beside the job bus: any app process can follow or stop a run, whichever
 process drives it.
 
-    ranklab:lab:{id}:run      hash: user (the learner's id), worker (the process driving it)
+    ranklab:lab:{id}:run      hash: user (the learner's id), worker (the process driving it),
+                              bus_run (the bus id of the run's job, once it is queued)
     ranklab:lab:{id}:events   the run's log, one entry per event (fields `event`, `data` as
                               JSON) with ids 0-1, 0-2, …: entry 0-N is SSE id N-1, numbered as
                               the in-memory log numbers them. It ends with `end`, after which
@@ -13,8 +14,9 @@ process drives it.
 The process that took the POST drives the run, as with `MemoryLiveRuns`: it relays the
 executor's events, judges the checks, records the LabRun row, and on Stop (from any process)
 its ranks are killed as the run is cancelled. A reader or a Stop that finds the lease gone and
-no `end` closes the log itself, once, and records the row as cut off: nobody waits forever on a
-process that died.
+no `end` cancels the run's job on its agent (the bus's cancel key), closes the log itself, once,
+and records the row as cut off: nobody waits forever on a process that died, and its ranks do
+not run on to their time limit.
 """
 
 from __future__ import annotations
@@ -28,14 +30,17 @@ import secrets
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import anyio
 import redis
 import redis.asyncio as aredis
 
+from app.bus_client import CANCEL_TTL_S, before_submit
 from app.errors import Unavailable
 from app.labs.live import STOP_WAIT_S, Drive, Event, Frames, StopOutcome
+from executor import bus
 from executor.bus import EVENTS_TTL_S
 
 log = logging.getLogger("ranklab.labs")
@@ -122,6 +127,24 @@ async def _owner(client: aredis.Redis, run_id: int) -> str | None:
     return owner
 
 
+async def _keep_bus_run(client: aredis.Redis, run_id: int, bus_run: str) -> None:
+    """Keep the bus id of the run's job with the run, before the job is queued."""
+    try:
+        async with client.pipeline(transaction=True) as pipe:
+            pipe.hset(run_key(run_id), "bus_run", bus_run)
+            pipe.expire(run_key(run_id), EVENTS_TTL_S)
+            await pipe.execute()
+    except redis.RedisError as error:  # the run goes on; only a cut-off could not cancel it
+        log.warning("lab run %s: its job's id not kept: %s", run_id, error)
+
+
+async def _cancel_job(client: aredis.Redis, run_id: int) -> None:
+    """Tell the agent to stop the run's job: nobody is left to follow it."""
+    bus_run: Any = await client.hget(run_key(run_id), "bus_run")
+    if bus_run:
+        await client.set(bus.cancel_key(bus_run), "1", ex=CANCEL_TTL_S)
+
+
 async def _tail(client: aredis.Redis, run_id: int) -> tuple[int, str] | None:
     """The last entry of the log (its index and event name), None while it is empty."""
     last: Any = await client.xrevrange(events_key(run_id), count=1)
@@ -189,7 +212,10 @@ class RedisLiveRuns:
         try:
             # Stop cancels this scope, not the task: anyio leaves the driver's shielded
             # recording alone, where a second task.cancel() would break into it.
-            with anyio.CancelScope() as stopping:
+            with (
+                anyio.CancelScope() as stopping,
+                before_submit(partial(_keep_bus_run, client, run_id)),
+            ):
                 watcher = asyncio.create_task(self._watch(client, run_id, stopping))
                 await drive(StreamLog(client, run_id))
         finally:
@@ -267,8 +293,10 @@ class RedisLiveRuns:
                 await self._close(client, run_id, *orphaned)
 
     async def _close(self, client: aredis.Redis, run_id: int, status: str, notice: Event) -> None:
-        """End the log of a run whose driver has gone: its row first (if it is still marked
-        running), then the events a reader sees, unless someone ended the log meanwhile."""
+        """End a run whose driver has gone: its job on the agent first (its ranks stop), then
+        its row (if it is still marked running), then the events a reader sees, unless someone
+        ended the log meanwhile."""
+        await _cancel_job(client, run_id)
         await anyio.to_thread.run_sync(self.record_cut_off, run_id, status)
         await append(client, run_id, [notice, ("checks", NO_CHECKS), ("end", {})])
 

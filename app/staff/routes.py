@@ -17,7 +17,7 @@ from app.executor_client import ExecutorClient
 from app.runs import service as runs
 from app.verification import jobs as verify_jobs
 from app.verification import service as verification
-from app.verification.jobs import JobRegistry
+from app.verification.jobs import VerifyJobs
 from app.verification.rules import Verdict
 
 router = APIRouter(prefix="/staff")
@@ -85,7 +85,7 @@ def _executable_items(loaded: LoadedSet, item_id: str | None) -> list[ItemBase]:
     return items
 
 
-def _render_job(request: Request, jobs: JobRegistry, loaded: LoadedSet, item_id: str | None) -> Any:
+def _render_job(request: Request, jobs: VerifyJobs, loaded: LoadedSet, item_id: str | None) -> Any:
     job = jobs.get((loaded.challenge_set.id, item_id))
     base = f"/staff/sets/{loaded.challenge_set.id}"
     progress = job.progress() if job else []
@@ -106,7 +106,7 @@ def _start_job(
     request: Request,
     catalog: Catalog,
     executor: ExecutorClient,
-    jobs: JobRegistry,
+    jobs: VerifyJobs,
     set_id: str,
     item_id: str | None,
 ) -> Any:

@@ -1,8 +1,15 @@
 """Staff verification as background jobs: one per set or item at a time, progress as it goes.
 
-The registry lives in the app process (`app.state.verify_jobs`). A job runs in a worker thread
-that talks to the executor and writes each result in a short transaction of its own, so no
-database transaction is open while snippets run (SQLite would hold its write lock meanwhile).
+A job runs in a worker thread of the process that took the click; it talks to the executor and
+writes each result in a short transaction of its own, so no database transaction is open while
+snippets run (SQLite would hold its write lock meanwhile). `VerifyJobs` keeps the jobs'
+progress (`app.state.verify_jobs`), chosen once in `create_app`:
+
+- `JobRegistry` (here): in this process. The embedded executor's default: it serves one app
+  process, so every poll reaches the process running the job.
+- `app.verification.jobs_redis.RedisJobRegistry`: with the job bus, progress lives on Redis, so
+  a poll that lands on any app process shows it, and a job whose process died shows as
+  interrupted.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol, TypeVar
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -36,8 +44,78 @@ class ItemProgress:
     report: ItemReport | None = None
 
 
+class JobProgress(Protocol):
+    """Where a job's work reports each item as it goes."""
+
+    def mark_running(self, item_id: str) -> None:
+        """Say that an item's snippet is being run now."""
+        ...
+
+    def mark_done(self, report: ItemReport) -> None:
+        """Store an item's verdict and evidence."""
+        ...
+
+
+class RunningJob(JobProgress, Protocol):
+    """A job as the thread running it holds it: it reports progress, then finishes."""
+
+    @property
+    def key(self) -> JobKey:
+        """The set (and item) being verified."""
+        ...
+
+    def finish(self, error: str | None = None) -> None:
+        """End the job (with the error that stopped it, if any)."""
+        ...
+
+
+class JobView(Protocol):
+    """What the staff page shows of a job: each item's state, and whether and how it ended."""
+
+    @property
+    def key(self) -> JobKey:
+        """The set (and item) being verified."""
+        ...
+
+    @property
+    def done(self) -> bool:
+        """Whether the job has ended (every item verified, an error, or interrupted)."""
+        ...
+
+    @property
+    def error(self) -> str | None:
+        """Why the job stopped before its end, if it did."""
+        ...
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether the process running the job went away before it finished."""
+        ...
+
+    def progress(self) -> list[ItemProgress]:
+        """Every item's state, in item order."""
+        ...
+
+
+class VerifyJobs(Protocol):
+    """The verification jobs: at most one running per key, a second start joins it."""
+
+    def get(self, key: JobKey) -> JobView | None:
+        """The running or last finished job for a key."""
+        ...
+
+    def start(
+        self, key: JobKey, item_ids: Sequence[str], work: Callable[[JobProgress], None]
+    ) -> tuple[JobView, bool]:
+        """Start `work` in a worker thread or join this key's running job; say if it started."""
+        ...
+
+
+Job = TypeVar("Job", bound=RunningJob)
+
+
 class VerifyJob:
-    """One verification in progress (or finished): its items in order and their states."""
+    """One verification in progress (or finished) in this process: its items and their states."""
 
     def __init__(self, key: JobKey, item_ids: Sequence[str]) -> None:
         self.key = key
@@ -50,6 +128,11 @@ class VerifyJob:
     def done(self) -> bool:
         """Whether every item has been verified (or the job stopped on an error)."""
         return self._finished.is_set()
+
+    @property
+    def interrupted(self) -> bool:
+        """Never: a job here ends with its process, and so does every page that shows it."""
+        return False
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the job is done (or the timeout passes); return whether it is done."""
@@ -97,14 +180,19 @@ class JobRegistry:
             if running is not None and not running.done:
                 return running, False
             job = self._jobs[key] = VerifyJob(key, item_ids)
-        thread = threading.Thread(
-            target=_run, args=(job, work), name=f"verify-{key[0]}-{key[1]}", daemon=True
-        )
-        thread.start()
+        run_in_thread(job, work)
         return job, True
 
 
-def _run(job: VerifyJob, work: Callable[[VerifyJob], None]) -> None:
+def run_in_thread(job: Job, work: Callable[[Job], None]) -> None:
+    """Run a job's work in a daemon thread, finishing the job however the work ends."""
+    thread = threading.Thread(
+        target=_run, args=(job, work), name=f"verify-{job.key[0]}-{job.key[1]}", daemon=True
+    )
+    thread.start()
+
+
+def _run(job: Job, work: Callable[[Job], None]) -> None:
     try:
         work(job)
     except Exception as error:  # a worker thread must report, not die silently
@@ -115,17 +203,17 @@ def _run(job: VerifyJob, work: Callable[[VerifyJob], None]) -> None:
 
 
 def verify_in_background(
-    registry: JobRegistry,
+    registry: VerifyJobs,
     client: ExecutorClient,
     loaded: LoadedSet,
     items: Sequence[ItemBase],
     repeats: int,
     engine: Engine | None,
     item_id: str | None = None,
-) -> VerifyJob:
+) -> JobView:
     """Start (or join) verifying these items of a set; record each verdict as it comes."""
 
-    def work(job: VerifyJob) -> None:
+    def work(job: JobProgress) -> None:
         facts = batch.executor_facts(client)
         for item in items:
             job.mark_running(item.id)

@@ -1,5 +1,7 @@
 """A throwaway Redis (the real redis-server, on a free port in a temporary folder) and real
-`ranklab agent` processes on it, shared by the bus tests.
+`ranklab agent` processes on it, shared by the bus tests; for the tests of app processes on the
+bus, a Redis database of their own, a scripted agent serving it and `ranklab serve` processes
+that a test can kill.
 
 Without redis-server the tests that need it are skipped with the reason; under CI=true they
 fail instead (CI installs it with apt)."""
@@ -18,16 +20,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import redis
 
+from app.bus_client import RedisExecutorClient
 from executor import bus
 from executor.ports import free_port
+from tests.bus.scripted_agent import AgentThread, ScriptedRunner
 from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 RECLAIM_AFTER_S = 3.0  # small, so a killed agent's run is taken over quickly
 AGENTS = 3
+APPS_DB = 5  # the app tests' own Redis database: the session's real agents serve database 0
 
 
 @pytest.fixture(scope="session")
@@ -193,3 +199,74 @@ def result_events(client: redis.Redis, run_id: str) -> list[dict[str, Any]]:
     """The `result` entries of a run's output stream."""
     entries: Any = client.xrange(bus.events_key(run_id))
     return [json.loads(fields["data"]) for _id, fields in entries if fields["kind"] == "result"]
+
+
+@pytest.fixture
+def queue_url(redis_url: str) -> Iterator[str]:
+    """The bus for tests of app processes, emptied before and after each."""
+    url = f"{redis_url.rsplit('/', 1)[0]}/{APPS_DB}"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield url
+    client.flushdb()
+    client.close()
+
+
+@pytest.fixture
+def runner(queue_url: str) -> Iterator[ScriptedRunner]:
+    """A scripted agent serving the bus while the test lasts."""
+    played = ScriptedRunner()
+    agent = AgentThread(queue_url, played)
+    agent.start()
+    wait_for(lambda: RedisExecutorClient(queue_url).health(), 10, "the agent's heartbeat")
+    yield played
+    agent.stop()
+
+
+class Owner:
+    """A real `ranklab serve` process on the same bus and database: an app that can die."""
+
+    def __init__(self, url: str, process: subprocess.Popen[bytes]) -> None:
+        self.url = url
+        self.process = process
+
+    def kill(self) -> None:
+        """SIGKILL it: no shutdown, no last word to Redis or the database."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def serve_process(sqlite_url: str, queue_url: str, content: Path, log: Path) -> Iterator[Owner]:
+    """An app in a process of its own, serving until the block ends (or the test kills it)."""
+    port = free_port()
+    environment = {
+        **os.environ,
+        "DATABASE_URL": sqlite_url,
+        "RANKLAB_QUEUE_URL": queue_url,
+        "RANKLAB_CHALLENGES_DIR": str(content),
+        "RANKLAB_SECRET_KEY": "test-secret",
+        "RANKLAB_ENVIRONMENT": "test",
+    }
+    command = [sys.executable, "-m", "app.cli", "serve", "--no-executor", "--port", str(port)]
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=environment, start_new_session=True, stdout=output, stderr=output
+        )
+    url = f"http://127.0.0.1:{port}"
+
+    def serves() -> bool:
+        if process.poll() is not None:
+            raise AssertionError(log.read_text())
+        try:
+            return httpx.get(f"{url}/", timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    served = Owner(url, process)
+    try:
+        wait_for(serves, 60, "ranklab serve to answer")
+        yield served
+    finally:
+        served.kill()

@@ -6,11 +6,7 @@ scripted runner: no torch) serves the queue."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,9 +17,11 @@ import redis
 from fastapi import FastAPI
 
 from app.bus_client import RedisExecutorClient
-from executor.ports import free_port
-from tests.bus.conftest import ROOT
-from tests.bus.scripted_agent import AgentThread, ScriptedRunner
+from app.labs.live_redis import run_key
+from executor import bus
+from executor.contract import RunResult
+from tests.bus.conftest import Owner, serve_process
+from tests.bus.scripted_agent import ScriptedRunner
 from tests.conftest import FIXTURES
 from tests.support.learner import CSRF_META
 from tests.support.live import serving
@@ -31,29 +29,6 @@ from tests.support.waiting import wait_for
 
 STEP = "/labs/hello-ranks/steps/print-rank"
 HELLO = "say hello from rank {rank} of {world}"
-LAB_DB = 5  # a Redis database of their own: the session's real agents serve database 0
-
-
-@pytest.fixture
-def queue_url(redis_url: str) -> Iterator[str]:
-    """The bus for these tests, emptied before and after each."""
-    url = f"{redis_url.rsplit('/', 1)[0]}/{LAB_DB}"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    yield url
-    client.flushdb()
-    client.close()
-
-
-@pytest.fixture
-def runner(queue_url: str) -> Iterator[ScriptedRunner]:
-    """A scripted agent serving the bus while the test lasts."""
-    played = ScriptedRunner()
-    agent = AgentThread(queue_url, played)
-    agent.start()
-    wait_for(lambda: RedisExecutorClient(queue_url).health(), 10, "the agent's heartbeat")
-    yield played
-    agent.stop()
 
 
 @pytest.fixture
@@ -232,57 +207,35 @@ def test_another_learner_can_neither_follow_nor_stop_a_run_on_any_app(
     wait_for(lambda: runner.killed == 1, 10, "the agent to kill the run's ranks")
 
 
-class Owner:
-    """A real `ranklab serve` process on the same bus and database: an app that can die."""
-
-    def __init__(self, url: str, process: subprocess.Popen[bytes]) -> None:
-        self.url = url
-        self.process = process
-
-    def kill(self) -> None:
-        """SIGKILL it: no shutdown, no last word to Redis or the database."""
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-
 @pytest.fixture
 def owner(sqlite_url: str, queue_url: str, content: Path, tmp_path: Path) -> Iterator[Owner]:
     """An app in a process of its own, serving until the test kills it."""
-    port = free_port()
-    environment = {
-        **os.environ,
-        "DATABASE_URL": sqlite_url,
-        "RANKLAB_QUEUE_URL": queue_url,
-        "RANKLAB_CHALLENGES_DIR": str(content),
-        "RANKLAB_SECRET_KEY": "test-secret",
-        "RANKLAB_ENVIRONMENT": "test",
-    }
-    command = [sys.executable, "-m", "app.cli", "serve", "--no-executor", "--port", str(port)]
-    with (tmp_path / "owner.log").open("wb") as log:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=environment, start_new_session=True, stdout=log, stderr=log
-        )
-    url = f"http://127.0.0.1:{port}"
-
-    def serves() -> bool:
-        if process.poll() is not None:
-            raise AssertionError((tmp_path / "owner.log").read_text())
-        try:
-            return httpx.get(f"{url}/", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    served = Owner(url, process)
-    try:
-        wait_for(serves, 60, "ranklab serve to answer")
+    with serve_process(sqlite_url, queue_url, content, tmp_path / "owner.log") as served:
         yield served
+
+
+def _agent_result(queue_url: str, run_id: int) -> RunResult | None:
+    """What the agent reported for the job under a lab run (None while it runs)."""
+    client = redis.Redis.from_url(queue_url, decode_responses=True)
+    try:
+        bus_run: Any = client.hget(run_key(run_id), "bus_run")
+        assert bus_run, "the lab run keeps its job's bus id"
+        raw: Any = client.get(bus.result_key(bus_run))
     finally:
-        served.kill()
+        client.close()
+    return RunResult.model_validate_json(raw) if raw else None
+
+
+def _stopped_by_cancel(queue_url: str, run_id: int, runner: ScriptedRunner) -> None:
+    """The agent stops the run soon after it is cut off: `hang` holds forever otherwise, and a
+    real run would hold its ranks to the step's limit (20 s)."""
+    wait_for(lambda: runner.killed == 1, 3, "the agent to stop the run")
+    result = wait_for(lambda: _agent_result(queue_url, run_id), 3, "the agent's result")
+    assert result.message == bus.STOPPED_MESSAGE
 
 
 def test_a_reader_is_told_the_run_was_cut_off_when_the_app_driving_it_dies(
-    owner: Owner, apps: tuple[str, str], browser: Browser, runner: ScriptedRunner
+    owner: Owner, apps: tuple[str, str], browser: Browser, runner: ScriptedRunner, queue_url: str
 ) -> None:
     _a, b = apps
     browser.start_as_guest(owner.url)
@@ -298,12 +251,13 @@ def test_a_reader_is_told_the_run_was_cut_off_when_the_app_driving_it_dies(
     assert rest[0]["data"]["message"] == (
         "This run was cut off: the server running it stopped. Run it again."
     )
+    _stopped_by_cancel(queue_url, started.json()["run_id"], runner)  # not left running
     assert "Last run: unavailable" in browser.page(b, STEP)  # the row is recorded as ended
     assert browser.run(b, HELLO).status_code == 201  # and no longer blocks a new run
 
 
 def test_stop_from_another_app_ends_a_run_whose_app_died(
-    owner: Owner, apps: tuple[str, str], browser: Browser, runner: ScriptedRunner
+    owner: Owner, apps: tuple[str, str], browser: Browser, runner: ScriptedRunner, queue_url: str
 ) -> None:
     _a, b = apps
     browser.start_as_guest(owner.url)
@@ -317,3 +271,4 @@ def test_stop_from_another_app_ends_a_run_whose_app_died(
     assert _names(frames) == ["output", "stopped", "checks", "end"]
     assert frames[1]["data"]["message"] == "Stopped: the server running it had already stopped."
     assert "Last run: stopped" in browser.page(b, STEP)
+    _stopped_by_cancel(queue_url, run_id, runner)  # its ranks too

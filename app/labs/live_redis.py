@@ -228,13 +228,18 @@ class RedisLiveRuns:
             await client.aclose()
 
     async def _watch(self, client: aredis.Redis, run_id: int, stopping: anyio.CancelScope) -> None:
-        """Keep this process's lease fresh while the run lasts; stop it when asked."""
+        """Keep this process's lease fresh while the run lasts; stop it when asked.
+
+        After a stop it goes on renewing the lease until the driver has recorded the run and
+        ended the log (the driver then cancels this task): a slow record must not look like a
+        dead driver to the process that asked for the stop, which would end the log itself."""
         refresh_s = self.lease_s / 4
         while True:
             try:
-                if await client.blpop([stop_key(run_id)], timeout=refresh_s):
-                    stopping.cancel()
-                    return
+                if stopping.cancel_called:
+                    await anyio.sleep(refresh_s)
+                elif await client.blpop([stop_key(run_id)], timeout=refresh_s):
+                    stopping.cancel()  # and renew at once: recording it may take a while
                 await client.set(alive_key(run_id), self.worker, px=int(self.lease_s * 1000))
             except redis.RedisError as error:  # try again; readers cut it off if it lasts
                 log.warning("lab run %s: lease not refreshed: %s", run_id, error)

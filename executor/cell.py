@@ -165,7 +165,8 @@ class Cell:
             "launcher": launcher,
             "backend": backend,  # resolved: ranks started elsewhere size their budget alike
             "gpu_count": len(self.gpus),  # so do the GPUs the run holds
-            "environment": rank_environment(self.gpus),  # CUDA_VISIBLE_DEVICES, NCCL's socket
+            # CUDA_VISIBLE_DEVICES (empty for a CPU run on a GPU host), NCCL's socket
+            "environment": rank_environment(self.gpus, bool(self.ctx.gpus)),
             "run_id": str(uuid.uuid4()),
             "processes": processes,
             "local": [rank for rank, parent in enumerate(parents) if parent is None],
@@ -215,7 +216,7 @@ class Cell:
             os._exit(0)  # the slot went away before sending a request
         order = json.loads(payload)
         launcher = order.get("launcher", "torchrun")
-        held = len(order.get("gpus") or [])
+        held = len(self.gpus)  # as order["gpu_count"] tells the siblings
         budget = run_budget(budget_ranks(order["nproc"], launcher), order["timeout_s"],
                             self.ctx.limits, order["backend"], held)  # fmt: skip
         script = _write_script(order["code"], sandboxed=self.plan is not None)

@@ -182,8 +182,12 @@ def device_paths(
     return tuple(path for path in wanted if exists(path))
 
 
-def rank_environment(gpus: Sequence[Gpu]) -> dict[str, str]:
+def rank_environment(gpus: Sequence[Gpu], host_has_gpus: bool = False) -> dict[str, str]:
     """What every rank of a run on `gpus` (rank order) gets before CUDA or NCCL start.
+
+    A run holding no GPU on a host that has some sees none (an empty CUDA_VISIBLE_DEVICES):
+    without the sandbox's device list (trusted mode) it would otherwise see every GPU, another
+    run's included, and a key proven there could use CUDA it never declared.
 
     All the run's GPUs, in rank order, rather than one each: snippets pick their GPU as torchrun's
     do, `torch.cuda.set_device(LOCAL_RANK)` or `cuda:{LOCAL_RANK}`, which a rank seeing only its
@@ -192,7 +196,7 @@ def rank_environment(gpus: Sequence[Gpu]) -> dict[str, str]:
     loopback, the only interface in the sandbox's network namespace.
     """
     if not gpus:
-        return {}
+        return {"CUDA_VISIBLE_DEVICES": ""} if host_has_gpus else {}
     return {
         "CUDA_VISIBLE_DEVICES": ",".join(gpu.cuda_id for gpu in gpus),
         "NCCL_SOCKET_IFNAME": "lo",

@@ -195,7 +195,9 @@ def test_every_rank_sees_the_runs_gpus_in_rank_order_by_uuid() -> None:
         "CUDA_VISIBLE_DEVICES": "GPU-0003-uuid,GPU-0001-uuid",  # cuda:0 is rank 0's GPU 3
         "NCCL_SOCKET_IFNAME": "lo",
     }
-    assert gpus.rank_environment(()) == {}  # a CPU run: nothing added
+    assert gpus.rank_environment(()) == {}  # a CPU run on a CPU host: nothing added
+    # A CPU run on a GPU host sees no GPU, even where no sandbox hides the devices (trusted).
+    assert gpus.rank_environment((), host_has_gpus=True) == {"CUDA_VISIBLE_DEVICES": ""}
 
 
 def test_a_gpu_round_trips_through_json() -> None:
@@ -574,8 +576,9 @@ def test_a_cpu_run_after_a_gpu_run_sees_no_gpu(two_fake_gpus: Executor) -> None:
     asyncio.run(two_fake_gpus.run(gpu_run(PROBE)))
     result = asyncio.run(two_fake_gpus.run(gpu_run(PROBE, backend="gloo")))
     assert result.status is RunStatus.OK, result
+    # The GPU host's GPUs are hidden from a run that holds none (CUDA_VISIBLE_DEVICES empty).
     for rank in result.ranks:
-        assert json.loads(rank.stdout) == {"visible": None, "socket": None, "async_errors": "1",
+        assert json.loads(rank.stdout) == {"visible": "", "socket": None, "async_errors": "1",
                                            "shm_bytes": SMALL_SHM, "pci": False}  # fmt: skip
     limits = Limits()
     assert _slot_memory_limit(two_fake_gpus) == (

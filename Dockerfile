@@ -18,8 +18,9 @@ COPY static ./static
 COPY challenges ./challenges
 
 FROM base AS torch
-# The sandbox needs root in the container and cgroup v1 memory/pids hierarchies (see
-# executor/README.md); without them untrusted code is refused instead of run bare.
+# The sandbox needs root in the container and writable cgroups: v1 memory/pids hierarchies, or
+# v2 with the host's cgroup namespace (`--cgroupns=host`; see executor/README.md); without them
+# untrusted code is refused instead of run bare.
 ARG TORCH_INDEX=""
 RUN pip install ${TORCH_INDEX:+--index-url "$TORCH_INDEX"} "torch==2.13.*" \
     && pip install -e '.[executor]'

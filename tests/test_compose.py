@@ -70,6 +70,8 @@ def test_agents_wait_for_a_healthy_queue_and_name_their_pool(compose):
         assert agent["depends_on"]["redis"]["condition"] == "service_healthy", name
         assert agent["build"]["target"] == "agent", name
         assert agent["environment"]["RANKLAB_AGENT_POOL"] == pool, name
+        # The sandbox writes cgroup limits: root, and on cgroup v2 the host's cgroup namespace.
+        assert agent["privileged"] is True and agent["cgroup"] == "host", name
 
 
 def test_the_gpu_agent_is_opt_in_and_reserves_nvidia_gpus(compose):

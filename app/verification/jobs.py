@@ -55,6 +55,12 @@ class JobProgress(Protocol):
         """Store an item's verdict and evidence."""
         ...
 
+    @property
+    def abandoned(self) -> bool:
+        """Whether the job is no longer this process's (declared interrupted, or replaced by a
+        newer one): its work stops before the next item, so one job per key runs at a time."""
+        ...
+
 
 class RunningJob(JobProgress, Protocol):
     """A job as the thread running it holds it: it reports progress, then finishes."""
@@ -153,6 +159,11 @@ class VerifyJob:
         with self._lock:
             self._items[report.item_id] = ItemProgress(report.item_id, report.verdict.value, report)
 
+    @property
+    def abandoned(self) -> bool:
+        """Never: in one process nothing else can declare the job interrupted or replace it."""
+        return False
+
     def finish(self, error: str | None = None) -> None:
         """End the job (with the error that stopped it, if any)."""
         self.error = error
@@ -216,6 +227,8 @@ def verify_in_background(
     def work(job: JobProgress) -> None:
         facts = batch.executor_facts(client)
         for item in items:
+            if job.abandoned:
+                return
             job.mark_running(item.id)
             verified = batch.verify_timed(client, loaded, item, repeats, facts)
             if engine is not None:

@@ -179,10 +179,17 @@ class RedisJob:
     id: str
     lease_s: float = LEASE_S
     _finished: threading.Event = field(default_factory=threading.Event, init=False)
+    _lost: threading.Event = field(default_factory=threading.Event, init=False)
+
+    @property
+    def abandoned(self) -> bool:
+        """Whether the job was declared interrupted or replaced: its work stops."""
+        return self._lost.is_set()
 
     def _update(self, *fields: str) -> None:
         try:
             if not self.client.eval(UPDATE, 1, job_key(self.key), self.id, JOB_TTL_S, *fields):
+                self._lost.set()
                 log.warning("verification job %s: no longer this process's to write", self.key)
         except redis.RedisError as error:  # the verdict is recorded anyway; the page lags
             log.warning("verification job %s: progress not written: %s", self.key, error)
@@ -216,7 +223,8 @@ class RedisJob:
         while not self._finished.wait(self.lease_s / 4):
             try:
                 if not self.client.eval(REFRESH, 2, *keys, self.id, lease_ms):
-                    return  # declared interrupted, or replaced: its page says so
+                    self._lost.set()  # declared interrupted, or replaced: its work stops
+                    return
             except redis.RedisError as error:  # try again; readers interrupt it if it lasts
                 log.warning("verification job %s: lease not refreshed: %s", self.key, error)
 

@@ -17,13 +17,17 @@ import redis
 
 from app.accounts.models import Role
 from app.bus_client import RedisExecutorClient
-from app.verification.jobs import JobProgress
+from app.challenges.loader import LoadedSet, load_path
+from app.db import make_engine
+from app.verification.jobs import JobProgress, verify_in_background
 from app.verification.jobs_redis import RedisJobRegistry, alive_key
 from app.verification.rules import ItemReport, Verdict
 from executor import bus
 from tests.bus.conftest import Owner, serve_process
 from tests.bus.scripted_agent import ScriptedRunner
+from tests.conftest import TEST_CHALLENGES
 from tests.support.accounts import set_role
+from tests.support.fake_executor import GatedExecutor
 from tests.support.learner import CSRF_META
 from tests.support.live import serving
 from tests.support.waiting import wait_for
@@ -271,3 +275,32 @@ def test_a_job_declared_interrupted_takes_no_late_writes_from_its_process(
     final = first.get(key)
     assert final is not None and not final.interrupted and final.error is None
     assert [entry.state for entry in final.progress()] == ["pass"]
+
+
+def test_a_job_declared_interrupted_stops_before_its_next_item(
+    queue_url: str, sqlite_url: str
+) -> None:
+    """A process that stalled past its lease must not go on running the rest of the set while
+    a new job for the same key runs elsewhere: one job per key at a time, across processes."""
+    loaded = load_path(TEST_CHALLENGES / "runs").sets[0]
+    first = loaded.challenge_set.items[0]
+    second = first.model_copy(update={"id": "all-reduce-again"})
+    code = {**loaded.code, second.id: loaded.code[first.id]}
+    two = LoadedSet(
+        loaded.challenge_set.model_copy(update={"items": [first, second]}), loaded.path, code
+    )
+    executor = GatedExecutor()
+    stalled, reader = RedisJobRegistry(queue_url, lease_s=60), RedisJobRegistry(queue_url)
+    engine = make_engine(sqlite_url)
+    job = verify_in_background(stalled, executor, two, [first, second], 1, engine)
+    assert executor.entered.wait(10)  # the first item's snippet is running
+    client = redis.Redis.from_url(queue_url)
+    client.delete(alive_key(job.key))  # its lease runs out while it stalls
+    client.close()
+    seen = reader.get(job.key)
+    assert seen is not None and seen.interrupted
+    executor.gate.set()
+    wait_for(lambda: not any(t.name.startswith("verify") for t in threading.enumerate()), 10,
+             "the stalled job's threads to end")  # fmt: skip
+    assert [request.code for request in executor.requests] == [code[first.id]]  # not the second
+    engine.dispose()

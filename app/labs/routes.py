@@ -366,11 +366,11 @@ def _record(engine: Any, run: LabRun, finished: labs.Finished, step: LabStep) ->
         labs.finish_run(session, run, finished, step, utcnow())
 
 
-def record_cut_off(engine: Any, run_id: int, status: str) -> None:
+def record_cut_off(engine: Any, run_id: int, status: str) -> bool:
     """Record a run whose driving process went away as ended with `status`, unless its driver
-    recorded it first (app.labs.live_redis)."""
+    recorded it first (app.labs.live_redis); return whether it was still marked running."""
     with write_session(engine) as session:
-        labs.cut_off(session, run_id, status, utcnow())
+        return labs.cut_off(session, run_id, status, utcnow())
 
 
 @router.get("/labs/runs/{run_id}/events")

@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any, cast
 
-from sqlalchemy import update
+from sqlalchemy import CursorResult, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -158,16 +159,18 @@ def finish_run(
     session.commit()
 
 
-def cut_off(session: Session, run_id: int, status: str, now: datetime) -> None:
+def cut_off(session: Session, run_id: int, status: str, now: datetime) -> bool:
     """Record a run still marked running, whose driver has gone away, as ended with `status`
-    (unavailable, or stopped) and no checks; a run already recorded stays as it is. Commit."""
+    (unavailable, or stopped) and no checks; a run already recorded stays as it is. Commit.
+    Return whether the run was still marked running."""
     begin_write(session)
-    session.execute(
+    changed = session.execute(
         update(LabRun)
         .where(col(LabRun.id) == run_id, col(LabRun.status) == RUNNING)
         .values(status=status, checks=json.dumps([]), passed=False, finished_at=now)
     )
     session.commit()
+    return bool(cast(CursorResult[Any], changed).rowcount)
 
 
 def questions_right(session: Session, user_id: int, lab_id: str, step_id: str) -> set[str]:

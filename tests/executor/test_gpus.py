@@ -7,10 +7,13 @@ seams), the allocator is driven by asyncio, and nothing here claims CUDA or NCCL
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
+import glob
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import threading
@@ -516,9 +519,10 @@ def test_the_warm_parent_never_calls_torch_cuda_while_preloading() -> None:
 # machine does not have (nothing in the driver's /proc, no nvidia-smi to contradict it). No
 # CUDA call is made; what is checked is what every rank gets before CUDA would start.
 PROBE = """
-import json, os
+import glob, json, os
 shm = os.statvfs("/dev/shm")
 print(json.dumps({
+    "nodes": sorted(glob.glob("/dev/nvidia*")),
     "visible": os.environ.get("CUDA_VISIBLE_DEVICES"),
     "socket": os.environ.get("NCCL_SOCKET_IFNAME"),
     "async_errors": os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING"),
@@ -535,17 +539,36 @@ def two_fake_gpus() -> Iterator[Executor]:
     """A sandboxed executor told it has GPUs 0 and 1, with one sibling warm parent."""
     if gpus.parse_proc() or shutil.which("nvidia-smi"):
         pytest.skip("this machine has NVIDIA GPUs: the fake inventory would be checked")
+    if glob.glob("/dev/nvidia*"):
+        pytest.skip("this machine has NVIDIA device nodes: the fake ones would clash")
     limits = Limits(shm_bytes=SMALL_SHM, memory_bytes_per_gpu_rank=GPU_RANK_BYTES)
     settings = ExecutorSettings(gpus="0,1", warm=False, max_concurrent_runs=1, siblings=1,
                                 limits=limits)  # fmt: skip
     runner = Executor(settings)
     try:
+        _make_fake_device_nodes()
         runner.pool.start()
         if runner.info.get("sandbox_error"):
             pytest.skip(f"sandbox unavailable here: {runner.info['sandbox_error']}")
         yield runner
     finally:
         runner.close()
+        for node in FAKE_NODES:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(node)
+
+
+# Stand-ins for the driver's nodes (each a copy of /dev/null): a run may be handed only its own
+# GPUs' and the control node, never GPU 2's, which no run holds, and a CPU run none at all.
+FAKE_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2")
+
+
+def _make_fake_device_nodes() -> None:
+    try:
+        for node in FAKE_NODES:
+            os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("creating device nodes needs root")
 
 
 def _slot_memory_limit(runner: Executor) -> int:
@@ -565,7 +588,8 @@ def test_gpu_ranks_see_the_runs_gpus_nccl_settings_shm_and_memory(two_fake_gpus:
     assert (result.environment.backend, result.environment.device) == ("nccl", "cuda")
     seen = [json.loads(rank.stdout) for rank in result.ranks]
     for rank in seen:  # rank 0 and rank 1 (one of them forked by the sibling warm parent)
-        assert rank == {"visible": "0,1", "socket": "lo", "async_errors": "1",
+        assert rank == {"nodes": ["/dev/nvidia0", "/dev/nvidia1", "/dev/nvidiactl"],
+                        "visible": "0,1", "socket": "lo", "async_errors": "1",
                         "shm_bytes": 1024 * MIB, "pci": os.path.isdir("/sys/bus/pci")}  # fmt: skip
     assert _slot_memory_limit(two_fake_gpus) == Limits().memory_bytes_base + 2 * GPU_RANK_BYTES
     assert held_by_nobody(two_fake_gpus)
@@ -578,7 +602,8 @@ def test_a_cpu_run_after_a_gpu_run_sees_no_gpu(two_fake_gpus: Executor) -> None:
     assert result.status is RunStatus.OK, result
     # The GPU host's GPUs are hidden from a run that holds none (CUDA_VISIBLE_DEVICES empty).
     for rank in result.ranks:
-        assert json.loads(rank.stdout) == {"visible": "", "socket": None, "async_errors": "1",
+        assert json.loads(rank.stdout) == {"nodes": [], "visible": "", "socket": None,
+                                           "async_errors": "1",
                                            "shm_bytes": SMALL_SHM, "pci": False}  # fmt: skip
     limits = Limits()
     assert _slot_memory_limit(two_fake_gpus) == (

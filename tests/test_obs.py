@@ -17,6 +17,7 @@ from prometheus_client import REGISTRY
 
 from app import obs
 from tests.support.live import serving
+from tests.support.waiting import wait_for
 
 LATENCY = "ranklab_http_request_duration_seconds_count"
 
@@ -138,6 +139,8 @@ def test_the_servers_traceback_line_for_a_failed_request_carries_its_id():
         server_log.addHandler(handler)
         try:
             response = httpx.get(f"{base}/broken", headers={"X-Request-ID": "trace-tb"})
+            # The client may get the 500 before the server has written its traceback line.
+            wait_for(lambda: "exception" in written.getvalue(), 10, "the traceback line")
         finally:
             server_log.removeHandler(handler)
     assert response.status_code == 500

@@ -7,6 +7,9 @@ on CPU and GPU hosts run what is submitted (see executor/bus.py for the keys).
 from __future__ import annotations
 
 import contextlib
+import os
+import secrets
+import socket
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from contextvars import ContextVar
@@ -44,6 +47,22 @@ def before_submit(announce: BeforeSubmit) -> Iterator[None]:
         _before_submit.reset(token)
 
 
+def connect(url: str) -> redis.Redis:
+    """A pooled, thread-safe connection to the bus's Redis, replies decoded."""
+    return redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2)
+
+
+def aconnect(url: str) -> aredis.Redis:
+    """An asyncio connection (one per event loop: a connection belongs to the loop that made
+    it), replies decoded."""
+    return aredis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2)
+
+
+def process_name() -> str:
+    """This app process's name on the bus (host, pid and a random suffix): who holds a lease."""
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
 @dataclass
 class RedisExecutorClient:
     """Runs snippets through the job bus; the ExecutorClient protocol, plus `events` for
@@ -58,14 +77,12 @@ class RedisExecutorClient:
     def client(self) -> redis.Redis:
         """A pooled, thread-safe connection for the blocking methods (made on first use)."""
         if self._client is None:
-            self._client = redis.Redis.from_url(
-                self.url, decode_responses=True, socket_connect_timeout=2
-            )
+            self._client = connect(self.url)
         return self._client
 
     def _async_client(self) -> aredis.Redis:
         # One per call: an asyncio connection belongs to the event loop that made it.
-        return aredis.Redis.from_url(self.url, decode_responses=True, socket_connect_timeout=2)
+        return aconnect(self.url)
 
     def health(self, pool: bus.Pool = "cpu") -> dict[str, Any] | None:
         """The pool's state when one of its agents at least is warm and beating, else None.

@@ -25,9 +25,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
-import secrets
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -38,7 +35,7 @@ import redis
 import redis.asyncio as aredis
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.bus_client import CANCEL_TTL_S, before_submit
+from app.bus_client import CANCEL_TTL_S, aconnect, before_submit, process_name
 from app.errors import Unavailable
 from app.labs.live import STOP_WAIT_S, Drive, Event, Frames, StopOutcome
 from executor import bus
@@ -178,16 +175,14 @@ class RedisLiveRuns:
 
     url: str
     record_cut_off: Callable[[int, str], bool]
-    worker: str = field(
-        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
-    )
+    worker: str = field(default_factory=process_name)
     lease_s: float = LEASE_S
     read_block_s: float = READ_BLOCK_S
     running: dict[int, asyncio.Task[None]] = field(default_factory=dict)
 
     def _client(self) -> aredis.Redis:
         # One per run or reader: an asyncio connection belongs to the event loop that made it.
-        return aredis.Redis.from_url(self.url, decode_responses=True, socket_connect_timeout=2)
+        return aconnect(self.url)
 
     async def start(self, run_id: int, user_id: int, drive: Drive) -> None:
         """Claim the run on Redis (its owner and this process's lease), then drive it here."""

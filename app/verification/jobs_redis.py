@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import secrets
-import socket
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +33,7 @@ from typing import Any
 import redis
 from pydantic import TypeAdapter, ValidationError
 
+from app.bus_client import connect, process_name
 from app.errors import Unavailable
 from app.verification.jobs import (
     PENDING,
@@ -234,9 +233,7 @@ class RedisJobRegistry:
     """Verification jobs whose progress lives on Redis (a `VerifyJobs`)."""
 
     url: str
-    worker: str = field(
-        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
-    )
+    worker: str = field(default_factory=process_name)
     lease_s: float = LEASE_S
     _client: redis.Redis | None = field(default=None, init=False, repr=False)
 
@@ -244,9 +241,7 @@ class RedisJobRegistry:
     def client(self) -> redis.Redis:
         """A pooled, thread-safe connection (made on first use)."""
         if self._client is None:
-            self._client = redis.Redis.from_url(
-                self.url, decode_responses=True, socket_connect_timeout=2
-            )
+            self._client = connect(self.url)
         return self._client
 
     def get(self, key: JobKey) -> StoredJob | None:

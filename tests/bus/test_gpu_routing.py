@@ -9,7 +9,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import redis
 
 from app.bus_client import RedisExecutorClient
 from app.challenges.base import Launch
@@ -20,7 +19,6 @@ from executor.contract import OutputEvent, RunRequest, RunResult, RunStatus
 from tests.bus.scripted_agent import AgentThread, ScriptedRunner
 from tests.support.waiting import wait_for
 
-GPU_DB = 6  # a Redis database of their own: the session's real agents serve database 0
 SAY = "say rank {rank} of {world}"
 
 
@@ -40,16 +38,6 @@ class RecordingRunner(ScriptedRunner):
     async def open(self, request: RunRequest) -> AsyncIterator[OutputEvent | RunResult]:
         self.requests.append(request)
         return await super().open(request)
-
-
-@pytest.fixture
-def queue_url(redis_url: str) -> Iterator[str]:
-    url = f"{redis_url.rsplit('/', 1)[0]}/{GPU_DB}"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    yield url
-    client.flushdb()
-    client.close()
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ from app.challenges import routes as challenge_routes
 from app.challenges.catalog import Catalog
 from app.config import Settings
 from app.db import make_engine
-from app.deps import CSRF_COOKIE, use_csrf_seed, wants_json
+from app.deps import CSRF_COOKIE, PageRoute, use_csrf_seed, wants_json
 from app.errors import LoginRequired, NotFound, RankLabError
 from app.executor_client import ExecutorClient, HttpExecutorClient, NoExecutor
 from app.labs import routes as lab_routes
@@ -98,6 +98,8 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         metrics,
     ):
         app.include_router(module.router)
+        # Its hot pages also go first: FastAPI matches an included router's routes one by one.
+        app.router.routes[:0] = [r for r in module.router.routes if isinstance(r, PageRoute)]
     _api_docs(app)
     _install_security(app, settings)
     # Outermost of the app's own middleware: its id and timing cover everything inside.

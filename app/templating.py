@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import astuple
 from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
@@ -148,25 +147,46 @@ class FragmentCache:
         return html
 
 
-def _set_card_renderer(env: Environment) -> Any:
+def _cached_fragments(env: Environment) -> dict[str, Any]:
+    """The globals that render a learner's set cards and topic listing through one cache.
+
+    Both depend only on the catalog's objects (keys hold them by identity), the learner's
+    standings and time accommodation: learners alike share them, and a learner's next view of
+    an unchanged page renders none of it again.
+    """
     cache = FragmentCache()
+
+    def fragment(template: str, key: tuple[Any, ...], holds: Any, variables: Any) -> Markup:
+        compiled = env.get_template(template)
+        if env.auto_reload:  # development: an edited template shows at once
+            return Markup(compiled.render(variables))
+        return cache.get_or_render((template, *key), holds, lambda: compiled.render(variables))
+
+    def learner(context: Context) -> tuple[Any, Any]:
+        user = context.get("user")
+        return user, "anyone" if user is None else user.time_accommodation.multiplier
 
     @pass_context
     def set_card(context: Context, summary: Any, heading: str | None = None) -> Markup:
-        """One timed set's card (_set_card.html) for the page's learner, from the cache."""
-        user = context.get("user")
+        """One timed set's card (_set_card.html) for the page's learner."""
+        user, multiplier = learner(context)
         mine = context.get("standing", {}).get(summary.set.id)
-        multiplier = "anyone" if user is None else user.time_accommodation.multiplier
-        key = (id(summary), heading, multiplier, None if mine is None else astuple(mine))
-        template = env.get_template("_set_card.html")
-        variables = {"summary": summary, "heading": heading, "user": user, "standing": {}}
-        if mine is not None:
-            variables["standing"] = {summary.set.id: mine}
-        if env.auto_reload:  # development: an edited template shows at once
-            return Markup(template.render(variables))
-        return cache.get_or_render(key, summary, lambda: template.render(variables))
+        standing = {} if mine is None else {summary.set.id: mine}
+        variables = {"summary": summary, "heading": heading, "user": user, "standing": standing}
+        return fragment(
+            "_set_card.html", (id(summary), heading, multiplier, mine), summary, variables
+        )
 
-    return set_card
+    @pass_context
+    def topic_list(context: Context, topics: tuple[Any, ...]) -> Markup:
+        """Every topic with its sets' cards (_topic_list.html) for the page's learner."""
+        user, multiplier = learner(context)
+        standing = context.get("standing", {})
+        variables = {"topics": topics, "user": user, "standing": standing}
+        key = (id(topics), multiplier, frozenset(standing.items()))
+        return fragment("_topic_list.html", key, topics, variables)
+
+    return {"set_card": set_card, "topic_list": topic_list}
 
 
 def _user(request: Request) -> dict[str, Any]:
@@ -204,7 +224,7 @@ def build_templates(auto_reload: bool = False) -> Jinja2Templates:
         when=when,
         accommodated=accommodated,
     )
-    templates.env.globals["set_card"] = _set_card_renderer(templates.env)
+    templates.env.globals.update(_cached_fragments(templates.env))
     return templates
 
 

@@ -30,6 +30,7 @@ from app.accounts import service as accounts
 from app.accounts.models import Role, User
 from app.db import make_engine
 from app.deps import CSRF_COOKIE, SESSION_COOKIE
+from app.reads import Reader
 from tests.conftest import FakeClock
 from tests.support.accounts import sign_up, user_id
 from tests.support.learner import Learner
@@ -86,8 +87,10 @@ def signed_in_as(database_url: str, user: int, clock: FakeClock) -> Iterator[Cre
 
     def credentials() -> tuple[dict[str, str], dict[str, str]]:
         nonlocal token
-        with Session(engine) as session:
-            if accounts.user_for_token(session, token, clock()) is None:
+        with Reader(engine) as reader:
+            signed_in = accounts.user_for_token(reader, token, clock())
+        if signed_in is None:
+            with Session(engine) as session:
                 person = session.get(User, user)
                 assert person is not None
                 token = accounts.open_session(session, person, clock(), days=1)

@@ -51,6 +51,23 @@ def test_out_of_range_ids_in_every_kind_of_route_are_404(admin, number):
     assert "Not found" in admin.get(f"/attempts/{number}").text  # the HTML page says so too
 
 
+@pytest.mark.parametrize("number", ["abc", "1e3", "1x", "٣", "%201", "12345678901"])
+def test_a_hot_page_whose_id_is_not_a_plain_number_is_a_404(admin, number):
+    attempt = admin.start("test-basics")  # the question page is a plain route (page_route)
+    for path in (f"{attempt}/q/{number}", f"/attempts/{number}/q/1"):
+        response = admin.get(path, headers={"accept": "application/json"})
+        assert response.status_code == 404, (path, response.text)
+        assert response.json() == {"detail": "Not found"}
+    assert admin.get(f"{attempt}/q/1").status_code == 200
+
+
+def test_a_hot_page_sends_a_visitor_who_is_not_signed_in_to_log_in(app_factory, sqlite_url):
+    with TestClient(app_factory(sqlite_url)) as client:
+        response = client.get("/attempts/1/q/1", follow_redirects=False)
+    assert response.status_code == 303
+    assert response.headers["location"] == "/login?next=/attempts/1/q/1"
+
+
 def test_the_largest_id_the_database_holds_is_an_ordinary_miss(admin):
     response = admin.get(f"/attempts/{MAX_ROW_ID}", headers={"accept": "application/json"})
     assert response.status_code == 404

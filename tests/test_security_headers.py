@@ -77,3 +77,12 @@ def test_a_wrong_method_on_a_route_is_405_with_allow(client: TestClient):
     assert api.json() == {"detail": "Method Not Allowed"}
     static = client.post("/static/js/run.js")
     assert static.status_code == 405 and static.headers["allow"] == "GET, HEAD"
+
+
+def test_a_hot_page_answers_head_and_a_wrong_method_with_405_and_allow(client: TestClient):
+    head = client.head("/")  # the home page is a plain Starlette route (app.deps.page_route)
+    assert head.status_code == 200 and head.content == b""
+    assert "nonce-" in head.headers["content-security-policy"]
+    wrong = client.put("/attempts/1/q/1", headers={"accept": "application/json"})
+    assert wrong.status_code == 405 and wrong.headers["allow"] == "GET, HEAD"
+    assert client.delete("/").headers["allow"] == "GET, HEAD"

@@ -6,15 +6,16 @@ import hashlib
 import hmac
 import secrets
 from datetime import datetime, timedelta
+from typing import cast
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import bindparam, inspect, or_
+from sqlalchemy import bindparam, or_
 from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import configure_mappers, make_transient_to_detached
 from sqlmodel import Session, col, select
 
+from app import reads
 from app.accounts import rules
 from app.accounts.models import Role, TimeAccommodation, User, WebSession
 from app.errors import BadRequest, Conflict, Forbidden, NotFound
@@ -127,23 +128,22 @@ def replace_session(
     return open_session(session, user, now, days)  # one commit: the swap is atomic
 
 
-# Every page asks it: one Core query, built once (building a statement costs about as much as
-# running it), whose row becomes a detached User without the ORM's loading machinery (which
-# cost about as much again: identity map, loader state, events).
+# Every page asks it: one query, compiled once and run on the driver (app.reads), whose row
+# becomes a detached User without the ORM's loading machinery.
 _USERS = User.__table__  # type: ignore[attr-defined]
 _SESSIONS = WebSession.__table__  # type: ignore[attr-defined]
-_LIVE_SESSION_USER = (
+_LIVE_SESSION_USER = reads.Query(
     select_columns(*_USERS.columns)
     .join_from(_SESSIONS, _USERS, _SESSIONS.c.user_id == _USERS.c.id)
     .where(
         _SESSIONS.c.token_hash == bindparam("token_hash"),
         _SESSIONS.c.expires_at > bindparam("now"),
-    )
+    ),
+    User,
 )
-_new_user = inspect(User).class_manager.new_instance
 
 
-def user_for_token(session: Session, token: str | None, now: datetime) -> User | None:
+def user_for_token(reader: reads.Reader, token: str | None, now: datetime) -> User | None:
     """Return the user of a live session token, or None.
 
     The user is detached, as if loaded and expunged: reading it needs no session, and a service
@@ -151,15 +151,11 @@ def user_for_token(session: Session, token: str | None, now: datetime) -> User |
     """
     if not token:
         return None
-    parameters = {"token_hash": _token_hash(token), "now": now}
-    row = session.connection().execute(_LIVE_SESSION_USER, parameters).first()
+    row = reader.first(_LIVE_SESSION_USER, token_hash=_token_hash(token), now=now)
     if row is None:
         return None
-    configure_mappers()  # the first ORM use may be this one (a few µs once configured)
-    user: User = _new_user()
-    user.__dict__.update(row._mapping)  # what the ORM's loader does, minus its bookkeeping
-    make_transient_to_detached(user)
-    return user
+    (user,) = _LIVE_SESSION_USER.instances(row)
+    return cast(User, user)
 
 
 def close_session(session: Session, token: str | None) -> None:

@@ -16,6 +16,7 @@ from fastapi.responses import (
 )
 from sqlmodel import Session
 
+from app import reads
 from app.accounts.models import User
 from app.attempts import rules
 from app.attempts import service as attempts
@@ -23,20 +24,21 @@ from app.attempts.models import ItemAttempt, SetAttempt
 from app.challenges.catalog import Catalog
 from app.challenges.schema import EXECUTABLE_KINDS
 from app.config import Settings
-from app.db import end_read, run_reads, run_writes
+from app.db import end_read, read_session, run_reads, run_writes, write_session
 from app.deps import (
     CatalogDep,
     CsrfDep,
     CurrentUser,
-    ExecutorDep,
     NowDep,
     OptionalUser,
+    Page,
     QuestionDep,
     RowId,
     SessionDep,
     SettingsDep,
     SlugId,
     learner_or_guest,
+    page_route,
     signed_in,
 )
 from app.errors import Conflict, NotFound
@@ -126,37 +128,29 @@ def resume(
     return _redirect(f"/attempts/{attempt.id}/q/{attempt.current_position + 1}")
 
 
-@router.get("/attempts/{attempt_id}/q/{number}", response_class=HTMLResponse)
-async def question(
-    request: Request,
-    attempt_id: RowId,
-    number: RowId,
-    user: CurrentUser,
-    session: SessionDep,
-    catalog: CatalogDep,
-    settings: SettingsDep,
-    now: NowDep,
-    executor: ExecutorDep,
-):
+@page_route(router, "/attempts/{attempt_id}/q/{number}")
+async def question(page: Page, attempt_id: int, number: int) -> Response:
     """Show a question: countdown, attempts left, hint on demand, options; feedback once closed."""
+    user = page.signed_in()
     assert user.id is not None
-    grace_s = settings.grace_seconds
-    found = await run_reads(
-        session, attempts.question_for_user, session, attempt_id, number, user.id
-    )
+    catalog, now, engine = page.catalog, page.now, page.engine
+    grace_s = page.settings.grace_seconds
+    found = await reads.read(engine, attempts.question_for_user, attempt_id, number, user.id)
     attempt, row = found
     if row.status is rules.ItemStatus.PENDING:
         return _redirect(f"/attempts/{attempt.id}")
     if attempts.expired(row, grace_s, now):  # the page records the time-out: a write
-        await run_writes(session, attempts.close_if_expired, session, row, grace_s, now)
+        with write_session(engine) as session:
+            await run_writes(session, attempts.close_if_expired, session, row, grace_s, now)
     context = _question_context(catalog, attempt, row, grace_s, now)
     item, loaded = context["item"], context["loaded"]
     if row.status.closed and loaded is not None:  # the key is shown: say where it was proven
-        lines = await run_reads(session, records.proof_lines, session, loaded, [item])
+        with read_session(engine) as session:
+            lines = await run_reads(session, records.proof_lines, session, loaded, [item])
         context["verified"] = lines.get(item.id)
     if isinstance(item, EXECUTABLE_KINDS) and row.status.closed:
-        context["run"] = await run_in_threadpool(runs.run_panel, executor, item)  # HTTP health
-    return request.app.state.templates.TemplateResponse(request, "question.html", context)
+        context["run"] = await run_in_threadpool(runs.run_panel, page.executor, item)  # HTTP
+    return page.render("question.html", context)
 
 
 @router.get("/api/attempts/{attempt_id}/q/{number}")

@@ -17,6 +17,7 @@ from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from app import reads
 from app.attempts import rules
 from app.attempts.models import ItemAttempt, SetAttempt, Submission
 from app.attempts.rules import Clock, ItemStatus, Refusal
@@ -137,33 +138,31 @@ def attempt_for_user(session: Session, attempt_id: int, user_id: int) -> SetAtte
     return attempt
 
 
-# Built once: the question page runs it on every view (building a statement costs about as
-# much as running it).
-_QUESTION = (
-    select(SetAttempt, ItemAttempt)
+# Compiled once and run on the driver (app.reads): the question page runs it on every view.
+_ATTEMPTS = SetAttempt.__table__  # type: ignore[attr-defined]
+_ITEMS = ItemAttempt.__table__  # type: ignore[attr-defined]
+_QUESTION = reads.Query(
+    select_columns(*_ATTEMPTS.columns, *_ITEMS.columns)
     .outerjoin(
-        ItemAttempt,
-        and_(
-            col(ItemAttempt.set_attempt_id) == col(SetAttempt.id),
-            col(ItemAttempt.position) == bindparam("position"),
-        ),
+        _ITEMS,
+        and_(_ITEMS.c.set_attempt_id == _ATTEMPTS.c.id, _ITEMS.c.position == bindparam("position")),
     )
-    .where(
-        col(SetAttempt.id) == bindparam("attempt_id"),
-        col(SetAttempt.user_id) == bindparam("user_id"),
-    )
+    .where(_ATTEMPTS.c.id == bindparam("attempt_id"), _ATTEMPTS.c.user_id == bindparam("user_id")),
+    SetAttempt,
+    ItemAttempt,
 )
 
 
 def question_for_user(
-    session: Session, attempt_id: int, number: int, user_id: int
+    reader: reads.Reader, attempt_id: int, number: int, user_id: int
 ) -> tuple[SetAttempt, ItemAttempt]:
-    """Load question `number` (1-based) of one of this user's attempts, or 404 (one query)."""
-    parameters = {"attempt_id": attempt_id, "user_id": user_id, "position": number - 1}
-    found = session.exec(_QUESTION, params=parameters).first()
+    """Load question `number` (1-based) of one of this user's attempts, or 404 (one query).
+
+    Both come back detached: a service that changes them adds them to its session first."""
+    found = reader.first(_QUESTION, attempt_id=attempt_id, user_id=user_id, position=number - 1)
     if found is None:
         raise NotFound("No such attempt.")
-    attempt, row = found
+    attempt, row = _QUESTION.instances(found)
     if row is None:
         raise NotFound("No such question in this attempt.")
     return attempt, row
@@ -215,6 +214,7 @@ def close_if_expired(session: Session, row: ItemAttempt, grace_s: float, now: da
     if not expired(row, grace_s, now):
         return row.status is ItemStatus.TIMED_OUT
     begin_write(session)  # a page view (GET) records the time-out too
+    session.add(row)  # a page's row is detached (app.reads): it joins this session
     result = session.execute(
         update(ItemAttempt)
         .where(col(ItemAttempt.id) == row.id, col(ItemAttempt.status) == ItemStatus.OPEN)
@@ -349,9 +349,9 @@ def history(session: Session, user_id: int) -> list[SetAttempt]:
     return list(session.exec(statement))
 
 
-@dataclass
+@dataclass(frozen=True)
 class SetStanding:
-    """A user's standing on one set, for the home page."""
+    """A user's standing on one set, for the home page (hashable: pages key caches on it)."""
 
     attempts: int = 0
     best_correct: int = 0
@@ -360,7 +360,7 @@ class SetStanding:
 
 
 _FINISHED = col(SetAttempt.finished_at).is_not(None)
-# Built once, like _QUESTION: the home page runs it on every view of a signed-in visitor.
+# Like _QUESTION: the home page runs it on every view of a signed-in visitor.
 _STANDINGS = (
     select_columns(
         col(SetAttempt.set_id),
@@ -373,24 +373,28 @@ _STANDINGS = (
     .where(col(SetAttempt.user_id) == bindparam("user_id"))
     .group_by(col(SetAttempt.set_id))
 )
-_STANDING = _STANDINGS.where(col(SetAttempt.set_id) == bindparam("set_id"))
+_ALL_STANDINGS = reads.Query(_STANDINGS)
+_ONE_STANDING = reads.Query(_STANDINGS.where(col(SetAttempt.set_id) == bindparam("set_id")))
 
 
-def standings(session: Session, user_id: int, set_id: str | None = None) -> dict[str, SetStanding]:
+def standings(
+    reader: reads.Reader, user_id: int, set_id: str | None = None
+) -> dict[str, SetStanding]:
     """Summarise the user's attempts per set id (or at one set), in one aggregate query."""
-    parameters: dict[str, object] = {"user_id": user_id}
-    statement = _STANDINGS
-    if set_id is not None:
-        statement, parameters["set_id"] = _STANDING, set_id
+    rows = (
+        reader.rows(_ALL_STANDINGS, user_id=user_id)
+        if set_id is None
+        else reader.rows(_ONE_STANDING, user_id=user_id, set_id=set_id)
+    )
     return {
         row_set_id: SetStanding(int(count), int(best), bool(badge), active)
-        for row_set_id, count, best, badge, active in session.execute(statement, parameters)
+        for row_set_id, count, best, badge, active in rows
     }
 
 
-def standing(session: Session, user_id: int, set_id: str) -> SetStanding | None:
+def standing(reader: reads.Reader, user_id: int, set_id: str) -> SetStanding | None:
     """Return the user's standing on one set, or None if they never tried it."""
-    return standings(session, user_id, set_id).get(set_id)
+    return standings(reader, user_id, set_id).get(set_id)
 
 
 def skip_removed_items(

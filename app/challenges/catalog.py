@@ -160,6 +160,7 @@ class _Contents:
     facts_by_id: dict[str, SetFacts] = field(default_factory=dict)
     items: dict[tuple[str, str], ItemBase] = field(default_factory=dict)
     topics: dict[str, TopicView] = field(default_factory=dict)
+    topic_list: tuple[TopicView, ...] = ()  # topics' values, once: pages key caches on it
     entries: dict[tuple[str, str], Entry] = field(default_factory=dict)
     topic_of_set: dict[str, str] = field(default_factory=dict)
     labs: dict[str, LoadedLab] = field(default_factory=dict)
@@ -184,6 +185,7 @@ class _Contents:
         return cls(
             labs={loaded.lab.id: loaded for loaded in loaded_labs or []},
             topics=topics,
+            topic_list=tuple(topics.values()),
             entries=entries,
             topic_of_set={
                 facts.set.id: topic.id for topic in topics.values() for facts in topic.sets
@@ -258,7 +260,7 @@ class Catalog:
 
     def topics(self) -> tuple[TopicView, ...]:
         """Every topic, in order (then by title)."""
-        return tuple(self._contents.topics.values())
+        return self._contents.topic_list
 
     def topic(self, topic_id: str) -> TopicView | None:
         """Return the topic with this id."""

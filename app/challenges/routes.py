@@ -3,27 +3,27 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 
+from app import reads
 from app.attempts import service as attempts
-from app.db import run_reads
-from app.deps import CatalogDep, OptionalUser, SessionDep, SlugId
+from app.deps import CatalogDep, OptionalUser, Page, SlugId, page_route
 from app.errors import NotFound
 
 router = APIRouter()
 
 # The pages are `async def`: their reads run on the event loop where they cannot wait (SQLite)
-# and on a worker thread where they can (app.db.run_reads); rendering needs no thread.
+# and on a worker thread where they can (app.reads.read); rendering needs no thread.
 
 
-@router.get("/", response_class=HTMLResponse)
-async def home(request: Request, catalog: CatalogDep, user: OptionalUser, session: SessionDep):
+@page_route(router, "/")
+async def home(page: Page) -> Response:
     """List the topics and their sets with the learner's status; staff also see broken files."""
+    user, catalog = page.user, page.catalog
     standing = {}
     if user and user.id:
-        standing = await run_reads(session, attempts.standings, session, user.id)
-    return request.app.state.templates.TemplateResponse(
-        request,
+        standing = await reads.read(page.engine, attempts.standings, user.id)
+    return page.render(
         "home.html",
         {
             "topics": catalog.topics(),
@@ -34,16 +34,15 @@ async def home(request: Request, catalog: CatalogDep, user: OptionalUser, sessio
 
 
 @router.get("/sets/{set_id}", response_class=HTMLResponse)
-async def set_page(
-    request: Request, set_id: SlugId, catalog: CatalogDep, user: OptionalUser, session: SessionDep
-):
+async def set_page(request: Request, set_id: SlugId, catalog: CatalogDep, user: OptionalUser):
     """Introduce a set: what it covers, how long it takes, the badge, and a start button."""
     facts = catalog.facts_of(set_id)
     if facts is None:
         raise NotFound(f"No challenge set {set_id!r}.")
     standing = None
     if user and user.id:
-        standing = await run_reads(session, attempts.standing, session, user.id, set_id)
+        engine = request.app.state.engine
+        standing = await reads.read(engine, attempts.standing, user.id, set_id)
     return request.app.state.templates.TemplateResponse(
         request,
         "set.html",

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
+from app import reads
 from app.attempts import rules
 from app.attempts import service as attempts
 from app.attempts.rules import ItemStatus
@@ -138,7 +139,7 @@ async def topic_page(
 def _progress(
     session: Session, user_id: int, topic: TopicView, now: datetime, new_per_day: int
 ) -> modes.TopicProgress:
-    standings = attempts.standings(session, user_id)
+    standings = attempts.standings(reads.Reader.within(session), user_id)
     return modes.topic_progress(session, user_id, topic, now, new_per_day, standings)
 
 

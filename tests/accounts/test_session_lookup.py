@@ -1,4 +1,4 @@
-"""The per-request user lookup: one Core query whose row becomes a detached User."""
+"""The per-request user lookup: one query on the driver whose row becomes a detached User."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from sqlmodel import Session, select
 
 from app.accounts import service as accounts
 from app.accounts.models import TimeAccommodation, User
-from app.db import make_engine, read_session, utcnow
+from app.db import make_engine, utcnow
+from app.reads import Reader
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,8 +25,8 @@ def test_the_looked_up_user_is_detached_and_a_service_can_change_it(database_url
     with Session(engine, expire_on_commit=False) as session:
         guest = accounts.create_guest(session, now)
         token = accounts.open_session(session, guest, now, days=1)
-    with read_session(engine) as session:
-        user = accounts.user_for_token(session, token, now)
+    with Reader(engine) as reader:
+        user = accounts.user_for_token(reader, token, now)
     assert user is not None and user.id == guest.id
     assert inspect(user).detached  # readable with no session, as pages render it
     assert (user.display_name, user.is_guest, user.created_at) == ("Guest", True, guest.created_at)
@@ -39,9 +40,9 @@ def test_the_looked_up_user_is_detached_and_a_service_can_change_it(database_url
         stored = session.get(User, guest.id)
         assert count == 1
         assert stored is not None and stored.time_accommodation is TimeAccommodation.EXTENDED_2
-    with read_session(engine) as session:
-        assert accounts.user_for_token(session, token, now + timedelta(days=2)) is None  # expired
-        assert accounts.user_for_token(session, token + "x", now) is None
+    with Reader(engine) as reader:
+        assert accounts.user_for_token(reader, token, now + timedelta(days=2)) is None  # expired
+        assert accounts.user_for_token(reader, token + "x", now) is None
     engine.dispose()
 
 
@@ -52,7 +53,8 @@ def test_the_lookup_works_as_a_fresh_process_first_use_of_the_models(sqlite_url:
         f"""
         import sqlite3
         from app.accounts import service as accounts
-        from app.db import make_engine, read_session, utcnow
+        from app.db import make_engine, utcnow
+        from app.reads import Reader
 
         now = utcnow()
         token = "a-token"
@@ -67,8 +69,8 @@ def test_the_lookup_works_as_a_fresh_process_first_use_of_the_models(sqlite_url:
             (accounts._token_hash(token),),
         )
         database.commit()
-        with read_session(make_engine({sqlite_url!r})) as session:
-            user = accounts.user_for_token(session, token, now)
+        with Reader(make_engine({sqlite_url!r})) as reader:
+            user = accounts.user_for_token(reader, token, now)
         print(user.id, user.display_name, user.role.value)
         """
     )

@@ -54,6 +54,24 @@ def test_the_home_page_shows_my_status_per_set(client):
     assert ">Resume<" in learner.get("/sets/test-basics").text
 
 
+def test_each_learner_sees_their_own_standing_though_the_listing_is_cached(app_factory, sqlite_url):
+    app = app_factory(sqlite_url)  # one app, one fragment cache, two browsers
+    newcomer, finisher = Learner(TestClient(app)), Learner(TestClient(app))
+    newcomer.start_as_guest()
+    finisher.start_as_guest()
+    for learner in (newcomer, finisher):  # the same listing for both, rendered once
+        assert 'data-testid="status">Not started' in learner.get("/").text
+    attempt = finisher.start("test-basics")
+    assert 'data-testid="status">In progress' in finisher.get("/").text
+    finisher.answer(attempt, 1, "B")
+    finisher.next(attempt)
+    finisher.answer(attempt, 2, "3.33")
+    finisher.next(attempt)
+    for _ in range(2):  # again: from the cache now
+        assert 'data-testid="status">Badge earned' in finisher.get("/").text
+        assert 'data-testid="status">Not started' in newcomer.get("/").text
+
+
 def test_set_totals_include_the_learners_time_accommodation(app_factory, sqlite_url):
     with TestClient(app_factory(sqlite_url)) as client:
         learner = Learner(client)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 from typing import Any
 
 import pytest
+from jinja2 import Environment
 from pydantic import ValidationError
 
 from app import embedded
@@ -37,6 +39,31 @@ def test_challenge_text_is_rendered_once_and_its_html_reused():
     assert "<strong>two</strong>" in filters["markdown"](text)
     code = "import torch\nprint(torch.ones(2))\n"
     assert filters["highlight"](code) is filters["highlight"](code)
+
+
+def test_a_dicts_keys_read_as_in_plain_jinja_only_without_an_exception_each():
+    source = (
+        "{{ d.title }}|{{ d.missing is defined }}|{{ d.get('items') }}|{{ d.items() | length }}"
+        "|{{ d.__class__.__name__ }}|{{ o.real }}"
+    )
+    values = {"d": {"title": "Ranks", "items": 3, "get": "shadowed?"}, "o": 5}
+    plain = Environment(autoescape=True).from_string(source).render(values)
+    ours = build_templates().env.from_string(source).render(values)
+    assert ours == plain == "Ranks|False|3|3|dict|5"
+    raised = []
+    trace = sys.gettrace()
+
+    def record(frame: Any, event: str, argument: Any) -> Any:
+        if event == "exception" and argument[0] is AttributeError:
+            raised.append(frame.f_code.co_name)
+        return record
+
+    sys.settrace(record)
+    try:
+        build_templates().env.from_string("{{ d.title }}{{ d.title }}").render(values)
+    finally:
+        sys.settrace(trace)
+    assert raised == []  # Jinja2's own getattr raises one per lookup before it tries the key
 
 
 @pytest.fixture

@@ -327,20 +327,23 @@ def page_route(router: APIRouter, path: str) -> Callable[[PageHandler], PageHand
     """Serve a GET page at path with `handler(page, **path_ids)`, as a plain Starlette route.
 
     Path parameters are row ids (`{attempt_id}`): anything but a number from 1 to the
-    database's largest names no page, a 404 (as RowId's out-of-range numbers are).
+    database's largest names no page, a 404 (as RowId's out-of-range numbers are), shown with
+    the visitor's own header like any other page.
     """
 
     def register(handler: PageHandler) -> PageHandler:
         async def serve(request: Request) -> Response:
+            page = await open_page(request)
             texts: dict[str, str] = request.path_params
             if not all(_ROW_ID_TEXT.fullmatch(text) for text in texts.values()):
                 raise NotFound()
             ids = {name: int(text) for name, text in texts.items()}
             if not all(1 <= value <= MAX_ROW_ID for value in ids.values()):
                 raise NotFound()
-            return await handler(await open_page(request), **ids)
+            return await handler(page, **ids)
 
-        router.routes.append(PageRoute(path, serve, methods=["GET"], name=handler.__name__))
+        route = PageRoute(router.prefix + path, serve, methods=["GET"], name=handler.__name__)
+        router.routes.append(route)
         return handler
 
     return register

@@ -9,8 +9,10 @@ A `Query` is a Core SELECT, written with the models' tables as anywhere else, th
 once for the engine's dialect; its parameters and columns go through the same type conversions
 SQLAlchemy applies (`TypeEngine.bind_processor` and `result_processor`: aware UTC datetimes,
 enums, booleans), and its rows become detached model instances, as if loaded and expunged. A
-`Reader` holds one pooled driver connection for a page's reads and no transaction: each SELECT is
-atomic on its own, so it takes no lock and, on SQLite in WAL mode, never waits for a writer.
+`Reader` holds one pooled driver connection for a page's reads and begins no transaction: on
+SQLite each SELECT is atomic on its own (autocommit), takes no lock and, in WAL mode, never waits
+for a writer; PostgreSQL's driver opens one implicitly, which the pool ends when it gets the
+connection back.
 
 Only SELECTs: anything that writes goes through a Session and its services (app.db).
 """
@@ -23,7 +25,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 from sqlalchemy import Select, inspect
-from sqlalchemy.engine import Dialect, Engine
+from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.orm import Mapper, Session, configure_mappers, make_transient_to_detached
 
 T = TypeVar("T")
@@ -83,7 +85,7 @@ class Query:
 
     def __init__(self, statement: AnySelect, *models: type) -> None:
         self.statement = statement
-        self._compiled: dict[str, _Compiled] = {}
+        self._compiled: dict[tuple[str, str], _Compiled] = {}
         self._builders = [_InstanceBuilder(model) for model in models]
         if models:
             wanted = [column for builder in self._builders for column in builder.columns]
@@ -92,10 +94,11 @@ class Query:
                 raise ValueError("a Query with models selects exactly their tables' columns")
 
     def compiled(self, dialect: Dialect) -> _Compiled:
-        """This statement compiled for a dialect (once; later calls reuse it)."""
-        found = self._compiled.get(dialect.name)
+        """This statement compiled for a dialect and driver (once; later calls reuse it)."""
+        key = (dialect.name, dialect.driver)
+        found = self._compiled.get(key)
         if found is None:
-            found = self._compiled[dialect.name] = _compile(self.statement, dialect)
+            found = self._compiled[key] = _compile(self.statement, dialect)
         return found
 
     def instances(self, row: Sequence[Any]) -> tuple[Any, ...]:
@@ -165,27 +168,32 @@ class _InstanceBuilder:
 
 
 class Reader:
-    """A driver connection to run Queries on: one of its own from the pool (`Reader(engine)`,
-    given back by `close` or `with`), or a session's, inside its transaction (`within`)."""
+    """Runs Queries: on a pooled driver connection of its own (`Reader(engine)`, given back by
+    `close` or `with`), or through a session's connection, in its transaction (`within`)."""
 
     def __init__(self, engine: Engine) -> None:
         self.dialect = engine.dialect
+        self.on_driver = True  # past SQLAlchemy: its events and error handling do not see these
         self._connection: Any = engine.raw_connection()  # the pool's, reset when given back
-        self._owned = True
+        self._session_connection: Connection | None = None
 
     @classmethod
     def within(cls, session: Session) -> Reader:
-        """Read on the session's connection, in its transaction: a route that holds a session
-        takes no second connection (PostgreSQL's pool is bounded to one per worker thread)."""
+        """Read through the session's connection, in its transaction, as SQLAlchemy runs any
+        statement (its events, its errors: a failed read on PostgreSQL aborts the session's
+        transaction, which the session must know). For the routes that hold a session anyway
+        and then write: they take no second connection."""
         reader = cls.__new__(cls)
-        connection = session.connection()
-        reader.dialect = connection.dialect
-        reader._connection = connection.connection
-        reader._owned = False
+        reader._session_connection = session.connection()
+        reader.dialect = reader._session_connection.dialect
+        reader.on_driver = False
+        reader._connection = None
         return reader
 
     def rows(self, query: Query, **values: Any) -> list[tuple[Any, ...]]:
         """Every row of the query, converted."""
+        if self._session_connection is not None:
+            return [tuple(row) for row in self._session_connection.execute(query.statement, values)]
         compiled = query.compiled(self.dialect)
         cursor = self._connection.cursor()
         try:
@@ -197,6 +205,9 @@ class Reader:
 
     def first(self, query: Query, **values: Any) -> tuple[Any, ...] | None:
         """The query's first row, converted, or None."""
+        if self._session_connection is not None:
+            found = self._session_connection.execute(query.statement, values).first()
+            return None if found is None else tuple(found)
         compiled = query.compiled(self.dialect)
         cursor = self._connection.cursor()
         try:
@@ -208,8 +219,9 @@ class Reader:
 
     def close(self) -> None:
         """Give its own connection back to the pool (which ends what the driver began)."""
-        if self._owned:
+        if self._connection is not None:
             self._connection.close()
+            self._connection = None
 
     def __enter__(self) -> Reader:
         return self

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
@@ -154,44 +155,80 @@ class FragmentCache:
         return html
 
 
+@dataclass(frozen=True, slots=True)
+class CardStatus:
+    """What a set's card shows of a learner's standing on it, and all a cached card holds."""
+
+    badge: bool
+    in_progress: bool
+    best_correct: int
+
+    @classmethod
+    def of(cls, standing: Any) -> CardStatus:
+        """The card's view of a standing (app.attempts.service.SetStanding)."""
+        return cls(
+            bool(standing.badge), standing.active_attempt_id is not None, standing.best_correct
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _CardLearner:
+    """What a cached card knows of its learner: the time accommodation, nothing else."""
+
+    time_accommodation: Any
+
+
 def _cached_fragments(env: Environment) -> dict[str, Any]:
-    """The globals that render a learner's set cards and topic listing through one cache.
+    """The globals that render a learner's set cards and topic listing through caches.
 
-    Both depend only on the catalog's objects (keys hold them by identity), the learner's
-    standings and time accommodation: learners alike share them, and a learner's next view of
-    an unchanged page renders none of it again.
+    Both depend only on the catalog's objects (keys hold them by identity), the learner's time
+    accommodation and what the cards show of their standings (CardStatus): they are rendered
+    from exactly what their key holds, so learners alike share them and no learner's page can
+    carry another's details; a learner's next view of an unchanged page renders none of it.
+    A listing is about 15 KB and a card 1 KB: each has its own cache, so listings never push
+    out the cards that the set and topic pages share.
     """
-    cache = FragmentCache()
+    cards, listings = FragmentCache(size=4096), FragmentCache(size=512)
 
-    def fragment(template: str, key: tuple[Any, ...], holds: Any, variables: Any) -> Markup:
+    def fragment(
+        cache: FragmentCache, template: str, key: tuple[Any, ...], holds: Any, variables: Any
+    ) -> Markup:
         compiled = env.get_template(template)
         if env.auto_reload:  # development: an edited template shows at once
             return Markup(compiled.render(variables))
-        return cache.get_or_render((template, *key), holds, lambda: compiled.render(variables))
+        return cache.get_or_render(key, holds, lambda: compiled.render(variables))
 
-    def learner(context: Context) -> tuple[Any, Any]:
+    def learner(context: Context) -> tuple[Any, _CardLearner | None]:
         user = context.get("user")
-        return user, "anyone" if user is None else user.time_accommodation.multiplier
+        if user is None:
+            return "anyone", None
+        return user.time_accommodation, _CardLearner(user.time_accommodation)
+
+    def statuses(context: Context) -> dict[str, CardStatus]:
+        standing = context.get("standing", {})
+        return {
+            set_id: mine if isinstance(mine, CardStatus) else CardStatus.of(mine)
+            for set_id, mine in standing.items()
+        }
 
     @pass_context
     def set_card(context: Context, summary: Any, heading: str | None = None) -> Markup:
         """One timed set's card (_set_card.html) for the page's learner."""
-        user, multiplier = learner(context)
-        mine = context.get("standing", {}).get(summary.set.id)
+        accommodation, user = learner(context)
+        mine = statuses(context).get(summary.set.id)
         standing = {} if mine is None else {summary.set.id: mine}
         variables = {"summary": summary, "heading": heading, "user": user, "standing": standing}
-        return fragment(
-            "_set_card.html", (id(summary), heading, multiplier, mine), summary, variables
-        )
+        key = (id(summary), heading, accommodation, mine)
+        return fragment(cards, "_set_card.html", key, summary, variables)
 
     @pass_context
     def topic_list(context: Context, topics: tuple[Any, ...]) -> Markup:
         """Every topic with its sets' cards (_topic_list.html) for the page's learner."""
-        user, multiplier = learner(context)
-        standing = context.get("standing", {})
-        variables = {"topics": topics, "user": user, "standing": standing}
-        key = (id(topics), multiplier, frozenset(standing.items()))
-        return fragment("_topic_list.html", key, topics, variables)
+        accommodation, user = learner(context)
+        shown = statuses(context)
+        variables = {"topics": topics, "user": user, "standing": shown}
+        key = (id(topics), accommodation, frozenset(shown.items()))
+        return fragment(listings, "_topic_list.html", key, topics, variables)
 
     return {"set_card": set_card, "topic_list": topic_list}
 

@@ -103,7 +103,8 @@ def counting(engine: Any) -> Iterator[list[str]]:
 
     def counted(read: Callable[..., Any]) -> Callable[..., Any]:
         def run(reader: reads.Reader, query: reads.Query, **values: Any) -> Any:
-            statements.append(str(query.statement))
+            if reader.on_driver:  # a session's reader is seen by the event above
+                statements.append(str(query.statement))
             return read(reader, query, **values)
 
         return run

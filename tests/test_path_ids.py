@@ -58,6 +58,8 @@ def test_a_hot_page_whose_id_is_not_a_plain_number_is_a_404(admin, number):
         response = admin.get(path, headers={"accept": "application/json"})
         assert response.status_code == 404, (path, response.text)
         assert response.json() == {"detail": "Not found"}
+        page = admin.get(path)  # the error page, with the admin's own header
+        assert page.status_code == 404 and 'data-testid="who"' in page.text, path
     assert admin.get(f"{attempt}/q/1").status_code == 200
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from sqlalchemy import bindparam, case, inspect, literal_column
+from sqlalchemy import bindparam, case, column, func, inspect, literal_column, table
 from sqlalchemy import select as select_columns
 from sqlalchemy.dialects import sqlite
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session, col
 
 from app import reads
@@ -26,6 +27,7 @@ from app.db import make_engine
 from tests.conftest import TEST_CHALLENGES
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+EAST_COAST = timezone(timedelta(hours=-5))
 USERS = User.__table__  # type: ignore[attr-defined]
 CREATED_BEFORE = reads.Query(
     select_columns(
@@ -109,7 +111,9 @@ def test_parameters_and_columns_are_converted_as_sqlalchemy_converts_them(databa
     with reads.Reader(engine) as reader:
         # An aware time is bound as the naive UTC the column stores; a CASE's literal comes along.
         early = reader.rows(CREATED_BEFORE, before=NOW + timedelta(minutes=1))
-        both = reader.rows(CREATED_BEFORE, before=(NOW + timedelta(hours=2)).astimezone())
+        # 11:00 UTC is 06:00 at UTC-5: after both rows (taken as 06:00 it would be before both).
+        later = (NOW + timedelta(hours=2)).astimezone(EAST_COAST)
+        both = reader.rows(CREATED_BEFORE, before=later)
     assert [row[1:] for row in early] == [("account", Role.INSTRUCTOR, NOW)]
     assert [row[1:] for row in both] == [
         ("account", Role.INSTRUCTOR, NOW),
@@ -193,4 +197,21 @@ def test_the_session_user_lookup_reads_a_live_session_only(database_url):
         expired = accounts.user_for_token(reader, token, NOW + timedelta(days=2))
     assert found is not None and found.id == user.id and expired is None
     assert (found.role, found.time_accommodation) == (Role.INSTRUCTOR, TimeAccommodation.EXTENDED_2)
+    engine.dispose()
+
+
+def test_a_failed_read_gives_its_connection_back_and_a_sessions_is_sqlalchemys_to_handle(
+    database_url,
+):
+    missing = reads.Query(select_columns(table("no_such_table", column("x")).c.x))
+    engine = make_engine(database_url)
+    with pytest.raises(Exception) as on_driver, reads.Reader(engine) as reader:
+        reader.rows(missing)
+    assert not isinstance(on_driver.value, DBAPIError)  # the driver's own error
+    assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+    with Session(engine) as session:
+        with pytest.raises(DBAPIError):  # SQLAlchemy saw it: the session knows its state
+            reads.Reader.within(session).first(missing)
+        session.rollback()
+        assert session.execute(select_columns(func.count()).select_from(User)).scalar_one() == 0
     engine.dispose()

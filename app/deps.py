@@ -268,30 +268,10 @@ class Page:
     request: Request
     user: User | None
     now: datetime
-
-    @property
-    def settings(self) -> Settings:
-        """The app's settings."""
-        settings: Settings = self.request.app.state.settings
-        return settings
-
-    @property
-    def catalog(self) -> Catalog:
-        """The loaded challenge catalog."""
-        catalog: Catalog = self.request.app.state.catalog
-        return catalog
-
-    @property
-    def executor(self) -> ExecutorClient:
-        """The executor client."""
-        executor: ExecutorClient = self.request.app.state.executor
-        return executor
-
-    @property
-    def engine(self) -> Engine:
-        """The database engine: pages read through app.reads, and open a session to write."""
-        engine: Engine = self.request.app.state.engine
-        return engine
+    settings: Settings
+    catalog: Catalog
+    executor: ExecutorClient
+    engine: Engine  # pages read through app.reads, and open a session to write
 
     def signed_in(self) -> User:
         """The signed-in user, or LoginRequired (the page sends the visitor to log in)."""
@@ -312,7 +292,9 @@ async def open_page(request: Request) -> Page:
     now = clock()  # no parameters: get_now, or a test's fake clock
     if isawaitable(now):
         now = await now
-    return Page(request, await get_optional_user(request, now), now)
+    state = request.app.state
+    user = await get_optional_user(request, now)
+    return Page(request, user, now, state.settings, state.catalog, state.executor, state.engine)
 
 
 PageHandler = Callable[..., Awaitable[Response]]

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from sqlalchemy import bindparam, case, column, func, inspect, literal_column, table
 from sqlalchemy import select as select_columns
 from sqlalchemy.dialects import sqlite
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session, col
 
@@ -41,6 +43,13 @@ CREATED_BEFORE = reads.Query(
 )
 
 
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    made = make_engine(database_url)
+    yield made
+    made.dispose()
+
+
 def basics() -> ChallengeSet:
     return next(
         loaded.challenge_set
@@ -65,8 +74,7 @@ def seed(session: Session) -> tuple[User, SetAttempt]:
     return user, attempt
 
 
-def test_a_question_read_on_the_driver_equals_what_the_orm_loads(database_url):
-    engine = make_engine(database_url)
+def test_a_question_read_on_the_driver_equals_what_the_orm_loads(engine):
     with Session(engine, expire_on_commit=False) as session:
         user, started = seed(session)
         assert user.id is not None and started.id is not None
@@ -80,11 +88,9 @@ def test_a_question_read_on_the_driver_equals_what_the_orm_loads(database_url):
     assert attempt.started_at == NOW + timedelta(seconds=1)  # aware UTC, as the ORM gives it
     assert attempt.started_at.tzinfo is not None
     assert row.status is ItemStatus.OPEN and attempt.badge_earned is False
-    engine.dispose()
 
 
-def test_an_outer_join_that_finds_nothing_is_none_and_the_question_a_404(database_url):
-    engine = make_engine(database_url)
+def test_an_outer_join_that_finds_nothing_is_none_and_the_question_a_404(engine):
     with Session(engine, expire_on_commit=False) as session:
         user, started = seed(session)
     assert user.id is not None and started.id is not None
@@ -99,11 +105,9 @@ def test_an_outer_join_that_finds_nothing_is_none_and_the_question_a_404(databas
             attempts.question_for_user(reader, started.id, 100, user.id)
         with pytest.raises(attempts.NotFound, match="No such attempt"):  # not theirs
             attempts.question_for_user(reader, started.id, 1, user.id + 1)
-    engine.dispose()
 
 
-def test_parameters_and_columns_are_converted_as_sqlalchemy_converts_them(database_url):
-    engine = make_engine(database_url)
+def test_parameters_and_columns_are_converted_as_sqlalchemy_converts_them(engine):
     with Session(engine) as session:
         seed(session)
         session.add(User(role=Role.LEARNER, is_guest=True, created_at=NOW + timedelta(hours=1)))
@@ -119,11 +123,9 @@ def test_parameters_and_columns_are_converted_as_sqlalchemy_converts_them(databa
         ("account", Role.INSTRUCTOR, NOW),
         ("guest", Role.LEARNER, NOW + timedelta(hours=1)),
     ]
-    engine.dispose()
 
 
-def test_standings_count_attempts_and_take_the_literal_defaults(database_url):
-    engine = make_engine(database_url)
+def test_standings_count_attempts_and_take_the_literal_defaults(engine):
     with Session(engine, expire_on_commit=False) as session:
         user, started = seed(session)
     assert user.id is not None
@@ -133,7 +135,6 @@ def test_standings_count_attempts_and_take_the_literal_defaults(database_url):
         none = attempts.standing(reader, user.id, "no-such-set")
     expected = attempts.SetStanding(1, 0, False, started.id)  # unfinished: best 0 (the ELSE)
     assert mine == {"test-basics": expected} and one == expected and none is None
-    engine.dispose()
 
 
 def test_a_query_refuses_what_it_cannot_run_as_compiled():
@@ -146,10 +147,7 @@ def test_a_query_refuses_what_it_cannot_run_as_compiled():
         expanding.compiled(sqlite.dialect())
 
 
-def test_a_reader_gives_its_connection_back_and_one_within_a_session_reads_its_rows(
-    database_url,
-):
-    engine = make_engine(database_url)
+def test_a_reader_gives_its_connection_back_and_one_within_a_session_reads_its_rows(engine):
     with reads.Reader(engine) as reader:
         assert reader.rows(CREATED_BEFORE, before=NOW) == []
         assert engine.pool.checkedout() == 1  # type: ignore[attr-defined]
@@ -165,13 +163,9 @@ def test_a_reader_gives_its_connection_back_and_one_within_a_session_reads_its_r
         assert session.in_transaction() and engine.pool.checkedout() == 1  # type: ignore[attr-defined]
         session.rollback()
     assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
-    engine.dispose()
 
 
-def test_reads_run_on_the_event_loop_for_sqlite_and_on_a_worker_thread_elsewhere(
-    database_url,
-):
-    engine = make_engine(database_url)
+def test_reads_run_on_the_event_loop_for_sqlite_and_on_a_worker_thread_elsewhere(engine):
 
     def where(reader: reads.Reader) -> tuple[int, list[tuple[object, ...]]]:
         return threading.get_ident(), reader.rows(CREATED_BEFORE, before=NOW)
@@ -184,11 +178,9 @@ def test_reads_run_on_the_event_loop_for_sqlite_and_on_a_worker_thread_elsewhere
     loop_thread, read_thread = asyncio.run(from_the_loop())
     assert (read_thread == loop_thread) is (engine.dialect.name == "sqlite")
     assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
-    engine.dispose()
 
 
-def test_the_session_user_lookup_reads_a_live_session_only(database_url):
-    engine = make_engine(database_url)
+def test_the_session_user_lookup_reads_a_live_session_only(engine):
     with Session(engine, expire_on_commit=False) as session:
         user, _ = seed(session)
         token = accounts.open_session(session, user, NOW, days=1)
@@ -197,14 +189,10 @@ def test_the_session_user_lookup_reads_a_live_session_only(database_url):
         expired = accounts.user_for_token(reader, token, NOW + timedelta(days=2))
     assert found is not None and found.id == user.id and expired is None
     assert (found.role, found.time_accommodation) == (Role.INSTRUCTOR, TimeAccommodation.EXTENDED_2)
-    engine.dispose()
 
 
-def test_a_failed_read_gives_its_connection_back_and_a_sessions_is_sqlalchemys_to_handle(
-    database_url,
-):
+def test_a_failed_read_gives_its_connection_back_and_a_sessions_is_sqlalchemys_to_handle(engine):
     missing = reads.Query(select_columns(table("no_such_table", column("x")).c.x))
-    engine = make_engine(database_url)
     with pytest.raises(Exception) as on_driver, reads.Reader(engine) as reader:
         reader.rows(missing)
     assert not isinstance(on_driver.value, DBAPIError)  # the driver's own error
@@ -214,4 +202,3 @@ def test_a_failed_read_gives_its_connection_back_and_a_sessions_is_sqlalchemys_t
             reads.Reader.within(session).first(missing)
         session.rollback()
         assert session.execute(select_columns(func.count()).select_from(User)).scalar_one() == 0
-    engine.dispose()

@@ -349,9 +349,9 @@ def history(session: Session, user_id: int) -> list[SetAttempt]:
     return list(session.exec(statement))
 
 
-@dataclass(frozen=True)
+@dataclass
 class SetStanding:
-    """A user's standing on one set, for the home page (hashable: pages key caches on it)."""
+    """A user's standing on one set, for the home page."""
 
     attempts: int = 0
     best_correct: int = 0

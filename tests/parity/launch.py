@@ -33,7 +33,7 @@ TORCHRUN = VENV_BIN / "torchrun"
 # adds" is everything a rank sees beyond it.
 LAUNCH_ENV_NAMES = ("PATH", "HOME", "LANG")
 # torch 2.13's gloo teardown sometimes aborts a cold rank at exit, after it has printed all it
-# had to (EXECUTOR-NOTES trap 4; ~10% of launches here). It says nothing about the snippet, and
+# had to (EXECUTOR-NOTES trap 4; 10-15% of launches here). It says nothing about the snippet, and
 # the executor deliberately ends ranks with os._exit instead: such a launch is repeated.
 TEARDOWN_ABORT = "terminate called without an active exception"
 SHUTDOWN_S = 15.0  # after SIGTERM at the deadline, torchrun gets this long to stop its workers

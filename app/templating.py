@@ -13,14 +13,7 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
-from jinja2 import (
-    ChoiceLoader,
-    Environment,
-    FileSystemLoader,
-    PrefixLoader,
-    pass_context,
-    select_autoescape,
-)
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PrefixLoader, pass_context
 from jinja2.runtime import Context
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
@@ -279,7 +272,7 @@ def build_templates(auto_reload: bool = False) -> Jinja2Templates:
             PrefixLoader({"kinds": FileSystemLoader(str(KINDS_DIR))}),
         ]
     )
-    environment = _Environment(loader=loader, autoescape=select_autoescape())
+    environment = _Environment(loader=loader, autoescape=True)  # as Jinja2Templates sets it
     templates = Jinja2Templates(env=environment, context_processors=[_user, _csp_nonce])
     templates.env.auto_reload = auto_reload
     templates.env.filters.update(

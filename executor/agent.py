@@ -26,7 +26,7 @@ import redis
 import redis.asyncio as aredis
 
 from executor import bus
-from executor.cache import UNCACHEABLE, cache_key
+from executor.cache import cache_key, cacheable
 from executor.contract import (
     ExecutorUnavailable,
     OutputEvent,
@@ -207,7 +207,8 @@ class Agent:
             cache_key(request, str(info.get("torch", "")), not info.get("trusted"))
         )
         known: Any = await self.client.get(shared) if request.use_cache else None
-        if known is not None:
+        if known is not None and cacheable(RunResult.model_validate_json(known)):
+            # (else an older agent shared a result that load may have made: run it afresh)
             return await self._replay(run_id, attempt, known)
         try:
             events = await self.runner.open(request)
@@ -222,7 +223,7 @@ class Agent:
                     result = event
         if result is None:
             raise ExecutorUnavailable("the executor ended a run without a result")
-        if result.status not in UNCACHEABLE and not result.cached:
+        if cacheable(result):
             await self.client.set(shared, result.model_dump_json(), ex=bus.CACHE_TTL_S)
         return result
 

@@ -11,10 +11,22 @@ from collections import OrderedDict
 from pathlib import Path
 
 from executor import EXECUTOR_VERSION
-from executor.contract import RunRequest, RunResult, RunStatus
+from executor.contract import RankStatus, RunRequest, RunResult, RunStatus
 
-# Outcomes that say nothing about the snippet itself are never cached.
-UNCACHEABLE = {RunStatus.REJECTED, RunStatus.INTERNAL_ERROR}
+
+def cacheable(result: RunResult) -> bool:
+    """Whether a fresh result says how the snippet itself ends, whatever the host's load: it
+    ended ok, or a rank of it raised or exited non-zero by itself. A timeout, a memory or output
+    limit, a rank killed by a signal, an internal error or a rejection can come from the moment
+    (a starved CPU, threads or memory taken by other runs, a full queue): cached, one bad moment
+    would be served to everyone who runs the same code afterwards."""
+    if result.cached:
+        return False  # served from a cache already: it was stored when it was observed
+    if result.status is RunStatus.OK:
+        return True
+    return result.status is RunStatus.ERROR and any(
+        rank.status is RankStatus.ERROR for rank in result.ranks
+    )
 
 
 def cache_key(request: RunRequest, torch_version: str, sandboxed: bool) -> str:
@@ -58,11 +70,14 @@ class ResultCache:
             self._remember(key, text)
         if text is None:
             return None
-        return RunResult.model_validate_json(text).model_copy(update={"cached": True})
+        found = RunResult.model_validate_json(text)
+        if not cacheable(found):  # stored by an older executor that kept such results
+            return None
+        return found.model_copy(update={"cached": True})
 
     def put(self, key: str, result: RunResult) -> None:
-        """Store a result unless its status says nothing about the snippet."""
-        if result.status in UNCACHEABLE or result.cached:
+        """Store a result if it says how the snippet itself ends (`cacheable`)."""
+        if not cacheable(result):
             return
         text = result.model_dump_json()
         self._remember(key, text)

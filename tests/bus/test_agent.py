@@ -29,13 +29,23 @@ from executor.limits import LimitViolation
 
 POOL: bus.Pool = "gpu"
 STREAM = bus.runs_key(POOL)
+RANK_ENDS = {
+    RunStatus.OK: RankStatus.OK,
+    RunStatus.ERROR: RankStatus.ERROR,
+    RunStatus.TIMEOUT: RankStatus.TIMEOUT,
+    RunStatus.MEMORY_LIMIT: RankStatus.KILLED,
+}
 
 
 class FakeRunner:
-    """Yields a line, then waits for `release` (if set), then an ok result."""
+    """Yields a line, then waits for `release` (if set), then an ok result (or `ends`, a run
+    status, with its rank ending as such a run's ranks do)."""
 
-    def __init__(self, release: asyncio.Event | None = None) -> None:
+    def __init__(
+        self, release: asyncio.Event | None = None, ends: RunStatus = RunStatus.OK
+    ) -> None:
         self.release = release
+        self.ends = ends
         self.opened: list[RunRequest] = []
         self.closed = 0
 
@@ -58,8 +68,9 @@ class FakeRunner:
             yield OutputEvent(rank=0, stream="stdout", text="working\n")
             if self.release is not None:
                 await self.release.wait()
-            rank = RankResult(rank=0, status=RankStatus.OK, exit_code=0, stdout="working\n")
-            yield RunResult(status=RunStatus.OK, duration_ms=5, ranks=[rank])
+            ranked = RANK_ENDS[self.ends]
+            rank = RankResult(rank=0, status=ranked, exit_code=0, stdout="working\n")
+            yield RunResult(status=self.ends, duration_ms=5, ranks=[rank])
         finally:
             self.closed += 1
 
@@ -273,3 +284,42 @@ def test_agents_share_a_result_by_content_hash(redis_url: str, clean: redis.Redi
     replayed: Any = clean.xrange(bus.events_key("r-share-2"))
     assert [fields["kind"] for _id, fields in replayed] == ["start", "output", "result"]
     assert json.loads(replayed[1][1]["data"])["text"] == "working\n"  # the output, replayed
+
+
+@pytest.mark.parametrize("ends", [RunStatus.TIMEOUT, RunStatus.MEMORY_LIMIT])
+def test_a_result_that_load_can_change_is_not_shared_nor_served_again(
+    redis_url: str, clean: redis.Redis, ends: RunStatus
+) -> None:
+    request = _request(code=f"print('starved {ends}')", use_cache=True)
+    shared = bus.cache_key_name(cache_key(request, "fake", False))
+    clean.delete(shared)
+    runner = FakeRunner(ends=ends)
+
+    async def twice(client: aredis.Redis, stopping: asyncio.Event) -> None:
+        for run_id in (f"r-{ends}-1", f"r-{ends}-2"):
+            await client.xadd(STREAM, {"run_id": run_id, "request": request.model_dump_json()})
+            found = await _result(client, run_id)
+            assert (found.status, found.cached) == (ends, False)
+
+    _serve(redis_url, runner, twice)
+    assert len(runner.opened) == 2  # run again, not answered from the first one's result
+    assert clean.get(shared) is None
+
+
+def test_a_timeout_shared_by_an_older_agent_is_run_again(
+    redis_url: str, clean: redis.Redis
+) -> None:
+    request = _request(code="print('was starved')", use_cache=True)
+    shared = bus.cache_key_name(cache_key(request, "fake", False))
+    starved = RunResult(status=RunStatus.TIMEOUT, duration_ms=20_000, message="starved")
+    clean.set(shared, starved.model_dump_json())
+    runner = FakeRunner()
+
+    async def once(client: aredis.Redis, stopping: asyncio.Event) -> None:
+        await client.xadd(STREAM, {"run_id": "r-stale", "request": request.model_dump_json()})
+        found = await _result(client, "r-stale")
+        assert (found.status, found.cached) == (RunStatus.OK, False)
+
+    _serve(redis_url, runner, once)
+    assert len(runner.opened) == 1
+    assert RunResult.model_validate_json(clean.get(shared) or "").status is RunStatus.OK

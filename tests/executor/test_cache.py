@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from executor.cache import ResultCache, cache_key
-from executor.contract import RunRequest, RunResult, RunStatus
+from executor.contract import RankResult, RankStatus, RunRequest, RunResult, RunStatus
 
 
-def result(status: RunStatus = RunStatus.OK) -> RunResult:
-    return RunResult(status=status, duration_ms=5, observed_at="2026-11-22T03:00:00.000Z")
+def result(status: RunStatus = RunStatus.OK, ranks: list[RankResult] | None = None) -> RunResult:
+    return RunResult(
+        status=status, duration_ms=5, observed_at="2026-11-22T03:00:00.000Z", ranks=ranks or []
+    )
 
 
 def test_the_key_changes_with_code_settings_and_torch_version() -> None:
@@ -48,17 +52,49 @@ def test_the_least_recently_used_entry_is_evicted() -> None:
     assert cache.get("a") is not None
 
 
-def test_rejected_and_internal_errors_are_never_cached() -> None:
+def _ranks(*statuses: RankStatus) -> list[RankResult]:
+    return [RankResult(rank=rank, status=status) for rank, status in enumerate(statuses)]
+
+
+# Each of these can come from the host's load of the moment, not from the snippet (a starved
+# run times out, a rank is killed, a limit is hit because others hold memory): never kept.
+LOAD_DEPENDENT = {
+    "timeout": result(RunStatus.TIMEOUT, _ranks(RankStatus.TIMEOUT, RankStatus.TIMEOUT)),
+    "memory_limit": result(RunStatus.MEMORY_LIMIT, _ranks(RankStatus.KILLED)),
+    "output_limit": result(RunStatus.OUTPUT_LIMIT, _ranks(RankStatus.OK)),
+    "internal_error": result(RunStatus.INTERNAL_ERROR),
+    "rejected": result(RunStatus.REJECTED),
+    "a rank killed": result(RunStatus.ERROR, _ranks(RankStatus.OK, RankStatus.KILLED)),
+}
+
+
+@pytest.mark.parametrize("name", list(LOAD_DEPENDENT))
+def test_a_result_that_load_can_change_is_never_cached(name: str, tmp_path: Path) -> None:
+    cache = ResultCache(entries=4, directory=tmp_path)
+    cache.put("k", LOAD_DEPENDENT[name])
+    assert cache.get("k") is None
+    assert ResultCache(entries=4, directory=tmp_path).get("k") is None  # nor kept on disk
+
+
+@pytest.mark.parametrize("name", list(LOAD_DEPENDENT))
+def test_such_a_result_kept_by_an_older_executor_is_not_served(name: str, tmp_path: Path) -> None:
+    (tmp_path / "k.json").write_text(LOAD_DEPENDENT[name].model_dump_json())
+    assert ResultCache(entries=4, directory=tmp_path).get("k") is None
+
+
+def test_an_error_a_rank_raised_itself_is_cached() -> None:
     cache = ResultCache(entries=4)
-    cache.put("r", result(RunStatus.REJECTED))
-    cache.put("i", result(RunStatus.INTERNAL_ERROR))
-    assert cache.get("r") is None
-    assert cache.get("i") is None
+    cache.put("k", result(RunStatus.ERROR, _ranks(RankStatus.ERROR, RankStatus.KILLED)))
+    hit = cache.get("k")
+    assert hit is not None
+    assert hit.status is RunStatus.ERROR
 
 
 def test_the_disk_cache_survives_a_new_process(tmp_path: Path) -> None:
-    ResultCache(entries=4, directory=tmp_path).put("k", result(RunStatus.TIMEOUT))
+    ResultCache(entries=4, directory=tmp_path).put(
+        "k", result(RunStatus.ERROR, _ranks(RankStatus.ERROR))
+    )
     hit = ResultCache(entries=4, directory=tmp_path).get("k")
     assert hit is not None
-    assert hit.status is RunStatus.TIMEOUT
+    assert hit.status is RunStatus.ERROR
     assert hit.cached is True

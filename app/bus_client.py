@@ -47,15 +47,9 @@ def before_submit(announce: BeforeSubmit) -> Iterator[None]:
         _before_submit.reset(token)
 
 
-def connect(url: str) -> redis.Redis:
-    """A pooled, thread-safe connection to the bus's Redis, replies decoded."""
-    return redis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2)
-
-
-def aconnect(url: str) -> aredis.Redis:
-    """An asyncio connection (one per event loop: a connection belongs to the loop that made
-    it), replies decoded."""
-    return aredis.Redis.from_url(url, decode_responses=True, socket_connect_timeout=2)
+# The bus's connections, with timeouts that outlast its longest blocking read (executor.bus).
+connect = bus.connect
+aconnect = bus.aconnect
 
 
 def process_name() -> str:
@@ -152,6 +146,7 @@ class RedisExecutorClient:
         deadline = time.monotonic() + timeout_s
         follower = bus.Follower()
         done = False
+        cut_off = False  # Redis stopped answering: a cancel would wait as long, and fail too
         try:
             while not done:
                 block_ms = _block_ms(deadline)
@@ -160,6 +155,7 @@ class RedisExecutorClient:
                         {bus.events_key(run_id): follower.last_id}, block=block_ms
                     )
                 except redis.RedisError as error:
+                    cut_off = isinstance(error, redis.TimeoutError | redis.ConnectionError)
                     raise ExecutorUnavailable(f"the run queue is unreachable: {error}") from error
                 for event in _decode(found):
                     shown = _shown(follower, event)
@@ -170,7 +166,7 @@ class RedisExecutorClient:
                         yield self._result(run_id)
                         break
         finally:
-            if not done:
+            if not done and not cut_off:
                 self._cancel(run_id)
 
     def _result(self, run_id: str) -> RunResult:
@@ -188,6 +184,7 @@ class RedisExecutorClient:
         client = self._async_client()
         run_id: str | None = None
         done = False
+        cut_off = False  # Redis stopped answering: a cancel would wait as long, and fail too
         try:
             chosen = bus.new_run_id()
             announce = _before_submit.get()
@@ -212,10 +209,13 @@ class RedisExecutorClient:
                     if isinstance(event, RunResult):
                         done = True
                     yield event
+        except ExecutorUnavailable as error:
+            cut_off = isinstance(error.__cause__, redis.TimeoutError | redis.ConnectionError)
+            raise
         finally:
             # Shielded: a cancelled reader (Stop, a closed tab) must still tell the agent.
             with anyio.CancelScope(shield=True):
-                if run_id is not None and not done:
+                if run_id is not None and not done and not cut_off:
                     with contextlib.suppress(redis.RedisError):
                         await client.set(bus.cancel_key(run_id), "1", ex=CANCEL_TTL_S)
                 await client.aclose()
@@ -239,13 +239,19 @@ class RedisExecutorClient:
         shown), `result` last. Raises ExecutorUnavailable for an unknown or expired run."""
         client = self._async_client()
         try:
-            if not await client.exists(*bus.run_keys(run_id)):
+            try:
+                known = await client.exists(*bus.run_keys(run_id))
+                earlier: Any = []
+                if after:  # the attempt the reader was following, so a stale one stays hidden
+                    earlier = await client.xrevrange(bus.events_key(run_id), max=after, count=1)
+            except redis.RedisError as error:
+                raise ExecutorUnavailable(f"the run queue is unreachable: {error}") from error
+            if not known:
                 raise ExecutorUnavailable("no such run, or its output has expired")
             deadline = time.monotonic() + self.timeout_s + bus.EVENTS_TTL_S
             follower = bus.Follower()
             start = after or "0-0"
-            if after:  # the attempt the reader was following, so a stale one stays hidden
-                earlier = await client.xrevrange(bus.events_key(run_id), max=after, count=1)
+            if after:
                 for event in _decode([(None, earlier)]):
                     if follower.take(event) == "result":
                         return  # the reader has seen the end already
@@ -298,7 +304,7 @@ def _block_ms(deadline: float) -> int:
     left = deadline - time.monotonic()
     if left <= 0:
         raise ExecutorUnavailable("no executor host finished the run in time")
-    return max(1, int(min(left, 5.0) * 1000))
+    return bus.block_ms(left)
 
 
 def _decode(found: Any) -> Iterator[bus.BusEvent]:

@@ -142,7 +142,7 @@ class Agent:
                 log.info("reclaimed %s from a silent agent", entry_id)
                 return entry_id, fields
         found: Any = await self.client.xreadgroup(
-            bus.GROUP, name, {self.stream: ">"}, count=1, block=int(self.settings.block_s * 1000)
+            bus.GROUP, name, {self.stream: ">"}, count=1, block=bus.block_ms(self.settings.block_s)
         )
         for _stream, entries in found or []:
             for entry_id, fields in entries:

@@ -39,6 +39,16 @@ CACHE_TTL_S = 7 * 24 * 3600
 RUNS_MAXLEN = 100_000  # approximate cap on a runs stream's history (acked entries included)
 AGENT_STALE_S = 10.0  # an agent whose heartbeat is older than this counts as gone
 
+# How long any client of the bus may wait for Redis. No read blocks on the server longer than
+# BLOCK_MAX_S (XREAD / XREADGROUP BLOCK, BLPOP: see `block_ms`), so a reply later than
+# SOCKET_TIMEOUT_S means Redis or the network is gone, and the caller hears of it then. redis-py
+# 8 reads with a 5 s timeout by default, which failed every run silent for 5 s (its reader was
+# in XREAD BLOCK 5000); left unset (no timeout), a frozen Redis would hang readers forever.
+BLOCK_MAX_S = 5.0
+SOCKET_TIMEOUT_S = 3 * BLOCK_MAX_S  # a blocked read's reply plus a slow network, with room
+CONNECT_TIMEOUT_S = 2.0  # a Redis that is down refuses at once; one that is cut off, here
+HEALTH_CHECK_S = 30  # a pooled connection idle this long is pinged before it is used again
+
 DEAD_LETTER_MESSAGE = (
     "This run failed on {hosts} executor hosts in a row and was set aside; "
     "try again or ask your instructor."
@@ -50,6 +60,35 @@ UNREADABLE_MESSAGE = (
 STOPPED_MESSAGE = "The run was stopped: its reader hung up."
 
 EventKind = Literal["start", "output", "result"]
+
+
+def connect(url: str) -> redis.Redis:
+    """A pooled, thread-safe connection to the bus's Redis, replies decoded, with the bus's
+    timeouts (what a URL's own `?socket_timeout=` says wins)."""
+    return redis.Redis.from_url(url, decode_responses=True, **_TIMEOUTS)
+
+
+def aconnect(url: str) -> aredis.Redis:
+    """The same for asyncio (one per event loop: a connection belongs to the loop that made
+    it)."""
+    return aredis.Redis.from_url(url, decode_responses=True, **_TIMEOUTS)
+
+
+_TIMEOUTS: dict[str, Any] = {
+    "socket_timeout": SOCKET_TIMEOUT_S,
+    "socket_connect_timeout": CONNECT_TIMEOUT_S,
+    "health_check_interval": HEALTH_CHECK_S,
+}
+
+
+def block_s(wanted: float) -> float:
+    """How long one blocking read may wait on the server: `wanted`, at most BLOCK_MAX_S."""
+    return min(wanted, BLOCK_MAX_S)
+
+
+def block_ms(wanted: float) -> int:
+    """`block_s` in milliseconds for XREAD / XREADGROUP BLOCK (at least 1: 0 means forever)."""
+    return max(1, int(block_s(wanted) * 1000))
 
 
 def runs_key(pool: Pool) -> str:

@@ -221,13 +221,12 @@ def _agent(args: argparse.Namespace) -> int:
 
 
 async def _serve_agent(queue_url: str, settings: ExecutorSettings, agent_settings: Any) -> None:
-    import redis.asyncio as aredis
-
+    from executor import bus
     from executor.agent import Agent
     from executor.runner import Executor
 
     runner = Executor(settings)
-    client = aredis.Redis.from_url(queue_url, decode_responses=True)
+    client = bus.aconnect(queue_url)  # the bus's timeouts, as the app's clients
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):  # stop pulling; finish what is running

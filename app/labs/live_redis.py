@@ -234,7 +234,7 @@ class RedisLiveRuns:
             try:
                 if stopping.cancel_called:
                     await anyio.sleep(refresh_s)
-                elif await client.blpop([stop_key(run_id)], timeout=refresh_s):
+                elif await client.blpop([stop_key(run_id)], timeout=bus.block_s(refresh_s)):
                     stopping.cancel()  # and renew at once: recording it may take a while
                 await client.set(alive_key(run_id), self.worker, px=int(self.lease_s * 1000))
             except redis.RedisError as error:  # try again; readers cut it off if it lasts
@@ -275,7 +275,7 @@ class RedisLiveRuns:
         last = after
         while True:
             found = await client.xread(
-                {events_key(run_id): _entry_id(last)}, block=int(self.read_block_s * 1000)
+                {events_key(run_id): _entry_id(last)}, block=bus.block_ms(self.read_block_s)
             )
             for index, name, payload in _entries(found):
                 last = index

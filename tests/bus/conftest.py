@@ -36,15 +36,14 @@ AGENTS = 3
 APPS_DB = 5  # the app tests' own Redis database: the session's real agents serve database 0
 
 
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A private redis-server for the session, with no persistence."""
+@contextlib.contextmanager
+def redis_server(folder: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A private redis-server in `folder`, with no persistence: its URL and its process."""
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
     if not Path(binary).exists():
         if os.environ.get("CI") == "true":
             pytest.fail("redis-server is required in CI (apt-get install redis-server)")
         pytest.skip("redis-server not installed (apt-get install redis-server)")
-    folder = tmp_path_factory.mktemp("redis")
     port = free_port()
     command = [
         binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
@@ -65,11 +64,18 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     try:
         wait_for(answers, 20, "redis-server to answer")
-        yield url
+        yield url, process
     finally:
         client.close()
-        process.terminate()
+        process.kill()  # SIGKILL: it may have been stopped (SIGSTOP) by the test
         process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A private redis-server for the session."""
+    with redis_server(tmp_path_factory.mktemp("redis")) as (url, _process):
+        yield url
 
 
 @pytest.fixture

@@ -66,9 +66,10 @@ def test_two_apps_and_three_agents_complete_every_run_exactly_once(
 
 def test_a_run_survives_its_agent_being_killed_mid_run(fleet: Fleet, db: redis.Redis) -> None:
     client = RedisExecutorClient(fleet.redis_url)
+    # Silent for 7 s once started: longer than one XREAD BLOCK of the reader (5 s).
     code = (
         "import os, time\nprint('started', os.environ['RANK'], flush=True)\n"
-        "time.sleep(4)\nprint('finished', os.environ['RANK'])\n"
+        "time.sleep(7)\nprint('finished', os.environ['RANK'])\n"
     )
     run_id = client.submit(RunRequest(code=code, nproc=2, backend="gloo", timeout_s=30))
 

@@ -42,7 +42,17 @@ def create_app(
             if owned:
                 await asyncio.to_thread(runner.close)
 
-    app = FastAPI(title="RankLab executor", lifespan=lifespan)
+    # With a token (always, beyond loopback) the schema is behind it like the run API, and
+    # the docs pages are off: a browser cannot send the bearer token, so they could never
+    # load the schema anyway. Without one (loopback only), FastAPI's defaults stay.
+    guarded = runner.settings.token is not None
+    app = FastAPI(
+        title="RankLab executor",
+        lifespan=lifespan,
+        openapi_url=None if guarded else "/openapi.json",
+        docs_url=None if guarded else "/docs",
+        redoc_url=None if guarded else "/redoc",
+    )
     app.state.executor = runner
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes(settings.limits))
 
@@ -108,6 +118,13 @@ def create_app(
                 "<RANKLAB_EXECUTOR_TOKEN>",
                 headers={"WWW-Authenticate": "Bearer"},
             )
+
+    if guarded:
+
+        @app.get("/openapi.json", dependencies=[Depends(authorised)], include_in_schema=False)
+        async def schema() -> JSONResponse:
+            """The OpenAPI schema, to whoever holds the token."""
+            return JSONResponse(app.openapi())
 
     @app.post("/v1/runs", dependencies=[Depends(authorised)])
     async def create_run(request: RunRequest) -> RunResult:

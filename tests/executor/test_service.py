@@ -279,3 +279,25 @@ def test_serving_beyond_loopback_without_a_token_is_refused(
     monkeypatch.delenv("RANKLAB_EXECUTOR_TOKEN", raising=False)
     assert cli.main(["executor", "serve", "--host", "0.0.0.0", "--port", "1"]) == cli.USAGE_ERROR
     assert "without a token" in capsys.readouterr().err
+
+
+def test_with_a_token_the_schema_needs_it_and_the_docs_pages_are_not_served() -> None:
+    guarded = Executor(ExecutorSettings(token="s3cret"))
+    try:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            refused = call(guarded, "GET", "/openapi.json", headers=headers)
+            assert refused.status_code == 401, headers
+        allowed = {"Authorization": "Bearer s3cret"}
+        for path in ("/docs", "/redoc", "/docs/oauth2-redirect"):
+            assert call(guarded, "GET", path, headers=allowed).status_code == 404, path
+        schema = call(guarded, "GET", "/openapi.json", headers=allowed)
+        assert schema.status_code == 200
+        assert "/v1/runs" in schema.json()["paths"]
+    finally:
+        guarded.close()
+
+
+def test_without_a_token_on_loopback_the_docs_stay_open(cold: Executor) -> None:
+    assert cold.settings.token is None
+    assert call(cold, "GET", "/docs").status_code == 200
+    assert "/v1/runs" in call(cold, "GET", "/openapi.json").json()["paths"]

@@ -3,13 +3,16 @@
 #   docker build -t ranklab-agent --target agent .        # a job-bus agent (torch)
 #   docker build -t ranklab-executor --target executor .  # the HTTP executor service (torch)
 # The app never imports torch, so its image stays small; agents and executors run on their own
-# hosts. Pass --build-arg TORCH_INDEX=<your PyTorch CPU wheel index> for the small CPU-only torch
-# (without it pip takes PyPI's torch, the CUDA build that a GPU agent needs).
+# hosts. Every image installs from a lock file in requirements/ (exact versions, hashes checked;
+# `make lock` refreshes them), for Linux x86_64. The torch images take the CPU build by default
+# (from PyTorch's CPU index: a small image); --build-arg TORCH=cuda takes PyPI's CUDA build,
+# the one a GPU agent needs. TORCH_CPU_INDEX names a mirror of the CPU index.
 
 FROM python:3.11-slim AS base
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 WORKDIR /srv/ranklab
 COPY pyproject.toml README.md alembic.ini ./
+COPY requirements ./requirements
 COPY app ./app
 COPY executor ./executor
 COPY alembic ./alembic
@@ -21,9 +24,15 @@ FROM base AS torch
 # The sandbox needs root in the container and writable cgroups: v1 memory/pids hierarchies, or
 # v2 with the host's cgroup namespace (`--cgroupns=host`; see executor/README.md); without them
 # untrusted code is refused instead of run bare.
-ARG TORCH_INDEX=""
-RUN pip install ${TORCH_INDEX:+--index-url "$TORCH_INDEX"} "torch==2.13.*" \
-    && pip install -e '.[executor]'
+ARG TORCH=cpu
+ARG TORCH_CPU_INDEX=https://download.pytorch.org/whl/cpu
+RUN case "$TORCH" in \
+      cpu) index="--extra-index-url $TORCH_CPU_INDEX" ;; \
+      cuda) index="" ;; \
+      *) echo "TORCH is cpu or cuda, not $TORCH" >&2; exit 1 ;; \
+    esac \
+    && pip install --require-hashes $index -r "requirements/executor-$TORCH.lock" \
+    && pip install --no-deps --no-build-isolation -e .
 
 FROM torch AS executor
 EXPOSE 8001
@@ -47,8 +56,9 @@ CMD ["sh", "-c", "exec ranklab agent --queue \"$RANKLAB_QUEUE_URL\" --pool \"$RA
 
 FROM base AS app
 # Editable, so the app finds templates/, static/, challenges/ and alembic/ beside its code.
-RUN pip install -e . && useradd --system --home /srv/ranklab ranklab && mkdir -p var \
-    && chown ranklab var
+RUN pip install --require-hashes -r requirements/app.lock \
+    && pip install --no-deps --no-build-isolation -e . \
+    && useradd --system --home /srv/ranklab ranklab && mkdir -p var && chown ranklab var
 USER ranklab
 ENV RANKLAB_ENVIRONMENT=production
 EXPOSE 8000

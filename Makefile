@@ -5,13 +5,40 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck contracts check-content pytest bench bench-bus bench-web bench-explain bench-labs migrate schema proofs vendor vendor-editor vendor-compose-schema clean
+# Installs read lock files (every version pinned, every file's hash checked), refreshed by
+# `make lock` from pyproject.toml and checked against it by tests/test_lock.py: dev.lock for
+# make run/test and CI, the others for the images (Dockerfile). Resolved for Linux x86_64 and
+# Python 3.11.
+LOCK := requirements/dev.lock
+# torch's CPU build is not on PyPI: pip (and uv) take it from a wheel folder that pip's own
+# configuration names (find-links) when that folder holds it, else from PyTorch's CPU index.
+FIND_LINKS = $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)
+TORCH_CPU_INDEX ?= $(if $(wildcard $(addsuffix /torch-*+cpu-*.whl,$(FIND_LINKS))),,https://download.pytorch.org/whl/cpu)
+TORCH_CPU = $(if $(TORCH_CPU_INDEX),--extra-index-url $(TORCH_CPU_INDEX) --index-strategy unsafe-best-match,--find-links $(FIND_LINKS))
+PIP_TORCH_CPU = $(if $(TORCH_CPU_INDEX),--extra-index-url $(TORCH_CPU_INDEX))
 
-$(STAMP): pyproject.toml
+.PHONY: run test lint typecheck contracts check-content pytest lock check-lock bench bench-bus bench-web bench-explain bench-labs migrate schema proofs vendor vendor-editor vendor-compose-schema clean
+
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[executor,dev]'
+	$(BIN)/python -m pip install --quiet --require-hashes $(PIP_TORCH_CPU) -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# Re-resolve every lock file from pyproject.toml (and requirements/build.in) with the uv that
+# dev.lock pins: the newest versions the bounds allow, each file's hash.
+COMPILE = $(BIN)/uv pip compile --quiet --no-config --generate-hashes --python-version 3.11 \
+	--python-platform x86_64-manylinux_2_28 --custom-compile-command 'make lock' \
+	pyproject.toml requirements/build.in
+lock: $(STAMP)
+	$(COMPILE) -o requirements/app.lock
+	$(COMPILE) --extra executor $(TORCH_CPU) -o requirements/executor-cpu.lock
+	$(COMPILE) --extra executor -o requirements/executor-cuda.lock
+	$(COMPILE) --extra executor --extra dev $(TORCH_CPU) -o requirements/dev.lock
+
+# Whether the lock files still match pyproject.toml (also part of `make pytest`).
+check-lock: $(STAMP)
+	$(BIN)/pytest -q tests/test_lock.py
 
 migrate: $(STAMP)
 	mkdir -p var
@@ -44,7 +71,7 @@ proofs: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/pytest -q
 
-test: lint typecheck contracts check-content pytest
+test: check-lock lint typecheck contracts check-content pytest
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_executor.py

@@ -22,6 +22,10 @@ FROM base AS torch
 # v2 with the host's cgroup namespace (`--cgroupns=host`; see executor/README.md); without them
 # untrusted code is refused instead of run bare.
 ARG TORCH_INDEX=""
+# libseccomp2 builds the ranks' seccomp allow-list (through pyseccomp); slim images carry it for
+# apt already, this says that the executor relies on it.
+RUN apt-get update && apt-get install -y --no-install-recommends libseccomp2 \
+    && rm -rf /var/lib/apt/lists/*
 RUN pip install ${TORCH_INDEX:+--index-url "$TORCH_INDEX"} "torch==2.13.*" \
     && pip install -e '.[executor]'
 

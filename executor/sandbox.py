@@ -278,6 +278,33 @@ def _build_root(plan: SandboxPlan, tmp_fds: list[int], tmp_bytes: int, shm_bytes
     _mount("tmpfs", root + "/dev/shm", "tmpfs", tmpfs_flags, f"size={shm_bytes},mode=1777")
     # A /proc for the new pid namespace: ranks see only their own run's processes.
     _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _mask_proc(root + "/proc")
+
+
+# A pid namespace hides other processes, but not the rest of /proc: these entries describe the
+# host (its memory image, keyrings, timers, every CPU's run queue, hardware), whatever the
+# namespace. Masked as runc's default maskedPaths are (its libcontainer/specconv example spec):
+# a directory is covered by an empty read-only tmpfs, a file by /dev/null.
+PROC_MASKED = ("acpi", "asound", "kcore", "keys", "latency_stats", "timer_list",
+               "timer_stats", "sched_debug", "scsi")  # fmt: skip
+# Kernel settings and triggers: readable (Python and torch read /proc/sys), never writable, as
+# runc's readonlyPaths (uid nobody cannot write most of them anyway; this is the second layer).
+PROC_READ_ONLY = ("bus", "fs", "irq", "sys", "sysrq-trigger")
+
+
+def _mask_proc(proc: str) -> None:
+    for name in PROC_MASKED:
+        path = f"{proc}/{name}"
+        if os.path.isdir(path):
+            _mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                   "size=0,nr_inodes=2,mode=555")  # fmt: skip
+        elif os.path.exists(path):
+            _mount("/dev/null", path, None, MS_BIND)
+    for name in PROC_READ_ONLY:
+        path = f"{proc}/{name}"
+        if os.path.exists(path):
+            _mount(path, path, None, MS_BIND | MS_REC)
+            _set_read_only(path)
 
 
 def _write_etc(etc: str, plan: SandboxPlan) -> None:

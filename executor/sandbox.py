@@ -468,6 +468,10 @@ def slot_cgroup_parents(root: str) -> list[Path]:
     return [Path(root, controller, CGROUP_PARENT) for controller in ("memory", "pids", "cpu")]
 
 
+# On cgroup v1, a run's TCP socket buffers may take this fraction of its memory budget.
+TCP_SHARE_OF_MEMORY = 4
+
+
 class CgroupV1Slot:
     """A slot on cgroup v1: a directory per controller, <root>/<controller>/ranklab/<slot>."""
 
@@ -509,6 +513,14 @@ class CgroupV1Slot:
             for file in reversed(files):
                 file.write_text(value)
         (pids / "pids.max").write_text(str(budget.pids))
+        # v1 charges socket buffers to no limit of the run's: a run held ~660 MiB of the host's
+        # TCP memory while its cgroup showed 21 MiB. Writing a TCP limit switches that
+        # accounting on (for sockets created afterwards) and bounds it, in a counter of its own
+        # (v1 never adds it to memory.usage); past it, sends wait for the peer to read instead
+        # of growing buffers. A quarter of the run's memory keeps gloo's traffic unhindered.
+        tcp = memory / "memory.kmem.tcp.limit_in_bytes"
+        if tcp.exists():
+            tcp.write_text(str(budget.memory_bytes // TCP_SHARE_OF_MEMORY))
 
     def oom_kills(self) -> int:
         """Count the OOM kills in the slot's memory cgroup (memory.oom_control's oom_kill)."""
@@ -561,6 +573,7 @@ class CgroupV2Slot:
         """Write one run's memory and process caps, and no swap at all."""
         directory = self.directories[0]
         (directory / "memory.max").write_text(str(budget.memory_bytes))
+        # Socket buffers need nothing here: v2 charges them to memory.current, under memory.max.
         # v2 counts swap apart from memory (v1's memsw counts both): 0 keeps a memory bomb from
         # swapping the host instead of being OOM-killed. Absent without swap accounting.
         if (directory / "memory.swap.max").exists():

@@ -24,6 +24,10 @@ FROM base AS torch
 # The sandbox needs root in the container and writable cgroups: v1 memory/pids hierarchies, or
 # v2 with the host's cgroup namespace (`--cgroupns=host`; see executor/README.md); without them
 # untrusted code is refused instead of run bare.
+# libseccomp2 builds the ranks' seccomp allow-list (through pyseccomp); slim images carry it for
+# apt already, this says that the executor relies on it.
+RUN apt-get update && apt-get install -y --no-install-recommends libseccomp2 \
+    && rm -rf /var/lib/apt/lists/*
 ARG TORCH=cpu
 ARG TORCH_CPU_INDEX=https://download.pytorch.org/whl/cpu
 RUN case "$TORCH" in \

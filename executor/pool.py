@@ -156,7 +156,10 @@ class WarmPool:
             return self.info
 
     def _spawn(self, config: dict[str, Any]) -> subprocess.Popen[bytes]:
-        command = [self.settings.python, "-m", "executor.zygote"]
+        # Sandboxed, the zygote starts at neutral paths (/opt/ranklab/...): every module a rank
+        # inherits then names no host directory (neutral_paths.py says how).
+        module = "executor.zygote" if config["trusted"] else "executor.neutral_paths"
+        command = [self.settings.python, "-m", module]
         # cwd=/ so that a relative path in the service never resolves inside the zygote. The
         # configuration goes through stdin: argv is readable by every process on the host.
         process = subprocess.Popen(

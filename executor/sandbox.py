@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from executor import gpus
+from executor import gpus, seccomp_policy
 from executor.limits import RunBudget
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -158,6 +158,11 @@ def make_plan(
     under_tmp = tuple(p for p in outermost if _is_under(p, tmp))
     exposed = tuple(p for p in outermost if not _is_under(p, tmp))
     devices = tuple(f"/dev/{name}" for name in DEVICES if os.path.exists(f"/dev/{name}"))
+    # Compiled here, in the zygote, so that every rank forked from it only loads the program.
+    try:
+        seccomp_policy.program()
+    except (OSError, seccomp_policy.SeccompUnavailable) as error:
+        raise SandboxError(str(error)) from error
     return SandboxPlan(exposed, links, under_tmp, devices, (), uid, gid, cgroup_root, cpu_fairness)
 
 
@@ -273,6 +278,33 @@ def _build_root(plan: SandboxPlan, tmp_fds: list[int], tmp_bytes: int, shm_bytes
     _mount("tmpfs", root + "/dev/shm", "tmpfs", tmpfs_flags, f"size={shm_bytes},mode=1777")
     # A /proc for the new pid namespace: ranks see only their own run's processes.
     _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _mask_proc(root + "/proc")
+
+
+# A pid namespace hides other processes, but not the rest of /proc: these entries describe the
+# host (its memory image, keyrings, timers, every CPU's run queue, hardware), whatever the
+# namespace. Masked as runc's default maskedPaths are (its libcontainer/specconv example spec):
+# a directory is covered by an empty read-only tmpfs, a file by /dev/null.
+PROC_MASKED = ("acpi", "asound", "kcore", "keys", "latency_stats", "timer_list",
+               "timer_stats", "sched_debug", "scsi")  # fmt: skip
+# Kernel settings and triggers: readable (Python and torch read /proc/sys), never writable, as
+# runc's readonlyPaths (uid nobody cannot write most of them anyway; this is the second layer).
+PROC_READ_ONLY = ("bus", "fs", "irq", "sys", "sysrq-trigger")
+
+
+def _mask_proc(proc: str) -> None:
+    for name in PROC_MASKED:
+        path = f"{proc}/{name}"
+        if os.path.isdir(path):
+            _mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                   "size=0,nr_inodes=2,mode=555")  # fmt: skip
+        elif os.path.exists(path):
+            _mount("/dev/null", path, None, MS_BIND)
+    for name in PROC_READ_ONLY:
+        path = f"{proc}/{name}"
+        if os.path.exists(path):
+            _mount(path, path, None, MS_BIND | MS_REC)
+            _set_read_only(path)
 
 
 def _write_etc(etc: str, plan: SandboxPlan) -> None:
@@ -382,80 +414,13 @@ def confine_rank(plan: SandboxPlan | None, budget: RunBudget) -> None:
     _check(_libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(DUMPABLE)")
 
 
-# Syscalls no snippet needs that widen the kernel attack surface (x86_64 numbers). The big one is
-# namespace creation: uid nobody may otherwise unshare(CLONE_NEWUSER) and be "root" in a new user
-# namespace, with mount and much more kernel code within reach. Mount & co. already need
-# capabilities the rank does not have; they are listed for depth.
-DENIED_SYSCALLS_X86_64 = {
-    "ptrace": 101, "syslog": 103, "personality": 135, "modify_ldt": 154, "pivot_root": 155,
-    "chroot": 161, "acct": 163, "mount": 165, "umount2": 166, "swapon": 167, "swapoff": 168,
-    "reboot": 169, "iopl": 172, "ioperm": 173, "init_module": 175, "delete_module": 176,
-    "quotactl": 179, "kexec_load": 246, "add_key": 248, "request_key": 249, "keyctl": 250,
-    "unshare": 272, "perf_event_open": 298, "name_to_handle_at": 303, "open_by_handle_at": 304,
-    "setns": 308, "process_vm_readv": 310, "process_vm_writev": 311, "finit_module": 313,
-    "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425,
-    "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428, "move_mount": 429,
-    "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
-}  # fmt: skip
-SYS_CLONE, SYS_CLONE3 = 56, 435
-NAMESPACE_FLAGS = 0x7E020000  # every CLONE_NEW* flag
-AUDIT_ARCH_X86_64 = 0xC000003E
-PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
-
-
-class _SockFilter(ctypes.Structure):
-    _fields_ = [
-        ("code", ctypes.c_uint16),
-        ("jt", ctypes.c_uint8),
-        ("jf", ctypes.c_uint8),
-        ("k", ctypes.c_uint32),
-    ]
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
-
-
-def seccomp_program() -> list[tuple[int, int, int, int]]:
-    """Build the BPF filter: deny the listed syscalls (EPERM) and namespace-creating clones."""
-    load, jeq, jset, jge, ret = 0x20, 0x15, 0x45, 0x35, 0x06
-    allow, kill = 0x7FFF0000, 0x80000000
-    eperm, enosys = 0x00050000 | 1, 0x00050000 | 38
-    denied = sorted(DENIED_SYSCALLS_X86_64.values())
-    program = [
-        (load, 0, 0, 4),  # seccomp_data.arch
-        (jeq, 1, 0, AUDIT_ARCH_X86_64),
-        (ret, 0, 0, kill),  # a foreign ABI (e.g. 32-bit int 0x80) could dodge the numbers below
-        (load, 0, 0, 0),  # seccomp_data.nr
-        (jge, len(denied) + 6, 0, 0x40000000),  # x32 ABI: deny
-    ]
-    for index, number in enumerate(denied):
-        program.append((jeq, len(denied) - index + 5, 0, number))  # jump to the EPERM return
-    program += [
-        # clone3 passes flags in memory BPF cannot read: say ENOSYS, and glibc falls back to
-        # clone, whose flags are in a register.
-        (jeq, 0, 1, SYS_CLONE3),
-        (ret, 0, 0, enosys),
-        (jeq, 0, 2, SYS_CLONE),
-        (load, 0, 0, 16),  # low 32 bits of args[0]: the clone flags
-        (jset, 1, 0, NAMESPACE_FLAGS),
-        (ret, 0, 0, allow),
-        (ret, 0, 0, eperm),
-    ]
-    return program
-
-
 def install_seccomp() -> None:
-    """Load the seccomp filter into the calling process (inherited by its children)."""
-    if os.uname().machine != "x86_64":
-        return  # numbers above are x86_64's; elsewhere namespaces and uid remain the walls
-    program = seccomp_program()
-    filters = (_SockFilter * len(program))(*(_SockFilter(*item) for item in program))
-    prog = _SockFprog(len(program), filters)
-    _check(
-        _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0),
-        "prctl(SECCOMP)",
-    )
+    """Load the ranks' system call allow-list (seccomp_policy.py) into the calling process
+    (inherited by its children); compiled once in the zygote by make_plan."""
+    try:
+        seccomp_policy.install(seccomp_policy.program())
+    except (OSError, seccomp_policy.SeccompUnavailable) as error:
+        raise SandboxError(str(error)) from error
 
 
 def die_with_parent() -> None:
@@ -503,6 +468,10 @@ def slot_cgroup_parents(root: str) -> list[Path]:
     return [Path(root, controller, CGROUP_PARENT) for controller in ("memory", "pids", "cpu")]
 
 
+# On cgroup v1, a run's TCP socket buffers may take this fraction of its memory budget.
+TCP_SHARE_OF_MEMORY = 4
+
+
 class CgroupV1Slot:
     """A slot on cgroup v1: a directory per controller, <root>/<controller>/ranklab/<slot>."""
 
@@ -544,6 +513,17 @@ class CgroupV1Slot:
             for file in reversed(files):
                 file.write_text(value)
         (pids / "pids.max").write_text(str(budget.pids))
+        # v1 charges socket buffers to no limit of the run's: a run held ~660 MiB of the host's
+        # TCP memory while its cgroup showed 21 MiB. Writing a TCP limit switches that
+        # accounting on (for sockets created afterwards) and bounds it, in a counter of its own
+        # (v1 never adds it to memory.usage); past it, sends wait for the peer to read instead
+        # of growing buffers. A quarter of the run's memory keeps gloo's traffic unhindered.
+        tcp = memory / "memory.kmem.tcp.limit_in_bytes"
+        if tcp.exists():
+            # EBUSY while the buffers of the slot's last run, still draining, exceed the new
+            # limit: that run's limit then stays in force, still a bound.
+            with contextlib.suppress(OSError):
+                tcp.write_text(str(budget.memory_bytes // TCP_SHARE_OF_MEMORY))
 
     def oom_kills(self) -> int:
         """Count the OOM kills in the slot's memory cgroup (memory.oom_control's oom_kill)."""
@@ -596,6 +576,7 @@ class CgroupV2Slot:
         """Write one run's memory and process caps, and no swap at all."""
         directory = self.directories[0]
         (directory / "memory.max").write_text(str(budget.memory_bytes))
+        # Socket buffers need nothing here: v2 charges them to memory.current, under memory.max.
         # v2 counts swap apart from memory (v1's memsw counts both): 0 keeps a memory bomb from
         # swapping the host instead of being OOM-killed. Absent without swap accounting.
         if (directory / "memory.swap.max").exists():

@@ -18,7 +18,7 @@ import pytest
 
 from executor.contract import RankStatus, RunRequest, RunResult, RunStatus
 from executor.runner import Executor
-from executor.sandbox import make_plan
+from executor.sandbox import PROC_MASKED, PROC_READ_ONLY, SYSTEM_TREES, make_plan
 from executor.settings import PACKAGE_PARENT
 from tests.support.executor import CANARY, run
 
@@ -158,18 +158,23 @@ def check_host_view(result: RunResult) -> None:
     assert seen[SIBLING_DB] == "FileNotFoundError"  # world-readable, but not on the allow-list
     assert seen["/proc/1/environ"] == "PermissionError"  # the run's root-owned init
     # Every mount is one the allow-list names; nothing of the host's other mounts.
+    # The Python trees are there at neutral paths (executor/neutral_paths.py), and /proc's
+    # host facts are masked or read-only (sandbox.PROC_MASKED, PROC_READ_ONLY).
     plan = make_plan([], 65534, 65534, "")
-    allowed = {"/", "/tmp", "/dev/shm", "/proc", *plan.exposed, *plan.under_tmp, *plan.devices}
-    assert set(seen["mounts"]) <= allowed, set(seen["mounts"]) - allowed
+    masks = {f"/proc/{name}" for name in (*PROC_MASKED, *PROC_READ_ONLY)}
+    allowed = {"/", "/tmp", "/dev/shm", "/proc", *masks, *plan.devices, *SYSTEM_TREES}
+    neutral = {mount for mount in seen["mounts"] if mount.startswith("/opt/ranklab/")}
+    assert set(seen["mounts"]) - neutral <= allowed, set(seen["mounts"]) - neutral - allowed
     # The warm parent's configuration went through a pipe: its command line names no setting.
     assert seen["init_cmdline"].split("\0")[1:3] == ["-m", "executor.zygote"]
     assert "{" not in seen["init_cmdline"]
-    # The directory above this checkout shows the way down to the bound virtualenv, never the
-    # other checkout (where that directory is /tmp, the run's private /tmp stands in for it).
-    assert PACKAGE_PARENT.name in seen["checkouts"]
-    assert Path(SIBLING_DB).parents[1].name not in seen["checkouts"]
-    if PACKAGE_PARENT.parent != Path("/tmp"):
-        assert seen["checkouts"] == [PACKAGE_PARENT.name]
+    # The directory above this checkout does not exist in the run (where that directory is
+    # /tmp, the run's private /tmp stands in for it): neither checkout is there.
+    if PACKAGE_PARENT.parent == Path("/tmp"):
+        assert PACKAGE_PARENT.name not in seen["checkouts"]
+        assert Path(SIBLING_DB).parents[1].name not in seen["checkouts"]
+    else:
+        assert seen["checkouts"] == "FileNotFoundError"
     assert seen["accounts"] == ["root", "nobody"]
 
 

@@ -20,6 +20,9 @@ AFTER_PEER_FAILURE = "ends after a peer failed"
 COMMON_MASKS: tuple[tuple[str, str], ...] = (
     # The snippet's folder (a temporary directory for torchrun, /tmp in the sandbox).
     (r"(?:/[\w.+-]+)*/snippet\.py", "<dir>/snippet.py"),
+    # Where Python and its packages are: the host's paths for torchrun, /opt/ranklab/... in the
+    # sandbox (executor/neutral_paths.py).
+    (r"(?:/[\w.+-]+)*/(site-packages|lib/python3\.\d+)/", r"<python>/\1/"),
     # Peer addresses in gloo's connection errors.
     (r"\[(?:127\.0\.0\.1|::1|localhost)\]:\d+", "[<addr>]:<port>"),
     (r"0x[0-9a-fA-F]+", "0x<addr>"),

@@ -23,7 +23,10 @@ with open("/proc/mounts") as mounts:
     seen["mounts"] = [line.split()[1] for line in mounts]
 with open("/proc/1/cmdline", "rb") as cmdline:
     seen["init_cmdline"] = cmdline.read().decode(errors="replace")
-seen["checkouts"] = os.listdir(os.path.dirname("__REPO__"))
+try:
+    seen["checkouts"] = os.listdir(os.path.dirname("__REPO__"))
+except OSError as error:
+    seen["checkouts"] = type(error).__name__
 with open("/etc/passwd") as passwd:
     seen["accounts"] = [line.split(":")[0] for line in passwd]
 print(json.dumps(seen))

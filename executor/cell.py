@@ -200,13 +200,17 @@ class Cell:
             for io in self.ranks:
                 for read_end, _ in io.fds.values():
                     os.close(read_end)
+            # A session (and process group) of the run's own, with no controlling terminal:
+            # kill(0, ...) in a rank reaches only this run (a pid namespace does not bound a
+            # process-group signal), and no rank can reach the terminal the executor was
+            # started from (TIOCSTI into the operator's shell). Trusted runs rely on it too:
+            # the deadline kills this process group.
+            os.setsid()
             if self.plan is not None:
                 sandbox.die_with_parent()  # init's death takes the whole pid namespace with it
                 limits = self.ctx.limits
                 shm = shm_bytes(limits, gpu=bool(self.gpus))
                 sandbox.isolate_init(self.plan, limits.tmp_bytes, shm)
-            else:
-                os.setsid()  # trusted mode: the deadline kills this process group
         except BaseException as error:
             os.write(self.status_w, (json.dumps({"setup_error": str(error)}) + "\n").encode())
             os._exit(70)

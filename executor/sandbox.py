@@ -126,7 +126,10 @@ TOP_LEVEL = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What of the host's /etc is copied in: the dynamic loader's cache and the time zone. Users,
 # groups and hosts are written fresh (no host account, no host name leaks).
 ETC_COPIED = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone")
-DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+# No tty: /dev/tty is the controlling terminal of whoever opens it, and through TIOCSTI a rank
+# could type into the shell that started the executor (runs also start in a session of their
+# own, with no controlling terminal: see cell.py).
+DEVICES = ("null", "zero", "full", "random", "urandom")
 GPU_SYSFS = ("/sys/bus/pci", "/sys/devices/pci0000:00", "/sys/devices/system/cpu",
              "/sys/devices/system/node", "/sys/class/pci_bus")  # fmt: skip
 PASSWD = (

@@ -319,6 +319,7 @@ class Cell:
                     "rank": rank,
                     "script": _script_path(sandboxed=True),
                     "budget_ranks": budget_ranks(order["nproc"], order["launcher"]),
+                    "uid": self.plan.uid if self.plan is not None else None,  # the slot's own
                 }
                 request.pop("local", None)
                 siblings.request_rank(

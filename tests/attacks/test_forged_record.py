@@ -116,7 +116,7 @@ def test_a_record_written_by_the_snippet_is_one_result_through_an_agent(
                 await asyncio.sleep(0.05)
             stopping.set()
             await asyncio.wait_for(serving, 30)
-            dead = await client.xrange(bus.dead_key("cpu"))
+            dead: Any = await client.xrange(bus.dead_key("cpu"))
             pending = (await client.xpending(bus.runs_key("cpu"), bus.GROUP))["pending"]
             return RunResult.model_validate(json.loads(raw)), dead, pending
         finally:

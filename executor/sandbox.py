@@ -6,7 +6,7 @@ Layout (every process is a fork of the warm zygote, which holds torch and no sec
       │  watches pipes, enforces the deadline and the output cap, reports the result
       └─ init: pid 1 of a new pid namespace, with its own mount, network, IPC and UTS namespaces;
            │  staged before the request arrives (see cell.py), dies with the slot worker
-           └─ rank 0..N-1: uid/gid nobody, no capabilities, no_new_privs, seccomp, rlimits,
+           └─ rank 0..N-1: its slot's own uid/gid, no capabilities, no_new_privs, seccomp, rlimits,
                 loopback-only network, and a root of its own built from an allow-list (/usr, the
                 Python install and its packages, read-only; a private /tmp and /dev/shm; a few
                 devices; a fresh /proc; an empty /sys): nothing else of the host exists inside
@@ -361,7 +361,8 @@ def confine_rank(plan: SandboxPlan | None, budget: RunBudget) -> None:
         resource.RLIMIT_CORE: 0,
     }
     if plan is not None:
-        # Per-uid count shared by concurrent runs: a backstop; the pids cgroup is the real cap.
+        # Counted per uid: each slot has its own (identities.py), so this counts this run only;
+        # a backstop, the pids cgroup is the real cap.
         limits[resource.RLIMIT_NPROC] = 4 * budget.pids
     for which, value in limits.items():
         resource.setrlimit(which, (value, value))

@@ -17,6 +17,7 @@ from tests.attacks.beside import beside
 
 pytestmark = pytest.mark.executor
 
+# The rendezvous store (hosted by the run's init, as torchrun's agent hosts it) must survive too.
 # Three ranks on an executor with two siblings: one rank is always forked by the run's own init
 # (the others by siblings), so each run has ranks in the group the attack signals.
 VICTIM = """
@@ -25,7 +26,7 @@ dist.init_process_group("gloo")
 print("rendezvous done", flush=True)
 time.sleep(3)
 t = torch.ones(1)
-dist.all_reduce(t)
+dist.all_reduce(t, group=dist.new_group())  # a new group meets through the rendezvous store
 print(t.item())
 """
 ATTACK = "import os, signal\nos.kill(0, signal.%s)\nprint('still here')\n"

@@ -48,7 +48,7 @@ print(json.dumps(facts))
 """
 
 
-def test_a_rank_runs_as_nobody_in_its_own_namespaces(sandboxed: Executor) -> None:
+def test_a_rank_runs_as_its_slot_s_uid_in_its_own_namespaces(sandboxed: Executor) -> None:
     result = run(sandboxed, PROBE % {"repo": str(PACKAGE_PARENT)}, nproc=1)
     assert result.status is RunStatus.OK, result
     facts = json.loads(result.ranks[0].stdout)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from executor import rank as rank_module
-from executor import sandbox, siblings
+from executor import records, sandbox, siblings
 from executor.contract import RankStatus, RunStatus
 from executor.gpus import Gpu, rank_environment
 from executor.limits import RunBudget, rank_status, run_budget, run_status, shm_bytes
@@ -51,6 +51,7 @@ class RankIO:
     text: dict[str, list[str]] = field(default_factory=lambda: {"stdout": [], "stderr": []})
     decoders: dict[str, Any] = field(default_factory=dict)
     record: bytes = b""
+    record_overflowed: bool = False
     bytes_seen: int = 0
     truncated: bool = False
 
@@ -200,13 +201,17 @@ class Cell:
             for io in self.ranks:
                 for read_end, _ in io.fds.values():
                     os.close(read_end)
+            # A session (and process group) of the run's own, with no controlling terminal:
+            # kill(0, ...) in a rank reaches only this run (a pid namespace does not bound a
+            # process-group signal), and no rank can reach the terminal the executor was
+            # started from (TIOCSTI into the operator's shell). Trusted runs rely on it too:
+            # the deadline kills this process group.
+            os.setsid()
             if self.plan is not None:
                 sandbox.die_with_parent()  # init's death takes the whole pid namespace with it
                 limits = self.ctx.limits
                 shm = shm_bytes(limits, gpu=bool(self.gpus))
                 sandbox.isolate_init(self.plan, limits.tmp_bytes, shm)
-            else:
-                os.setsid()  # trusted mode: the deadline kills this process group
         except BaseException as error:
             os.write(self.status_w, (json.dumps({"setup_error": str(error)}) + "\n").encode())
             os._exit(70)
@@ -315,6 +320,7 @@ class Cell:
                     "rank": rank,
                     "script": _script_path(sandboxed=True),
                     "budget_ranks": budget_ranks(order["nproc"], order["launcher"]),
+                    "uid": self.plan.uid if self.plan is not None else None,  # the slot's own
                 }
                 request.pop("local", None)
                 siblings.request_rank(
@@ -448,7 +454,13 @@ class Cell:
 
     def _take(self, io: RankIO, stream: str, data: bytes, send: Send) -> None:
         if stream == "result":
-            io.record += data
+            # Kept apart from the output and capped: the snippet can write here too. Past the
+            # cap the pipe is still drained (a blocked writer would hang until the deadline).
+            limit = records.record_limit(self.ctx.limits.exception_message_chars)
+            if io.record_overflowed or len(io.record) + len(data) > limit:
+                io.record, io.record_overflowed = b"", True
+            else:
+                io.record += data
             return
         room = min(
             self.budget.output_bytes_per_rank - io.bytes_seen,
@@ -512,13 +524,21 @@ class Cell:
     def _outcome(self) -> dict[str, Any]:
         results: list[dict[str, Any]] = []
         statuses: list[RankStatus] = []
+        problems: list[str] = []
         for io in self.ranks:
-            record = _parse_record(io.record)
-            status, exit_code = rank_status(
-                record["exit_code"] if record else None,
-                self.wait_codes.get(io.rank),
-                self.timed_out,
-            )
+            # The status and exit code are the kernel's (wait status); the record only adds
+            # the exception, once checked (records.py).
+            status, exit_code = rank_status(self.wait_codes.get(io.rank), self.timed_out)
+            try:
+                record = records.parse(io.record, io.rank, self.ctx.limits.exception_message_chars,
+                                       io.record_overflowed)  # fmt: skip
+            except records.RecordError as error:
+                record = None
+                # A rank killed mid-write leaves half a record: only one that ended on its own
+                # and still sent a bad one tampered with it (whatever it claims, an error).
+                if status in (RankStatus.OK, RankStatus.ERROR):
+                    problems.append(f"rank {io.rank} wrote a result record on fd 3 that is {error}")
+                    status = RankStatus.ERROR
             statuses.append(status)
             results.append(
                 {
@@ -528,8 +548,8 @@ class Cell:
                     "stdout": "".join(io.text["stdout"]),
                     "stderr": "".join(io.text["stderr"]),
                     "truncated": io.truncated,
-                    "exception": record["exception"] if record else None,
-                    "unseeded_random": bool(record and record.get("unseeded_random")),
+                    "exception": record.exception if record else None,
+                    "unseeded_random": bool(record and record.unseeded_random),
                 }
             )
         run = run_status(
@@ -538,7 +558,10 @@ class Cell:
             memory_exceeded=self.memory_exceeded,
             output_exceeded=self.output_exceeded,
         )
-        return {"status": run, "ranks": results}
+        outcome: dict[str, Any] = {"status": run, "ranks": results}
+        if problems:
+            outcome["message"] = "; ".join(problems)
+        return outcome
 
 
 def budget_ranks(nproc: int, launcher: str) -> int:
@@ -568,14 +591,3 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def _parse_record(data: bytes) -> dict[str, Any] | None:
-    # The snippet can reach fd 3 too; garbage there only blurs its own run's outcome.
-    try:
-        record = json.loads(data.decode("utf-8", "replace").strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return None
-    if not isinstance(record, dict) or not isinstance(record.get("exit_code"), int):
-        return None
-    return record

@@ -8,11 +8,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ctypes
+import fcntl
 import ipaddress
 import logging
 import os
 import signal
 import sys
+import termios
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,7 @@ def main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # argparse exits on bad usage; keep main() a plain function
         return int(stop.code or 0)
+    leave_controlling_terminal()
     if args.command == "run":
         return _run(args)
     if args.command == "executor" and args.action == "serve":
@@ -97,6 +100,29 @@ def _parser() -> argparse.ArgumentParser:
         help="set a run aside (dead-letter) after this many deliveries (default 3)",
     )
     return parser
+
+
+def leave_controlling_terminal() -> None:
+    """Give up the terminal the command was started from, keeping stdio and Ctrl-C.
+
+    The warm parents start in sessions of their own and every run in another (pool.py,
+    cell.py), so no rank has a controlling terminal; the command itself lets go of it too, so
+    that nothing of the executor keeps a handle through which keystrokes could be pushed into
+    the operator's shell (TIOCSTI). The process stays in its process group, which the terminal
+    still signals on Ctrl-C. A session leader keeps it: letting go would hang up its session.
+    """
+    if os.getsid(0) == os.getpid():
+        return
+    try:
+        terminal = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        return  # none to give up
+    try:
+        fcntl.ioctl(terminal, termios.TIOCNOTTY)
+    except OSError:
+        pass
+    finally:
+        os.close(terminal)
 
 
 def _run(args: argparse.Namespace) -> int:

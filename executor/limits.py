@@ -167,16 +167,14 @@ def run_budget(
     )
 
 
-def rank_status(
-    recorded_exit: int | None, wait_code: int | None, timed_out: bool
-) -> tuple[RankStatus, int | None]:
-    """Judge a rank by its recorded outcome first, its wait status second (trap 4 in the notes).
+def rank_status(wait_code: int | None, timed_out: bool) -> tuple[RankStatus, int | None]:
+    """Judge a rank by how the kernel says it ended, never by what the rank wrote about itself.
 
-    recorded_exit is the exit code the rank wrote before os._exit; wait_code is the process
-    exit code (-N for signal N) or None when it never ended.
+    wait_code is the process exit code (-N for signal N), or None when it never ended. A rank's
+    own record (fd 3) is written by a process that runs the snippet, so the snippet can forge it;
+    it may only add detail (the exception), never the status. Ranks end with os._exit right after
+    recording, so the teardown aborts of trap 4 cannot turn a finished rank into a failure.
     """
-    if recorded_exit is not None:
-        return (RankStatus.OK if recorded_exit == 0 else RankStatus.ERROR), recorded_exit
     if wait_code is None:
         return (RankStatus.TIMEOUT if timed_out else RankStatus.KILLED), None
     if wait_code < 0:

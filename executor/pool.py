@@ -130,8 +130,6 @@ class WarmPool:
                 "warm": self.settings.warm,
                 "limits": self.settings.limits.model_dump(),
                 "exposed": self.settings.exposed_paths,
-                "uid": self.settings.sandbox_uid,
-                "gid": self.settings.sandbox_gid,
                 "cgroup_root": self.settings.cgroup_root,
                 "slots": self.settings.max_concurrent_runs,
                 "cpu_fairness": self.settings.cpu_fairness,
@@ -161,9 +159,16 @@ class WarmPool:
         module = "executor.zygote" if config["trusted"] else "executor.neutral_paths"
         command = [self.settings.python, "-m", module]
         # cwd=/ so that a relative path in the service never resolves inside the zygote. The
-        # configuration goes through stdin: argv is readable by every process on the host.
+        # configuration goes through stdin: argv is readable by every process on the host. A
+        # session of its own: the warm parents never hold the terminal the service was started
+        # from (a rank forked from them could reach it), nor share its process group.
         process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=ZYGOTE_ENV, cwd="/"
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=ZYGOTE_ENV,
+            cwd="/",
+            start_new_session=True,
         )
         assert process.stdin is not None
         process.stdin.write(json.dumps(config).encode() + b"\n")

@@ -6,7 +6,7 @@ Layout (every process is a fork of the warm zygote, which holds torch and no sec
       │  watches pipes, enforces the deadline and the output cap, reports the result
       └─ init: pid 1 of a new pid namespace, with its own mount, network, IPC and UTS namespaces;
            │  staged before the request arrives (see cell.py), dies with the slot worker
-           └─ rank 0..N-1: uid/gid nobody, no capabilities, no_new_privs, seccomp, rlimits,
+           └─ rank 0..N-1: its slot's own uid/gid, no capabilities, no_new_privs, seccomp, rlimits,
                 loopback-only network, and a root of its own built from an allow-list (/usr, the
                 Python install and its packages, read-only; a private /tmp and /dev/shm; a few
                 devices; a fresh /proc; an empty /sys): nothing else of the host exists inside
@@ -126,7 +126,10 @@ TOP_LEVEL = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What of the host's /etc is copied in: the dynamic loader's cache and the time zone. Users,
 # groups and hosts are written fresh (no host account, no host name leaks).
 ETC_COPIED = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone")
-DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+# No tty: /dev/tty is the controlling terminal of whoever opens it, and through TIOCSTI a rank
+# could type into the shell that started the executor (runs also start in a session of their
+# own, with no controlling terminal: see cell.py).
+DEVICES = ("null", "zero", "full", "random", "urandom")
 GPU_SYSFS = ("/sys/bus/pci", "/sys/devices/pci0000:00", "/sys/devices/system/cpu",
              "/sys/devices/system/node", "/sys/class/pci_bus")  # fmt: skip
 PASSWD = (
@@ -390,7 +393,8 @@ def confine_rank(plan: SandboxPlan | None, budget: RunBudget) -> None:
         resource.RLIMIT_CORE: 0,
     }
     if plan is not None:
-        # Per-uid count shared by concurrent runs: a backstop; the pids cgroup is the real cap.
+        # Counted per uid: each slot has its own (identities.py), so this counts this run only;
+        # a backstop, the pids cgroup is the real cap.
         limits[resource.RLIMIT_NPROC] = 4 * budget.pids
     for which, value in limits.items():
         resource.setrlimit(which, (value, value))

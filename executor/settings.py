@@ -42,8 +42,6 @@ class ExecutorSettings(BaseSettings):
         "data set. Ranks see nothing else of the host but /usr, the Python install and its "
         "packages (an allow-list; see executor/sandbox.py).",
     )
-    sandbox_uid: int = 65534
-    sandbox_gid: int = 65534
     cgroup_root: str = Field(
         default="/sys/fs/cgroup",
         description="Where the cgroups are: a cgroup v1 layout (memory/, pids/...) or a cgroup v2 "

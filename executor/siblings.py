@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import json
 import os
 import random
@@ -33,8 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from executor import identities, sandbox
 from executor import rank as rank_module
-from executor import sandbox
 from executor.limits import run_budget
 
 if TYPE_CHECKING:
@@ -205,6 +206,7 @@ def _enter_and_fork_rank(
         for name, fd in namespaces.items():
             # pid applies to children only: the rank forked next is inside the cell.
             _setns(fd, name)
+        plan = _slot_plan(context.plan, order)
         rank_pid = os.fork()
         if rank_pid == 0:
             os.close(errors_w)
@@ -234,7 +236,7 @@ def _enter_and_fork_rank(
                     stderr_fd=stderr,
                     result_fd=result,
                     budget=budget,
-                    plan=context.plan,
+                    plan=plan,
                     exception_chars=context.limits.exception_message_chars,
                 )
             )
@@ -248,6 +250,18 @@ def _enter_and_fork_rank(
     with contextlib.suppress(OSError):  # the cell is gone when its deadline killed the rank
         os.write(hello, (json.dumps(ended) + "\n").encode())
     os._exit(0)
+
+
+def _slot_plan(
+    plan: sandbox.SandboxPlan | None, order: dict[str, Any]
+) -> sandbox.SandboxPlan | None:
+    """The rank runs as its run's slot uid, as the ranks its init forks do (identities.py)."""
+    if plan is None:
+        return None
+    uid = order.get("uid")
+    if not isinstance(uid, int) or not identities.in_range(uid):
+        raise sandbox.SandboxError(f"the run names no sandbox uid of the range: {uid!r}")
+    return dataclasses.replace(plan, uid=uid, gid=uid)
 
 
 CLONE_FLAGS = {

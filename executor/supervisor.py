@@ -6,13 +6,14 @@ gets a fresh Cell (its own init, namespaces and pipes), so one bad run cannot to
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from executor import sandbox, siblings
+from executor import identities, sandbox, siblings
 from executor.cell import Cell, Send, budget_ranks
 from executor.contract import RunStatus
 from executor.gpus import Gpu
@@ -59,6 +60,12 @@ class Slot:
         self.own_pid_namespace = -1
         self.cell: Cell | None = None
         if self.plan is not None:
+            # A uid of the slot's own: per-uid kernel counts (threads, inotify) stay per run.
+            try:
+                uid = identities.claim()
+            except (OSError, identities.NoFreeIdentity) as error:
+                raise sandbox.SandboxError(f"no sandbox uid for the slot: {error}") from error
+            self.plan = dataclasses.replace(self.plan, uid=uid, gid=uid)
             self.cgroups = sandbox.SlotCgroups.for_plan(self.plan, name)
             self.cgroups.join()
             self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY)

@@ -53,6 +53,7 @@ dist.destroy_process_group()
 """
 SEND_TIMEOUT_S = 5.0
 PROBE_SNIPPET = "import os\nprint('uid', os.getuid())\n"
+PLACEHOLDER_UID = 65534
 
 
 def main() -> None:
@@ -116,8 +117,8 @@ def _serve_as_sibling(
     if not config["trusted"]:
         plan = sandbox.make_plan(
             config["exposed"],
-            uid=config["uid"],
-            gid=config["gid"],
+            uid=PLACEHOLDER_UID,  # each rank runs as its slot's uid, sent with the request
+            gid=PLACEHOLDER_UID,
             cgroup_root=config["cgroup_root"],
             cpu_fairness=config["cpu_fairness"],
         )
@@ -197,8 +198,8 @@ def _probe_sandbox(
 ) -> supervisor.ZygoteContext:
     """Run a tiny snippet in the full sandbox; any failure disables untrusted runs (fail closed)."""
     plan_kwargs = {
-        "uid": config["uid"],
-        "gid": config["gid"],
+        "uid": PLACEHOLDER_UID,  # every slot claims a uid of its own (identities.py)
+        "gid": PLACEHOLDER_UID,
         "cgroup_root": config["cgroup_root"],
         "cpu_fairness": config["cpu_fairness"],
     }
@@ -219,7 +220,8 @@ def _probe_sandbox(
             slot = supervisor.Slot(f"probe-{os.getppid()}", candidate)
             request = {"code": PROBE_SNIPPET, "nproc": 1, "backend": "gloo", "timeout_s": 20}
             result = slot.run(request, lambda event: None)
-            if result["status"] == "ok" and result["ranks"][0]["stdout"] == f"uid {plan.uid}\n":
+            uid = slot.plan.uid if slot.plan is not None else None
+            if result["status"] == "ok" and result["ranks"][0]["stdout"] == f"uid {uid}\n":
                 message = ""
             else:
                 message = f"{message}: {result.get('message') or result}"

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from executor import identities
 from executor.contract import RunRequest, RunStatus
 from executor.runner import Executor
 from executor.sandbox import GPU_SYSFS, make_plan, with_gpus
@@ -46,11 +47,12 @@ print(json.dumps(facts))
 """
 
 
-def test_a_rank_runs_as_nobody_in_its_own_namespaces(sandboxed: Executor) -> None:
+def test_a_rank_runs_as_its_slot_s_uid_in_its_own_namespaces(sandboxed: Executor) -> None:
     result = run(sandboxed, PROBE % {"repo": str(PACKAGE_PARENT)}, nproc=1)
     assert result.status is RunStatus.OK, result
     facts = json.loads(result.ranks[0].stdout)
-    assert (facts["uid"], facts["gid"]) == (65534, 65534)
+    # Its slot's own uid (identities.py), never a real user's and never root.
+    assert identities.in_range(facts["uid"]) and facts["gid"] == facts["uid"]
     # Its parent is the run's init (pid 1 of a pid namespace of its own), or, for a rank forked
     # by a sibling warm parent (siblings.py), a process outside that namespace: pid 0.
     assert facts["ppid"] in {0, 1}

@@ -31,9 +31,17 @@ from executor.ports import free_port
 if TYPE_CHECKING:
     from executor.supervisor import ZygoteContext
 
-# torchrun stops every worker once one fails; the others get this long to report their own
-# error (gloo notices a dead peer at once), then they are killed.
-GRACE_AFTER_FAILURE_S = 1.0
+# Once a rank fails, torchrun 2.13 stops the others as its agent does (LocalElasticAgent
+# ._stop_workers -> PContext.close): at its next check of the workers (every monitor_interval,
+# 0.1 s) it sends SIGTERM to each worker still running (to its process group), waits up to 30 s
+# for them all, then SIGKILLs what is left. A rank's SIGTERM handler runs and prints (graceful
+# shutdown, checkpoint-on-signal), and a rank without one ends with -15. Here the wait is
+# also bounded by the run's deadline.
+MONITOR_INTERVAL_S = 0.1
+STOP_GRACE_S = 30.0
+# What the slot worker sends the run's init to have it stop the ranks (init is pid 1 of the
+# run's pid namespace: only a signal it handles reaches it from outside).
+STOP_SIGNAL = signal.SIGUSR1
 # Each sandboxed run has its own network namespace, so any port is free; like torchrun, which
 # binds port 0, a run gets a different one from the ephemeral range each time.
 EPHEMERAL_PORTS = (32768, 60999)
@@ -96,6 +104,7 @@ class Cell:
         self.total_bytes = 0
         self.timed_out = self.output_exceeded = self.memory_exceeded = self.orphaned = False
         self.init_pid = 0
+        self.stop_requested = self.stop_sent = False  # init: stop the ranks (a peer failed)
         self.oom_before = 0
         self.budget = run_budget(1, 1.0, ctx.limits)
 
@@ -210,6 +219,9 @@ class Cell:
         except BaseException as error:
             os.write(self.status_w, (json.dumps({"setup_error": str(error)}) + "\n").encode())
             os._exit(70)
+        # Before the request: a stop that comes early must not be lost (init is pid 1 of its
+        # namespace, which ignores a signal it has no handler for).
+        signal.signal(STOP_SIGNAL, self._on_stop)
         with os.fdopen(self.request_r, "rb") as source:
             payload = source.read()
         if not payload:
@@ -228,6 +240,7 @@ class Cell:
             pid = os.fork()
             if pid == 0:
                 os.close(self.hello_r)
+                signal.signal(STOP_SIGNAL, signal.SIG_DFL)  # init's, not the snippet's
                 rank_module.run_rank(
                     rank_module.RankLaunch(
                         code=order["code"],
@@ -270,6 +283,9 @@ class Cell:
         buffer = b""
         watching = [self.hello_r, wake_r]
         while expected:
+            if self.stop_requested and not self.stop_sent:
+                self.stop_sent = True
+                self._terminate_ranks(set(pids))
             while True:
                 try:
                     pid, wait_status = os.waitpid(-1, os.WNOHANG)  # orphans are reaped too
@@ -292,6 +308,23 @@ class Cell:
                     expected.discard(self._report(int(ended["rank"]), int(ended["wait"])))
             with contextlib.suppress(BlockingIOError):
                 os.read(wake_r, READ_CHUNK)
+
+    def _on_stop(self, signum: int, frame: object) -> None:
+        self.stop_requested = True  # acted on by _reap_ranks (select wakes up on the signal)
+
+    def _terminate_ranks(self, local: set[int]) -> None:
+        """Send SIGTERM to every rank still running, to its process group, as torchrun does."""
+        running = set(local)
+        if self.plan is not None:
+            # Ranks a sibling started have their parent outside this pid namespace: their
+            # parent pid reads 0 here (as does init's own, pid 1).
+            running |= {pid for pid in _namespace_pids() if pid != 1 and _parent(pid) == 0}
+        for pid in running:
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except ProcessLookupError:  # not a group leader: the rank alone
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
 
     def _report(self, rank: int, code: int) -> int:
         os.write(self.status_w, (json.dumps({"rank": rank, "wait": code}) + "\n").encode())
@@ -386,16 +419,21 @@ class Cell:
         hangup_fd: int | None = getattr(send, "hangup_fd", None)
         if hangup_fd is not None:
             poller.register(hangup_fd, select.POLLRDHUP)
-        grace_deadline: float | None = None
+        stop_at: float | None = None  # when to stop the ranks, a failure having been seen
+        grace_deadline: float | None = None  # when to kill what the stop left running
         try:
             while True:
                 now = time.monotonic()
                 if now >= deadline:
-                    self.timed_out = True
+                    # A run that already failed is not a hang: its stop was cut short.
+                    self.timed_out = stop_at is None
                     return
                 if grace_deadline is not None and now >= grace_deadline:
                     return
-                limit = min(deadline, grace_deadline or deadline) - now
+                if stop_at is not None and grace_deadline is None and now >= stop_at:
+                    self._stop_ranks()
+                    grace_deadline = now + STOP_GRACE_S
+                limit = min(deadline, grace_deadline or stop_at or deadline) - now
                 for fd, _ in poller.poll(max(1, int(limit * 1000))):
                     if fd == init_fd:
                         return
@@ -412,8 +450,8 @@ class Cell:
                     else:
                         self._take(source[0], source[1], data, send)
                 failed = any(code != 0 for code in self.wait_codes.values())
-                if failed and grace_deadline is None:
-                    grace_deadline = time.monotonic() + GRACE_AFTER_FAILURE_S
+                if failed and stop_at is None:
+                    stop_at = time.monotonic() + MONITOR_INTERVAL_S
                 if self.setup_error or self.output_exceeded or self.orphaned:
                     return
                 killed = any(code == -signal.SIGKILL for code in self.wait_codes.values())
@@ -422,6 +460,10 @@ class Cell:
                     return
         finally:
             os.close(init_fd)
+
+    def _stop_ranks(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.init_pid, STOP_SIGNAL)
 
     def _oom_killed(self) -> bool:
         cgroups = self.cgroups
@@ -562,6 +604,18 @@ def _write_script(code: str, sandboxed: bool) -> str:
 def _script_path(sandboxed: bool) -> str:
     directory = SANDBOX_SCRIPT_DIR if sandboxed else tempfile.mkdtemp(prefix="ranklab-run-")
     return os.path.join(directory, rank_module.SNIPPET_NAME)
+
+
+def _namespace_pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import dataclasses
 import json
 import os
 import random
 import select
 import shutil
 import signal
+import socket
 import tempfile
 import time
 import uuid
@@ -104,6 +106,9 @@ class Cell:
         self.total_bytes = 0
         self.timed_out = self.output_exceeded = self.memory_exceeded = self.orphaned = False
         self.init_pid = 0
+        # Chosen when the cell is staged: the store process is forked then (see
+        # _fork_agent_store), before the request.
+        self.port = random.randint(*EPHEMERAL_PORTS) if plan is not None else free_port()
         self.stop_requested = self.stop_sent = False  # init: stop the ranks (a peer failed)
         self.oom_before = 0
         self.budget = run_budget(1, 1.0, ctx.limits)
@@ -136,7 +141,11 @@ class Cell:
     def discard(self) -> None:
         """End a staged cell that will not be used (staged for other GPUs) and reap its init."""
         with contextlib.suppress(ProcessLookupError):
-            os.kill(self.init_pid, signal.SIGKILL)  # nothing but init is in it yet
+            # Nothing but init and its store process is in it yet (trusted: in init's group).
+            if self.sandboxed:
+                os.kill(self.init_pid, signal.SIGKILL)
+            else:
+                os.killpg(self.init_pid, signal.SIGKILL)
         os.waitpid(self.init_pid, 0)
         for fd in (self.status_r, self.request_w, self.hello_w):
             os.close(fd)
@@ -165,11 +174,10 @@ class Cell:
         self.ranks = self.ranks[:processes]
         available = [index for index, path in enumerate(self.sibling_paths) if os.path.exists(path)]
         parents = siblings.choose_parents(processes, available)
-        port = random.randint(*EPHEMERAL_PORTS) if self.plan is not None else free_port()
         order = {
             "code": request["code"],
             "nproc": nproc,
-            "port": port,
+            "port": self.port,
             "timeout_s": request["timeout_s"],
             "launcher": launcher,
             "backend": backend,  # resolved: ranks started elsewhere size their budget alike
@@ -222,6 +230,7 @@ class Cell:
         # Before the request: a stop that comes early must not be lost (init is pid 1 of its
         # namespace, which ignores a signal it has no handler for).
         signal.signal(STOP_SIGNAL, self._on_stop)
+        store_channel = self._fork_agent_store()
         with os.fdopen(self.request_r, "rb") as source:
             payload = source.read()
         if not payload:
@@ -232,7 +241,9 @@ class Cell:
         budget = run_budget(budget_ranks(order["nproc"], launcher), order["timeout_s"],
                             self.ctx.limits, order["backend"], held)  # fmt: skip
         script = _write_script(order["code"], sandboxed=self.plan is not None)
-        store = self._start_agent_store(order, budget) if launcher == "torchrun" else None
+        # `python snippet.py` has no launcher's store: closing the channel ends it unstarted.
+        store = self._start_agent_store(*store_channel, budget) if launcher == "torchrun" else None
+        store_channel[1].close()
         os.write(self.status_w, b'{"started": true}\n')  # siblings may start their ranks now
         pids: dict[int, int] = {}
         for rank in order["local"]:
@@ -374,39 +385,58 @@ class Cell:
                 raise sandbox.SandboxError("the run's init ended before starting the ranks")
             self.status_buffer = self._status_lines(self.status_buffer + data)
 
-    def _start_agent_store(self, order: dict[str, Any], budget: RunBudget) -> int | None:
+    def _fork_agent_store(self) -> tuple[int, socket.socket]:
+        """Fork the process that will host the run's rendezvous store, while the cell is staged.
+
+        Forking from a warm parent (hundreds of MB mapped) is the dearest step of a run's
+        start: 10-50 ms on 2 loaded cores. Until the request comes, the process waits, root
+        like init, on a channel it shares with init, for the run's budget (or for the channel
+        to close: a run that uses no store).
+        """
+        here, there = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                here.close()
+                devnull = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(devnull, fd)
+                os.dup2(there.fileno(), 3)
+                os.closerange(4, 1 << 16)  # nothing of init's (the ranks' pipes) stays open here
+                self._host_agent_store(socket.socket(fileno=3))
+            finally:
+                os._exit(0)
+        there.close()
+        return pid, here
+
+    def _host_agent_store(self, channel: socket.socket) -> None:
         """Host the rendezvous store on MASTER_PORT, as torchrun's agent does.
 
         torchrun tells its workers to join the agent's store (TORCHELASTIC_USE_AGENT_STORE), so
         rank 0 does not create one; a snippet that builds its own store on MASTER_PORT fails
         there, and must fail here too. The store runs as the sandbox's unprivileged user.
         """
-        ready_r, ready_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.close(ready_r)
-                devnull = os.open(os.devnull, os.O_RDWR)
-                for fd in (0, 1, 2):
-                    os.dup2(devnull, fd)
-                os.dup2(ready_w, 3)
-                ready_w = 3
-                os.closerange(4, 1 << 16)  # nothing of init's (the ranks' pipes) stays open here
-                sandbox.confine_rank(self.plan, budget)
-                import torch.distributed as dist
+        payload = channel.makefile("rb").readline()
+        if not payload:
+            return  # the run does not use a store
+        sandbox.confine_rank(self.plan, RunBudget(**json.loads(payload)))
+        import torch.distributed as dist
 
-                store = dist.TCPStore("localhost", order["port"], None, True, multi_tenant=True,
-                                      wait_for_workers=False)  # fmt: skip
-                os.write(ready_w, b"1")
-                os.close(ready_w)
-                signal.pause()
-                del store
-            finally:
-                os._exit(0)
-        os.close(ready_w)
-        ready, _, _ = select.select([ready_r], [], [], AGENT_STORE_START_S)
-        os.close(ready_r)
-        return pid if ready else None
+        store = dist.TCPStore("localhost", self.port, None, True, multi_tenant=True,
+                              wait_for_workers=False)  # fmt: skip
+        channel.sendall(b"1")
+        signal.pause()
+        del store
+
+    def _start_agent_store(self, pid: int, channel: socket.socket, budget: RunBudget) -> int | None:
+        """Have the staged store process start the store with the run's limits; its pid once
+        it listens, or None."""
+        try:
+            channel.sendall(json.dumps(dataclasses.asdict(budget)).encode() + b"\n")
+            channel.settimeout(AGENT_STORE_START_S)
+            return pid if channel.recv(1) == b"1" else None
+        except OSError:  # TimeoutError included
+            return None
 
     def _pump(self, send: Send, deadline: float) -> None:
         poller = select.poll()

@@ -74,7 +74,7 @@ pytest: $(STAMP)
 test: check-lock lint typecheck contracts check-content pytest
 
 bench: $(STAMP)
-	$(BIN)/python bench/bench_executor.py
+	$(BIN)/python bench/bench_executor.py $(if $(AGAINST),--against $(AGAINST))
 
 # The job bus: runs/s and p95 with 1, 2 and 3 agents beside the embedded HTTP executor.
 bench-bus: $(STAMP)

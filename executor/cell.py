@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import dataclasses
 import json
 import os
 import random
 import select
 import shutil
 import signal
+import socket
 import tempfile
 import time
 import uuid
@@ -31,14 +33,23 @@ from executor.ports import free_port
 if TYPE_CHECKING:
     from executor.supervisor import ZygoteContext
 
-# torchrun stops every worker once one fails; the others get this long to report their own
-# error (gloo notices a dead peer at once), then they are killed.
-GRACE_AFTER_FAILURE_S = 1.0
+# Once a rank fails, torchrun 2.13 stops the others as its agent does (LocalElasticAgent
+# ._stop_workers -> PContext.close): at its next check of the workers (every monitor_interval,
+# 0.1 s) it sends SIGTERM to each worker still running (to its process group), waits up to 30 s
+# for them all, then SIGKILLs what is left. A rank's SIGTERM handler runs and prints (graceful
+# shutdown, checkpoint-on-signal), and a rank without one ends with -15. Here the wait is
+# also bounded by the run's deadline.
+MONITOR_INTERVAL_S = 0.1
+STOP_GRACE_S = 30.0
+# What the slot worker sends the run's init to have it stop the ranks (init is pid 1 of the
+# run's pid namespace: only a signal it handles reaches it from outside).
+STOP_SIGNAL = signal.SIGUSR1
 # Each sandboxed run has its own network namespace, so any port is free; like torchrun, which
 # binds port 0, a run gets a different one from the ephemeral range each time.
 EPHEMERAL_PORTS = (32768, 60999)
 READ_CHUNK = 65536
 AGENT_STORE_START_S = 5.0
+STAGE_TIMEOUT_S = 5.0
 SANDBOX_SCRIPT_DIR = "/tmp"
 
 Send = Callable[[dict[str, Any]], None]
@@ -91,12 +102,20 @@ class Cell:
         self.request_r, self.request_w = os.pipe()
         self.hello_r, self.hello_w = os.pipe()  # ranks from siblings tell init their pid
         self.status_buffer = b""
-        self.started = False
+        self.isolated = self.started = False
+        # Parents drawn when the cell is staged (rank k: entry k modulo its length), and the
+        # siblings' ranks staged in it then, by rank: where to write each one's order.
+        self.parents: list[int | None] = []
+        self.staged: dict[int, int] = {}
         self.wait_codes: dict[int, int] = {}
         self.setup_error: str | None = None
         self.total_bytes = 0
         self.timed_out = self.output_exceeded = self.memory_exceeded = self.orphaned = False
         self.init_pid = 0
+        # Chosen when the cell is staged: the store process is forked then (see
+        # _fork_agent_store), before the request.
+        self.port = random.randint(*EPHEMERAL_PORTS) if plan is not None else free_port()
+        self.stop_requested = self.stop_sent = False  # init: stop the ranks (a peer failed)
         self.oom_before = 0
         self.budget = run_budget(1, 1.0, ctx.limits)
 
@@ -123,14 +142,19 @@ class Cell:
         os.close(cell.status_w)
         os.close(cell.request_r)
         os.close(cell.hello_r)
+        cell._stage_sibling_ranks()
         return cell
 
     def discard(self) -> None:
         """End a staged cell that will not be used (staged for other GPUs) and reap its init."""
         with contextlib.suppress(ProcessLookupError):
-            os.kill(self.init_pid, signal.SIGKILL)  # nothing but init is in it yet
+            # Nothing but init and its store process is in it yet (trusted: in init's group).
+            if self.sandboxed:
+                os.kill(self.init_pid, signal.SIGKILL)
+            else:
+                os.killpg(self.init_pid, signal.SIGKILL)
         os.waitpid(self.init_pid, 0)
-        for fd in (self.status_r, self.request_w, self.hello_w):
+        for fd in (self.status_r, self.request_w, self.hello_w, *self.staged.values()):
             os.close(fd)
         for io in self.ranks:
             for read_end, write_end in io.fds.values():
@@ -155,13 +179,15 @@ class Cell:
                 os.close(read_end)
                 os.close(write_end)
         self.ranks = self.ranks[:processes]
-        available = [index for index, path in enumerate(self.sibling_paths) if os.path.exists(path)]
-        parents = siblings.choose_parents(processes, available)
-        port = random.randint(*EPHEMERAL_PORTS) if self.plan is not None else free_port()
+        if self.parents:
+            parents = [self.parents[index % len(self.parents)] for index in range(processes)]
+        else:
+            available = [i for i, path in enumerate(self.sibling_paths) if os.path.exists(path)]
+            parents = siblings.choose_parents(processes, available)
         order = {
             "code": request["code"],
             "nproc": nproc,
-            "port": port,
+            "port": self.port,
             "timeout_s": request["timeout_s"],
             "launcher": launcher,
             "backend": backend,  # resolved: ranks started elsewhere size their budget alike
@@ -212,9 +238,14 @@ class Cell:
                 limits = self.ctx.limits
                 shm = shm_bytes(limits, gpu=bool(self.gpus))
                 sandbox.isolate_init(self.plan, limits.tmp_bytes, shm)
+                os.write(self.status_w, b'{"isolated": true}\n')  # siblings may enter now
         except BaseException as error:
             os.write(self.status_w, (json.dumps({"setup_error": str(error)}) + "\n").encode())
             os._exit(70)
+        # Before the request: a stop that comes early must not be lost (init is pid 1 of its
+        # namespace, which ignores a signal it has no handler for).
+        signal.signal(STOP_SIGNAL, self._on_stop)
+        store_channel = self._fork_agent_store()
         with os.fdopen(self.request_r, "rb") as source:
             payload = source.read()
         if not payload:
@@ -225,7 +256,9 @@ class Cell:
         budget = run_budget(budget_ranks(order["nproc"], launcher), order["timeout_s"],
                             self.ctx.limits, order["backend"], held)  # fmt: skip
         script = _write_script(order["code"], sandboxed=self.plan is not None)
-        store = self._start_agent_store(order, budget) if launcher == "torchrun" else None
+        # `python snippet.py` has no launcher's store: closing the channel ends it unstarted.
+        store = self._start_agent_store(*store_channel, budget) if launcher == "torchrun" else None
+        store_channel[1].close()
         os.write(self.status_w, b'{"started": true}\n')  # siblings may start their ranks now
         pids: dict[int, int] = {}
         for rank in order["local"]:
@@ -233,6 +266,7 @@ class Cell:
             pid = os.fork()
             if pid == 0:
                 os.close(self.hello_r)
+                signal.signal(STOP_SIGNAL, signal.SIG_DFL)  # init's, not the snippet's
                 rank_module.run_rank(
                     rank_module.RankLaunch(
                         code=order["code"],
@@ -275,6 +309,9 @@ class Cell:
         buffer = b""
         watching = [self.hello_r, wake_r]
         while expected:
+            if self.stop_requested and not self.stop_sent:
+                self.stop_sent = True
+                self._terminate_ranks(set(pids))
             while True:
                 try:
                     pid, wait_status = os.waitpid(-1, os.WNOHANG)  # orphans are reaped too
@@ -297,6 +334,23 @@ class Cell:
                     expected.discard(self._report(int(ended["rank"]), int(ended["wait"])))
             with contextlib.suppress(BlockingIOError):
                 os.read(wake_r, READ_CHUNK)
+
+    def _on_stop(self, signum: int, frame: object) -> None:
+        self.stop_requested = True  # acted on by _reap_ranks (select wakes up on the signal)
+
+    def _terminate_ranks(self, local: set[int]) -> None:
+        """Send SIGTERM to every rank still running, to its process group, as torchrun does."""
+        running = set(local)
+        if self.plan is not None:
+            # Ranks a sibling started have their parent outside this pid namespace: their
+            # parent pid reads 0 here (as does init's own, pid 1).
+            running |= {pid for pid in _namespace_pids() if pid != 1 and _parent(pid) == 0}
+        for pid in running:
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except ProcessLookupError:  # not a group leader: the rank alone
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
 
     def _report(self, rank: int, code: int) -> int:
         os.write(self.status_w, (json.dumps({"rank": rank, "wait": code}) + "\n").encode())
@@ -323,22 +377,61 @@ class Cell:
                     "uid": self.plan.uid if self.plan is not None else None,  # the slot's own
                 }
                 request.pop("local", None)
+                staged = self.staged.pop(rank, None)
+                if staged is not None:
+                    try:
+                        _write_all(staged, json.dumps(request).encode())
+                    finally:
+                        os.close(staged)
+                    continue
                 siblings.request_rank(
                     self.sibling_paths[parent],
                     self.init_pid,
                     {**fds, "hello": self.hello_w},
                     request,
                 )
-        except sandbox.SandboxError as error:
+        except (sandbox.SandboxError, OSError) as error:
             self.setup_error = str(error)
         finally:
+            for staged in self.staged.values():
+                os.close(staged)  # ranks this run does not have: their waiting children end
+            self.staged.clear()
             for io in self.ranks:
                 for _, write_end in io.fds.values():
                     os.close(write_end)
             os.close(self.hello_w)
 
+    def _stage_sibling_ranks(self) -> None:
+        """Draw the ranks' parents and have the siblings among them stage their rank now.
+
+        A sibling's rank costs two forks of a warm parent and the entry into the cell's
+        namespaces (10-50 ms each on 2 loaded cores), and the run's slowest rank holds up its
+        rendezvous: staged, a sibling's rank waits in the cell for its order, and the run only
+        pays for the rank's own fork. Waits until init has built the namespaces (a few ms; the
+        slot takes no request meanwhile). A rank that cannot be staged is asked for at run time.
+        """
+        available = [index for index, path in enumerate(self.sibling_paths) if os.path.exists(path)]
+        if not available:
+            return
+        self.parents = siblings.draw_parents(available)
+        try:
+            self._await_status(lambda: self.isolated, time.monotonic() + STAGE_TIMEOUT_S)
+        except sandbox.SandboxError:
+            return  # init failed: the run reports its setup error
+        for rank, parent in enumerate(self.parents[: len(self.ranks)]):
+            if parent is None or self.setup_error is not None:
+                continue
+            fds = {name: write_end for name, (_, write_end) in self.ranks[rank].fds.items()}
+            with contextlib.suppress(sandbox.SandboxError):
+                self.staged[rank] = siblings.stage_rank(
+                    self.sibling_paths[parent], self.init_pid, {**fds, "hello": self.hello_w}
+                )
+
     def _await_started(self, deadline: float) -> None:
-        while not self.started and self.setup_error is None:
+        self._await_status(lambda: self.started, deadline)
+
+    def _await_status(self, reached: Callable[[], bool], deadline: float) -> None:
+        while not reached() and self.setup_error is None:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not select.select([self.status_r], [], [], remaining)[0]:
                 raise sandbox.SandboxError("the run's init did not start in time")
@@ -347,39 +440,58 @@ class Cell:
                 raise sandbox.SandboxError("the run's init ended before starting the ranks")
             self.status_buffer = self._status_lines(self.status_buffer + data)
 
-    def _start_agent_store(self, order: dict[str, Any], budget: RunBudget) -> int | None:
+    def _fork_agent_store(self) -> tuple[int, socket.socket]:
+        """Fork the process that will host the run's rendezvous store, while the cell is staged.
+
+        Forking from a warm parent (hundreds of MB mapped) is the dearest step of a run's
+        start: 10-50 ms on 2 loaded cores. Until the request comes, the process waits, root
+        like init, on a channel it shares with init, for the run's budget (or for the channel
+        to close: a run that uses no store).
+        """
+        here, there = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                here.close()
+                devnull = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(devnull, fd)
+                os.dup2(there.fileno(), 3)
+                os.closerange(4, 1 << 16)  # nothing of init's (the ranks' pipes) stays open here
+                self._host_agent_store(socket.socket(fileno=3))
+            finally:
+                os._exit(0)
+        there.close()
+        return pid, here
+
+    def _host_agent_store(self, channel: socket.socket) -> None:
         """Host the rendezvous store on MASTER_PORT, as torchrun's agent does.
 
         torchrun tells its workers to join the agent's store (TORCHELASTIC_USE_AGENT_STORE), so
         rank 0 does not create one; a snippet that builds its own store on MASTER_PORT fails
         there, and must fail here too. The store runs as the sandbox's unprivileged user.
         """
-        ready_r, ready_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.close(ready_r)
-                devnull = os.open(os.devnull, os.O_RDWR)
-                for fd in (0, 1, 2):
-                    os.dup2(devnull, fd)
-                os.dup2(ready_w, 3)
-                ready_w = 3
-                os.closerange(4, 1 << 16)  # nothing of init's (the ranks' pipes) stays open here
-                sandbox.confine_rank(self.plan, budget)
-                import torch.distributed as dist
+        payload = channel.makefile("rb").readline()
+        if not payload:
+            return  # the run does not use a store
+        sandbox.confine_rank(self.plan, RunBudget(**json.loads(payload)))
+        import torch.distributed as dist
 
-                store = dist.TCPStore("localhost", order["port"], None, True, multi_tenant=True,
-                                      wait_for_workers=False)  # fmt: skip
-                os.write(ready_w, b"1")
-                os.close(ready_w)
-                signal.pause()
-                del store
-            finally:
-                os._exit(0)
-        os.close(ready_w)
-        ready, _, _ = select.select([ready_r], [], [], AGENT_STORE_START_S)
-        os.close(ready_r)
-        return pid if ready else None
+        store = dist.TCPStore("localhost", self.port, None, True, multi_tenant=True,
+                              wait_for_workers=False)  # fmt: skip
+        channel.sendall(b"1")
+        signal.pause()
+        del store
+
+    def _start_agent_store(self, pid: int, channel: socket.socket, budget: RunBudget) -> int | None:
+        """Have the staged store process start the store with the run's limits; its pid once
+        it listens, or None."""
+        try:
+            channel.sendall(json.dumps(dataclasses.asdict(budget)).encode() + b"\n")
+            channel.settimeout(AGENT_STORE_START_S)
+            return pid if channel.recv(1) == b"1" else None
+        except OSError:  # TimeoutError included
+            return None
 
     def _pump(self, send: Send, deadline: float) -> None:
         poller = select.poll()
@@ -392,16 +504,21 @@ class Cell:
         hangup_fd: int | None = getattr(send, "hangup_fd", None)
         if hangup_fd is not None:
             poller.register(hangup_fd, select.POLLRDHUP)
-        grace_deadline: float | None = None
+        stop_at: float | None = None  # when to stop the ranks, a failure having been seen
+        grace_deadline: float | None = None  # when to kill what the stop left running
         try:
             while True:
                 now = time.monotonic()
                 if now >= deadline:
-                    self.timed_out = True
+                    # A run that already failed is not a hang: its stop was cut short.
+                    self.timed_out = stop_at is None
                     return
                 if grace_deadline is not None and now >= grace_deadline:
                     return
-                limit = min(deadline, grace_deadline or deadline) - now
+                if stop_at is not None and grace_deadline is None and now >= stop_at:
+                    self._stop_ranks()
+                    grace_deadline = now + STOP_GRACE_S
+                limit = min(deadline, grace_deadline or stop_at or deadline) - now
                 for fd, _ in poller.poll(max(1, int(limit * 1000))):
                     if fd == init_fd:
                         return
@@ -418,8 +535,8 @@ class Cell:
                     else:
                         self._take(source[0], source[1], data, send)
                 failed = any(code != 0 for code in self.wait_codes.values())
-                if failed and grace_deadline is None:
-                    grace_deadline = time.monotonic() + GRACE_AFTER_FAILURE_S
+                if failed and stop_at is None:
+                    stop_at = time.monotonic() + MONITOR_INTERVAL_S
                 if self.setup_error or self.output_exceeded or self.orphaned:
                     return
                 killed = any(code == -signal.SIGKILL for code in self.wait_codes.values())
@@ -428,6 +545,10 @@ class Cell:
                     return
         finally:
             os.close(init_fd)
+
+    def _stop_ranks(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.init_pid, STOP_SIGNAL)
 
     def _oom_killed(self) -> bool:
         cgroups = self.cgroups
@@ -448,6 +569,8 @@ class Cell:
                 self.setup_error = message["setup_error"]
             elif "started" in message:
                 self.started = True
+            elif "isolated" in message:
+                self.isolated = True
             else:
                 self.wait_codes[message["rank"]] = message["wait"]
         return rest
@@ -585,6 +708,18 @@ def _write_script(code: str, sandboxed: bool) -> str:
 def _script_path(sandboxed: bool) -> str:
     directory = SANDBOX_SCRIPT_DIR if sandboxed else tempfile.mkdtemp(prefix="ranklab-run-")
     return os.path.join(directory, rank_module.SNIPPET_NAME)
+
+
+def _namespace_pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -67,20 +67,48 @@ def choose_parents(processes: int, siblings: list[int]) -> list[int | None]:
     Parents are distinct while there are enough of them, so no two ranks share a hash secret;
     the draw is random, so a rank's secret also changes from run to run.
     """
-    parents: list[int | None] = [None, *siblings]
-    random.SystemRandom().shuffle(parents)
+    parents = draw_parents(siblings)
     return [parents[index % len(parents)] for index in range(processes)]
 
 
+def draw_parents(siblings: list[int]) -> list[int | None]:
+    """The parents of a run's first ranks, in rank order (rank k: entry k modulo its length)."""
+    parents: list[int | None] = [None, *siblings]
+    random.SystemRandom().shuffle(parents)
+    return parents
+
+
+def stage_rank(path: str, init_pid: int, fds: dict[str, int]) -> int:
+    """Have a sibling's worker fork a child into the staged cell of `init_pid` that waits for
+    its rank's order; return where to write the order (closing it unwritten: not needed).
+
+    The fork and the entry into the cell are what make a sibling's rank start later than
+    init's own (two forks of a warm parent in all); staged, they happen before the request.
+    """
+    order_r, order_w = os.pipe()
+    try:
+        request_rank(path, init_pid, {**fds, "order": order_r}, {"staged": True})
+    except BaseException:
+        os.close(order_w)
+        raise
+    finally:
+        os.close(order_r)
+    return order_w
+
+
 def request_rank(path: str, init_pid: int, fds: dict[str, int], order: dict[str, Any]) -> int:
-    """Ask a sibling's worker to start one rank inside the cell of `init_pid`; return its pid."""
+    """Ask a sibling's worker to start one rank inside the cell of `init_pid`; return its pid.
+
+    With an "order" descriptor among `fds`, the rank is only staged: it starts once its order
+    is written there (see stage_rank)."""
     namespaces = [os.open(f"/proc/{init_pid}/ns/{name}", os.O_RDONLY) for name in NAMESPACES]
     payload = json.dumps(order).encode()
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.settimeout(REQUEST_TIMEOUT_S)
             connection.connect(path)
-            passed = namespaces + [fds[name] for name in (*STREAMS, "hello")]
+            names = [name for name in (*STREAMS, "hello", "order") if name in fds]
+            passed = namespaces + [fds[name] for name in names]
             socket.send_fds(connection, [HEADER.pack(len(payload))], passed)
             connection.sendall(payload)
             reply = connection.recv(4096)
@@ -163,7 +191,7 @@ def _worker(
 
 def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
     connection.settimeout(REQUEST_TIMEOUT_S)
-    header, fds, _, _ = socket.recv_fds(connection, HEADER.size, len(NAMESPACES) + 4)
+    header, fds, _, _ = socket.recv_fds(connection, HEADER.size, len(NAMESPACES) + 5)
     (length,) = HEADER.unpack(header)
     payload = b""
     while len(payload) < length:
@@ -198,18 +226,29 @@ def _enter_and_fork_rank(
     order: dict[str, Any], fds: list[int], context: ZygoteContext, errors_w: int
 ) -> NoReturn:
     """In a child of the worker: enter the cell's namespaces, fork the rank into them, report
-    how it ended to the cell's init."""
+    how it ended to the cell's init. Staged (an order descriptor came too), wait in the cell for
+    the rank's order first."""
+    hello = -1
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the worker's SIG_IGN would reap the rank
         namespaces = dict(zip(NAMESPACES, fds, strict=False))
-        stdout, stderr, result, hello = fds[len(NAMESPACES) :]
+        stdout, stderr, result, hello, *staged = fds[len(NAMESPACES) :]
         for name, fd in namespaces.items():
             # pid applies to children only: the rank forked next is inside the cell.
             _setns(fd, name)
+        if staged:
+            os.close(errors_w)  # in the cell: the staging is answered
+            errors_w = -1
+            with os.fdopen(staged[0], "rb") as source:
+                payload = source.read()
+            if not payload:
+                os._exit(0)  # the run did not need this rank
+            order = json.loads(payload)
         plan = _slot_plan(context.plan, order)
         rank_pid = os.fork()
         if rank_pid == 0:
-            os.close(errors_w)
+            if errors_w >= 0:
+                os.close(errors_w)
             os.close(hello)
             # Its parent is outside the run (getppid() says 0), so kill(0, ...) would reach the
             # sibling's process group: a session of its own keeps that to the rank itself.
@@ -241,9 +280,14 @@ def _enter_and_fork_rank(
                 )
             )
         for fd in (errors_w, stdout, stderr, result):
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
     except BaseException as error:
-        os.write(errors_w, f"the rank could not join its run: {error!r}".encode())
+        if errors_w >= 0:
+            os.write(errors_w, f"the rank could not join its run: {error!r}".encode())
+        elif hello >= 0 and "rank" in order:  # staged and answered: the rank fails instead
+            with contextlib.suppress(OSError):
+                os.write(hello, (json.dumps({"rank": order["rank"], "wait": 70}) + "\n").encode())
         os._exit(70)
     _, wait_status = os.waitpid(rank_pid, 0)
     ended = {"rank": order["rank"], "wait": os.waitstatus_to_exitcode(wait_status)}

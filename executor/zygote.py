@@ -23,6 +23,7 @@ import sys
 import time
 import traceback
 import warnings
+import weakref
 from typing import Any, NoReturn
 
 from executor import cell, sandbox, siblings, supervisor
@@ -105,6 +106,7 @@ def main() -> None:
     print(json.dumps(ready), flush=True)
     # Move every object the preload created out of the collector's reach: a collection in a
     # forked rank would otherwise walk (and so copy-on-write) the whole inherited heap.
+    _keep_preload_finalizers_from_exit()
     gc.collect()
     gc.freeze()
     _serve(listener, context, int(config["slots"]))
@@ -127,6 +129,7 @@ def _serve_as_sibling(
              "startup_s": round(time.monotonic() - started, 3)}  # fmt: skip
     slot_names = [f"slot-{config['main_pid']}-{index}" for index in range(config["slots"])]
     assert context.sibling_dir is not None
+    _keep_preload_finalizers_from_exit()
     gc.collect()
     gc.freeze()
     # Listen before saying ready, so that the first run can already use this parent.
@@ -160,6 +163,20 @@ def _preload(warm: bool, modules: list[str] | None) -> tuple[str, list[str]]:
     warnings.filters[:] = torch_filters  # type: ignore[index]
     warnings._filters_mutated()  # type: ignore[attr-defined]
     return str(torch.__version__), modules or []
+
+
+def _keep_preload_finalizers_from_exit() -> None:
+    """Keep a rank's exit from running the finalizers the preload registered.
+
+    torch registers a weakref.finalize per operator library it loads (torch.library's
+    _del_library: 174 after the preload) to unregister it when the interpreter exits. A rank
+    runs the exit functions (atexit, weakref.finalize) for the snippet's sake, and these alone
+    took 45 ms per rank on an idle core and 50-100 ms under load, to undo registrations in a
+    process that then _exits: nothing a snippet can see. Finalizers the snippet registers
+    itself still run at its exit, as they would under torchrun.
+    """
+    for finalizer in list(weakref.finalize._registry):  # type: ignore[attr-defined]
+        finalizer.atexit = False
 
 
 def _modules_used_by(code: str) -> list[str]:

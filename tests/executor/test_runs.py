@@ -188,5 +188,28 @@ def test_a_failing_rank_stops_its_peers_as_torchrun_does(executor: Executor) -> 
     assert result.duration_ms < 10_000
     waiting, crashed = result.ranks
     assert crashed.exception is not None and crashed.exception.type == "RuntimeError"
-    # The waiting rank either sees the lost peer itself or is stopped after a short grace.
+    # The waiting rank either sees the lost peer itself or is stopped (SIGTERM) at once.
     assert waiting.status in {RankStatus.ERROR, RankStatus.KILLED}
+
+
+def test_a_rank_ignoring_the_stop_is_killed_at_the_deadline_and_the_run_is_an_error(
+    executor: Executor,
+) -> None:
+    """The SIGTERM grace after a failure (torchrun: 30 s) ends at the run's deadline; the run
+    failed, it did not hang."""
+    code = (
+        "import os, signal, time\n"
+        "if os.environ['RANK'] == '0':\n"
+        "    signal.signal(signal.SIGTERM, lambda *_: print('SIGTERM ignored', flush=True))\n"
+        "    print('waiting', flush=True)\n"
+        "    time.sleep(60)\n"
+        "time.sleep(0.5)\n"
+        "raise SystemExit(3)\n"
+    )
+    result = run(executor, code, nproc=2, timeout_s=4)
+    assert result.status is RunStatus.ERROR, result
+    ignoring, failed = result.ranks
+    assert failed.exit_code == 3
+    assert ignoring.stdout == "waiting\nSIGTERM ignored\n"
+    assert ignoring.status is RankStatus.KILLED and ignoring.exit_code is None
+    assert result.duration_ms >= 3_500  # it got the grace up to the deadline

@@ -125,6 +125,8 @@ ENVIRONMENT = "environment"
 # `siblings`. With more ranks than parents, two ranks must share one (the pinned difference).
 CROWDED_HASH_ORDER = "hash_order_more_ranks_than_warm_parents"
 WARM_PARENTS = 1 + ExecutorSettings().siblings
+# A rank with no SIGTERM handler, stopped after its peer failed: its exit code is compared too.
+SIGTERM_DEFAULT = "sigterm_default"
 HASH_ORDER_MASK = (r"(?m)^order: .*$", "order: <hash order>")
 
 CASES: tuple[Case, ...] = (
@@ -181,6 +183,10 @@ CASES: tuple[Case, ...] = (
     Case("slow_rank", "slow_rank.py"),
     Case("sigkill_rank", "sigkill_rank.py", after_peer_failure=frozenset({0})),
     Case("own_tcpstore", "own_tcpstore.py", deadline_s=60.0),
+    # How the launcher stops the other ranks after a failure (SIGTERM, then SIGKILL).
+    Case("sigterm_handler", "sigterm_handler.py"),
+    Case(SIGTERM_DEFAULT, "sigterm_default.py"),
+    Case("master_addr", "master_addr.py"),
 )
 BY_NAME = {case.name: case for case in CASES}
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from executor.contract import RunResult
+    from executor.contract import RankResult, RunResult
 
 VENV_BIN = Path(sys.executable).parent
 TORCHRUN = VENV_BIN / "torchrun"
@@ -252,6 +252,12 @@ def run_python(source: str, deadline_s: float) -> Observed:
         return Observed("python", [rank], time.monotonic() - started, env)
 
 
+def _failed_by_itself(rank: RankResult) -> bool:
+    if rank.status == "error":
+        return True
+    return rank.status == "killed" and rank.exit_code not in (None, -signal.SIGTERM)
+
+
 def from_executor(result: RunResult, launcher: str = "executor") -> Observed:
     """The executor's RunResult in the same shape as a reference launch."""
     ranks: list[RankRun] = []
@@ -261,10 +267,15 @@ def from_executor(result: RunResult, launcher: str = "executor") -> Observed:
         elif rank.status == "timeout":
             status = "hangs"
         elif rank.status == "killed":
-            # With an exit code, a signal ended it; without, the executor stopped it after a
-            # peer failed (torchrun's SIGTERM to the survivors).
+            # The executor stops the survivors of a failure as torchrun does: SIGTERM (-15),
+            # then, after the grace, a kill that leaves no exit code. Otherwise a signal the
+            # rank did not get from its launcher ended it.
             code = rank.exit_code
-            status = f"killed {signal_name(-code)}" if code is not None and code < 0 else "stopped"
+            peer_failed = any(_failed_by_itself(other) for other in result.ranks if other != rank)
+            if code is None or (code == -signal.SIGTERM and peer_failed):
+                status = "stopped"
+            else:
+                status = f"killed {signal_name(-code)}"
         elif rank.exception is not None:
             status = f"raises {rank.exception.type}"
         else:

@@ -21,6 +21,7 @@ from tests.parity.cases import (
     CROWDED_HASH_ORDER,
     ENVIRONMENT,
     RANDOMNESS,
+    SIGTERM_DEFAULT,
     Case,
     uses,
     varying_lines,
@@ -94,6 +95,34 @@ def test_a_raising_rank_prints_the_same_last_traceback_line(
     assert expected, f"no rank of {name} raised under the reference: the case is wrong"
     (observed,) = executor_runs(executor, case)
     assert case.exception_lines(observed) == expected, explain(case, reference, observed)
+
+
+@uses(SIGTERM_DEFAULT)
+def test_a_rank_stopped_after_a_peer_failed_ends_with_sigterm_as_under_torchrun(
+    executor: Executor, references: References
+) -> None:
+    """torchrun sends the survivors SIGTERM (SIGKILL only after 30 s): -15, not -9."""
+    case = BY_NAME[SIGTERM_DEFAULT]
+    reference = references[SIGTERM_DEFAULT][0]
+    (observed,) = executor_runs(executor, case)
+    codes = [rank.exit_code for rank in reference.ranks]
+    assert codes == [-15, 1], explain(case, reference, observed)
+    assert [rank.exit_code for rank in observed.ranks] == codes, explain(case, reference, observed)
+
+
+@uses("file_source")
+def test_argv_zero_is_the_script_as_named_on_the_command_line(
+    executor: Executor, references: References
+) -> None:
+    """`torchrun ... snippet.py` (how the course launches, from the snippet's folder) gives
+    sys.argv[0] == "snippet.py" and an absolute __file__: they differ. (Launched with an
+    absolute path, argv[0] would be that path and equal __file__.)"""
+    case = BY_NAME["file_source"]
+    expected = ["sys.argv: ['snippet.py']", "sys.argv[0] == __file__: False"]
+    for observed in (references["file_source"][0], *executor_runs(executor, case)):
+        for rank in observed.ranks:
+            lines = rank.stdout.splitlines()
+            assert [line for line in lines if line.startswith("sys.argv")] == expected, lines
 
 
 def environments(observed: Observed) -> list[dict[str, Any]]:

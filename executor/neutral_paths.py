@@ -50,7 +50,8 @@ def _call(result: int, what: str) -> None:
         raise OSError(code, f"{what}: {os.strerror(code)}")
 
 
-def _mount(source: str, target: str, fstype: str | None, flags: int, data: str = "") -> None:
+def mount(source: str, target: str, fstype: str | None, flags: int, data: str = "") -> None:
+    """mount(2), raising OSError naming the target (the sandbox mounts through it too)."""
     _call(
         _libc.mount(
             source.encode(),
@@ -64,7 +65,7 @@ def _mount(source: str, target: str, fstype: str | None, flags: int, data: str =
 
 
 def _bind_from(descriptor: int, target: str) -> None:
-    _mount(f"/proc/self/fd/{descriptor}", target, None, MS_BIND | MS_REC)
+    mount(f"/proc/self/fd/{descriptor}", target, None, MS_BIND | MS_REC)
 
 
 def relocate(package_dir: str) -> list[str]:
@@ -73,7 +74,7 @@ def relocate(package_dir: str) -> list[str]:
     in_venv = os.path.realpath(sys.prefix) != base
     binary = os.path.realpath(sys.executable)
     _call(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-    _mount("none", "/", None, MS_REC | MS_PRIVATE)  # or these mounts would reach the host
+    mount("none", "/", None, MS_REC | MS_PRIVATE)  # or these mounts would reach the host
     # Held by descriptor (opened in the new namespace: a bind's source must be a mount of the
     # caller's own): the tmpfs below may cover the paths they were opened by.
     sources = {
@@ -87,7 +88,7 @@ def relocate(package_dir: str) -> list[str]:
         )
     try:
         os.makedirs(NEUTRAL, mode=0o755, exist_ok=True)  # an empty mount point, on the host
-        _mount("tmpfs", NEUTRAL, "tmpfs", 0, "size=1m,mode=755")
+        mount("tmpfs", NEUTRAL, "tmpfs", 0, "size=1m,mode=755")
         for directory in (PYTHON, f"{LIBRARY}/executor"):
             os.makedirs(directory, mode=0o755)
         _bind_from(sources["python"], PYTHON)
@@ -105,10 +106,10 @@ def relocate(package_dir: str) -> list[str]:
                 )
             executable = f"{VENV}/bin/python"
             open(executable, "x").close()  # a bind mount needs a file to cover
-            _mount(f"/proc/self/fd/{sources['binary']}", executable, None, MS_BIND)
+            mount(f"/proc/self/fd/{sources['binary']}", executable, None, MS_BIND)
         else:
             executable = os.path.join(PYTHON, os.path.relpath(binary, base))
-        _mount("none", NEUTRAL, None, MS_REMOUNT | MS_RDONLY)
+        mount("none", NEUTRAL, None, MS_REMOUNT | MS_RDONLY)
     finally:
         for descriptor in sources.values():
             os.close(descriptor)

@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from executor import gpus, seccomp_policy
+from executor import gpus, neutral_paths, seccomp_policy
 from executor.limits import RunBudget
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -194,16 +194,10 @@ def _check(result: int, what: str) -> None:
 
 
 def _mount(source: str, target: str, fstype: str | None, flags: int, data: str = "") -> None:
-    _check(
-        _libc.mount(
-            source.encode(),
-            target.encode(),
-            fstype.encode() if fstype else None,
-            ctypes.c_ulong(flags),
-            data.encode() if data else None,
-        ),
-        f"mount {target}",
-    )
+    try:
+        neutral_paths.mount(source, target, fstype, flags, data)
+    except OSError as error:
+        raise SandboxError(error.strerror) from error  # "mount TARGET: reason"
 
 
 class _MountAttr(ctypes.Structure):

@@ -292,8 +292,9 @@ def submit(
     values: dict[str, object] = {"status": status, "last_answer": answer}
     if status.closed:
         values["closed_at"] = now
-    session.execute(update(ItemAttempt).where(col(ItemAttempt.id) == row.id).values(**values))
     try:
+        session.flush()  # the submission first: its unique indexes decide the races below
+        session.execute(update(ItemAttempt).where(col(ItemAttempt.id) == row.id).values(**values))
         session.commit()
     except IntegrityError as error:  # the unique (item, number) constraint is the last guard
         session.rollback()

@@ -32,6 +32,13 @@ class Settings(BaseSettings):
         "thread that runs pages (anyio's default), so no page waits for a connection; with "
         "PostgreSQL, processes × this must stay under the server's max_connections.",
     )
+    sqlite_synchronous: Literal["full", "normal"] = Field(
+        default="full",
+        description="SQLite only: full waits for the disk at every commit (an acknowledged "
+        "answer survives a power cut); normal leaves that to WAL checkpoints (it survives the "
+        "app's crash, not the machine's) and saves the event loop a disk flush per write, "
+        "the largest part of a write's time on a slow or busy disk.",
+    )
     write_wait_s: float = Field(
         default=0.9,
         gt=0,

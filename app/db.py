@@ -108,8 +108,12 @@ def write_lock(engine: Engine) -> WriteLock | None:
     return found
 
 
-def make_engine(url: str, pool_size: int | None = None) -> Engine:
+def make_engine(url: str, pool_size: int | None = None, synchronous: str = "full") -> Engine:
     """Create an engine with a connection per worker thread; on SQLite, writers lock at BEGIN.
+
+    `synchronous` is SQLite's (full or normal): full makes every commit wait for the disk
+    (fsync), so a committed answer survives even a power cut; normal, in WAL mode, leaves the
+    flushing to checkpoints: a commit survives the app's crash, not the machine's.
 
     Transactions are writers unless the connection carries the READER option (read_session
     sets it for a whole session): writers on SQLite begin with BEGIN IMMEDIATE, taking the
@@ -144,6 +148,7 @@ def make_engine(url: str, pool_size: int | None = None) -> Engine:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA synchronous={_SYNCHRONOUS[synchronous]}")
         cursor.close()
         dbapi_connection.write_lock = lock
 
@@ -168,6 +173,9 @@ def make_engine(url: str, pool_size: int | None = None) -> Engine:
 
     _refuse_writes_in_readers(engine)
     return engine
+
+
+_SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 
 
 def _refuse_writes_in_readers(engine: Engine) -> None:

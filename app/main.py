@@ -56,7 +56,9 @@ STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
 def create_app(settings: Settings | None = None, executor: ExecutorClient | None = None) -> FastAPI:
     """Build the app: database engine, catalog (broken files reported, not fatal), routes."""
     settings = settings or Settings()
-    engine = make_engine(settings.database_url, settings.database_pool_size)
+    engine = make_engine(
+        settings.database_url, settings.database_pool_size, settings.sqlite_synchronous
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

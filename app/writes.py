@@ -39,7 +39,7 @@ from app.errors import Busy
 T = TypeVar("T")
 # How long the SQLite writer runs queued writes back to back before letting the loop serve
 # pages again (and another worker process take the file's lock).
-TURN_S = 0.02
+TURN_S = 0.05
 
 BUSY_MESSAGE = (
     "Many learners are sending answers at this very moment, and yours could not be taken in "

@@ -10,10 +10,12 @@ import time
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
 from sqlmodel import Session, col, select
 
 from app.attempts.models import ItemAttempt, Submission
 from app.db import write_lock
+from tests.support import postgres
 from tests.support.learner import Learner
 
 SUBMISSION = re.compile(r'name="submission" value="([^"]+)"')
@@ -123,3 +125,61 @@ def test_time_a_next_question_waits_in_the_write_queue_is_not_taken_off_its_cloc
         state = learner.get(f"/api{attempt}/q/2").json()
         limit = 120  # test-basics' second question
         assert state["seconds_left"] == pytest.approx(limit)  # not limit - 20
+
+
+@pytest.fixture
+def postgres_url(request: pytest.FixtureRequest, postgres_template: str) -> str:
+    """A migrated PostgreSQL database of this test's own."""
+    return postgres.postgres_database_url(request, template=postgres_template)
+
+
+@pytest.mark.postgres
+def test_on_postgresql_a_write_refused_while_every_lane_is_held_counts_once_when_sent_again(
+    app_factory, postgres_url
+):
+    app = app_factory(postgres_url, write_wait_s=0.3, write_lanes=1)
+    with TestClient(app) as client:
+        learner = Learner(client)
+        learner.start_as_guest()
+        attempt = learner.start("test-basics")
+        first = SUBMISSION.search(learner.get(f"{attempt}/q/1").text)
+        assert first is not None
+        row = _first_question(client)
+        sent: list[httpx.Response] = []
+        holder = create_engine(postgres_url)
+        with holder.connect() as connection:
+            # Another transaction holds the question's row: the first answer's write takes the
+            # only lane and waits there, as a slow write would.
+            locked = text("SELECT id FROM item_attempt WHERE id = :id FOR UPDATE")
+            connection.execute(locked, {"id": row.id})
+            wrong = {"choice": ["A"], "submission": first[1]}
+            url = f"{attempt}/q/1/answer"
+            sender = threading.Thread(
+                target=lambda: sent.append(learner.post(url, wrong, follow_redirects=False))
+            )
+            sender.start()
+            while client.app.state.writes.waiting or not _lane_taken(client):  # type: ignore[attr-defined]
+                time.sleep(0.01)
+            second = {"choice": ["B"], "submission": "second-answer-token-0001"}
+            refused = learner.post(url, second, follow_redirects=False)
+            connection.rollback()  # the slow write goes on
+        holder.dispose()
+        sender.join()
+        assert refused.status_code == 503 and "Nothing was recorded" in refused.text
+        assert sent[0].status_code == 303  # the held write was not dropped: it waited, counted
+        assert [(s.number, s.answer) for s in _answers(client)] == [(1, "A")]
+        resent = _resend(learner, refused)
+        assert resent.status_code == 303 and _resend(learner, refused).status_code == 303
+        stored = sorted((s.number, s.answer, s.correct) for s in _answers(client))
+        assert stored == [(1, "A", False), (2, "B", True)]
+        assert "✓ Correct" in learner.get(f"{attempt}/q/1").text
+
+
+def _lane_taken(client: TestClient) -> bool:
+    """Whether the PostgreSQL writer has begun a write (it waits on a worker thread)."""
+    with Session(client.app.state.engine) as session:  # type: ignore[attr-defined]
+        waiting = text(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        )
+        return bool(session.execute(waiting).scalar_one())

@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
+import anyio.to_thread
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
@@ -62,6 +63,10 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # Worker threads and pooled connections sized together: each thread holds at most one
+        # connection, so no thread ever waits for one (PostgreSQL's pool is bounded).
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        limiter.total_tokens = settings.database_pool_size
         yield
         await live_runs.close()  # lab runs in flight are stopped (their ranks killed)
         engine.dispose()  # close pooled connections on shutdown

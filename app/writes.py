@@ -42,7 +42,7 @@ T = TypeVar("T")
 TURN_S = 0.05
 
 BUSY_MESSAGE = (
-    "Many learners are sending answers at this very moment, and yours could not be taken in "
+    "The whole class is pressing buttons at this very moment, and yours could not be taken in "
     "time. Nothing was recorded: this page sends it again by itself in a moment."
 )
 

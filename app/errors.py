@@ -85,3 +85,4 @@ class Busy(Unavailable):
     def __init__(self, message: str | None = None, retry_after: int = 2) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.resend: dict[str, str] = {}  # fields the busy page's resend adds or replaces

@@ -363,7 +363,12 @@ async def _busy_page(request: Request, error: Busy, render: Any) -> Response:
         except Exception:  # an unreadable body: the page says so, and offers no resend
             form = None
         if form is not None:
-            fields = [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
+            fields = [
+                (k, v)
+                for k, v in form.multi_items()
+                if isinstance(v, str) and k not in error.resend
+            ]
+            fields.extend(error.resend.items())
             resend = {"action": request.url.path, "fields": fields}
     context = {
         "title": error.title,

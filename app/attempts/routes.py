@@ -19,7 +19,7 @@ from sqlmodel import Session
 
 from app import reads, writes
 from app.accounts.models import User
-from app.attempts import rules
+from app.attempts import arrival, rules
 from app.attempts import service as attempts
 from app.attempts.models import ItemAttempt, SetAttempt
 from app.challenges.catalog import Catalog
@@ -43,7 +43,7 @@ from app.deps import (
     page_route,
     signed_in,
 )
-from app.errors import Conflict, NotFound
+from app.errors import Busy, Conflict, NotFound
 from app.modes import service as modes
 from app.runs import service as runs
 from app.verification import records
@@ -53,6 +53,8 @@ T = TypeVar("T")
 AnswerField = Annotated[list[str] | None, Form()]
 # A fresh random token rendered with each answer form (see attempts.submit): 16 to 64 URL-safe
 # characters; a retry of the same submission sends the same one.
+# When the first copy of a resent answer arrived, signed (app.attempts.arrival).
+FirstSentField = Annotated[str | None, Form(max_length=100)]
 SubmissionField = Annotated[
     str | None, Form(min_length=16, max_length=64, pattern="^[A-Za-z0-9_-]+$")
 ]
@@ -231,20 +233,28 @@ async def answer(
     now: NowDep,
     choice: AnswerField = None,
     submission: SubmissionField = None,
+    first_sent: FirstSentField = None,
 ) -> Response:
     """Judge an answer against the time it reached the server; the server refuses it when
     late or when no attempt is left (409). The same `submission` token sent again gets the
-    first outcome and counts once (a retry after a time-out or a busy page)."""
+    first outcome and counts once (a retry after a time-out or a busy page). An answer the
+    busy page sends again is judged at the time its first copy arrived (app.attempts.arrival)."""
     attempt, row, number, item = asked.attempt, asked.row, asked.number, asked.item
-    grace_s = settings.grace_seconds
+    grace_s, secret, path = settings.grace_seconds, settings.secret_key, request.url.path
+    when = arrival.judged_at(secret, path, submission, choice or [], first_sent, now)
 
     def judge() -> attempts.Judgement:
-        judgement = attempts.submit(session, row, item, choice or [], grace_s, now, submission)
+        judgement = attempts.submit(session, row, item, choice or [], grace_s, when, submission)
         if judgement.status.closed and not judgement.replayed:  # a miss enters the review
             _feed_review(session, catalog, attempt, row, judgement.correct, now)  # queue
         return judgement
 
-    judgement = await _write(request, session, judge)
+    try:
+        judgement = await _write(request, session, judge)
+    except Busy as busy:  # nothing stored: the busy page resends it, stamped with `when`
+        if submission:
+            busy.resend[arrival.FIELD] = arrival.stamp(secret, path, submission, choice or [], when)
+        raise
     if "application/json" in request.headers.get("accept", ""):
         context = _question_context(catalog, attempt, row, grace_s, now)
         return JSONResponse(

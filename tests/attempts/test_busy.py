@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -13,6 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 from sqlmodel import Session, col, select
 
+from app.attempts import arrival
 from app.attempts.models import ItemAttempt, Submission
 from app.db import write_lock
 from tests.support import postgres
@@ -183,3 +185,46 @@ def _lane_taken(client: TestClient) -> bool:
             " WHERE wait_event_type = 'Lock' AND datname = current_database()"
         )
         return bool(session.execute(waiting).scalar_one())
+
+
+def test_an_answer_the_busy_page_sends_again_is_judged_when_it_first_arrived(
+    app_factory, sqlite_url, clock
+):
+    with TestClient(app_factory(sqlite_url, write_wait_s=0.2)) as client:
+        learner = Learner(client)
+        learner.start_as_guest()
+        attempt = learner.start("test-basics")
+        token = SUBMISSION.search(learner.get(f"{attempt}/q/1").text)
+        assert token is not None
+        clock.advance(50)  # 10 s before the 60 s deadline
+        lock = write_lock(client.app.state.engine)  # type: ignore[attr-defined]
+        assert lock is not None and lock.acquire(timeout=5)
+        try:
+            form = {"choice": ["B"], "submission": token[1]}
+            refused = learner.post(f"{attempt}/q/1/answer", form, follow_redirects=False)
+        finally:
+            lock.release()
+        assert refused.status_code == 503
+        clock.advance(20)  # the resend comes after the deadline and its grace
+        assert _resend(learner, refused).status_code == 303  # on time: when it first came
+        (stored,) = _answers(client)
+        assert stored.correct and stored.submitted_at == clock.now - timedelta(seconds=20)
+
+
+def test_a_first_arrival_stamp_counts_for_its_own_answer_only():
+    sent = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+    now = sent + timedelta(seconds=30)
+    path, token = "/attempts/1/q/1/answer", "a-submission-token"
+    value = arrival.stamp("secret", path, token, ["B"], sent)
+    assert arrival.judged_at("secret", path, token, ["B"], value, now) == sent
+    others = [
+        ("another-secret", path, token, ["B"]),
+        ("secret", "/attempts/2/q/1/answer", token, ["B"]),
+        ("secret", path, "another-token", ["B"]),
+        ("secret", path, token, ["A"]),  # the same stamp on another answer
+    ]
+    for secret, where, named, choices in others:
+        assert arrival.judged_at(secret, where, named, choices, value, now) == now
+    later = now + arrival.MAX_AGE
+    assert arrival.judged_at("secret", path, token, ["B"], value, later) == later
+    assert arrival.judged_at("secret", path, token, ["B"], "12.forged", now) == now

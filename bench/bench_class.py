@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import contextlib
 import glob
+import html
 import os
 import random
 import re
@@ -59,6 +60,7 @@ TIMEOUT_S = 60.0
 CONFIGS = {"sqlite-1": ("sqlite", 1), "sqlite-2": ("sqlite", 2), "postgres-2": ("postgres", 2)}
 _CSRF = re.compile(r'<meta name="csrf-token" content="([^"]+)"')
 _SUBMISSION = re.compile(r'name="submission" value="([^"]+)"')
+_HIDDEN = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)">')
 
 
 @dataclass
@@ -109,6 +111,8 @@ class Learner:
             self.tally.busy += 1
             retry_after = float(response.headers.get("retry-after", "1"))
             await asyncio.sleep(retry_after * (1 + self.rng.random()))  # as the busy page does
+            if method == "POST":  # the busy page's form: the same fields, a first-arrival stamp
+                form = _resend_fields(response.text) or form
         if response.status_code not in (200, 303):
             self.tally.errors[f"{kind}: {response.status_code}"] += 1
             raise Failed(f"{kind}: {response.status_code}")
@@ -152,6 +156,17 @@ async def take_the_set(learner: Learner, answers: list[tuple[str, str]], delay: 
         where = await learner.follow(moved, "resume")
         question = await learner.follow(where, "results" if number == len(answers) else "question")
     learner.tally.finished += 1
+
+
+def _resend_fields(page: str) -> dict[str, object]:
+    """The fields the busy page sends again by itself (its form's hidden inputs)."""
+    start = page.find('<form id="busy-retry"')
+    if start < 0:
+        return {}
+    fields: dict[str, list[str]] = defaultdict(list)
+    for name, value in _HIDDEN.findall(page[start : page.index("</form>", start)]):
+        fields[name].append(html.unescape(value))
+    return dict(fields)
 
 
 def _found(pattern: re.Pattern[str], text: str) -> str:

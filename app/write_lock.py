@@ -15,6 +15,8 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 _locks: dict[Path, WriteLock] = {}
@@ -30,6 +32,9 @@ class WriteLock:
         self._fd: int | None = None
         self._pid = 0  # the fd is this process's own: a forked child opens its own
         self._holder: int | None = None  # the thread (or event loop) holding it
+        self.wal = database.with_name(database.name + "-wal")
+        self._grouped = False  # commits wait for the end of the holder's group to be flushed
+        self._unflushed = False
 
     @classmethod
     def of(cls, database: Path) -> WriteLock:
@@ -89,6 +94,37 @@ class WriteLock:
             raise
         self._holder = threading.get_ident()
         return True
+
+    def committed(self) -> None:
+        """A writer committed (with SQLite's synchronous=NORMAL, which does not flush): flush
+        the WAL now, or once when the holder's group of writes ends (a group commit)."""
+        if self._grouped:
+            self._unflushed = True
+        else:
+            self._flush()
+
+    @contextmanager
+    def group(self) -> Iterator[None]:
+        """The holder's writes inside share one flush of the WAL, made before this ends: their
+        requests, answered after it, are on disk as with synchronous=FULL, for one fsync."""
+        self._grouped = True
+        try:
+            yield
+        finally:
+            self._grouped = False
+            if self._unflushed:
+                self._unflushed = False
+                self._flush()
+
+    def _flush(self) -> None:
+        try:
+            wal = os.open(self.wal, os.O_RDONLY)
+        except FileNotFoundError:  # nothing written since the last connection closed
+            return
+        try:
+            os.fsync(wal)  # the file's data, whichever descriptor wrote it
+        finally:
+            os.close(wal)
 
     def release(self) -> None:
         """Let the next writer (of any process) go."""

@@ -137,16 +137,29 @@ class WriteQueue:
                         await self._run_on_thread(job)
                 continue
             await self._take_lock()
+            done: list[tuple[_Job, Any, Exception | None]] = []
             try:
                 # Back to back while this turn lasts, holding SQLite's write lock throughout;
                 # then the loop serves pages (and the other processes their writes) a while.
+                # Their commits share one flush to disk (a group commit), made before any of
+                # their requests is answered.
                 turn_ends = time.monotonic() + TURN_S
-                while self._jobs and time.monotonic() < turn_ends:
-                    job = self._jobs.popleft()
-                    if self._due(job):
-                        self._run_here(job)
+                with self.lock.group():
+                    while self._jobs and time.monotonic() < turn_ends:
+                        job = self._jobs.popleft()
+                        if self._due(job):
+                            done.append(self._run_here(job))
+            except OSError as refused:  # the disk refused the flush: none is answered ok
+                done = [(job, None, refused) for job, _, _ in done]
             finally:
                 self.lock.release()
+            for job, result, error in done:
+                if job.future.done():
+                    continue
+                if error is None:
+                    job.future.set_result(result)
+                else:
+                    job.future.set_exception(error)
             await asyncio.sleep(0)
 
     def _due(self, job: _Job) -> bool:
@@ -157,13 +170,18 @@ class WriteQueue:
         job.begun = True
         return True
 
-    def _run_here(self, job: _Job) -> None:
+    def _run_here(self, job: _Job) -> tuple[_Job, Any, Exception | None]:
         began = time.monotonic()
         try:
-            job.future.set_result(_then_end(job.session, job.work, *job.args))
+            outcome: tuple[_Job, Any, Exception | None] = (
+                job,
+                _then_end(job.session, job.work, *job.args),
+                None,
+            )
         except Exception as error:  # the request's own error (a 409, a 404): its to raise
-            job.future.set_exception(error)
+            outcome = (job, None, error)
         self._service_s = 0.8 * self._service_s + 0.2 * (time.monotonic() - began)
+        return outcome
 
     async def _run_on_thread(self, job: _Job) -> None:
         began = time.monotonic()

@@ -34,10 +34,10 @@ class Settings(BaseSettings):
     )
     sqlite_synchronous: Literal["full", "normal"] = Field(
         default="full",
-        description="SQLite only: full waits for the disk at every commit (an acknowledged "
-        "answer survives a power cut); normal leaves that to WAL checkpoints (it survives the "
-        "app's crash, not the machine's) and saves the event loop a disk flush per write, "
-        "the largest part of a write's time on a slow or busy disk.",
+        description="SQLite only: full puts every write on disk before it is acknowledged "
+        "(an answer survives a power cut), with one flush for each turn of queued writes "
+        "(a group commit); normal leaves flushing to WAL checkpoints (a write survives the "
+        "app's crash, not the machine's) and saves the event loop those flushes.",
     )
     write_wait_s: float = Field(
         default=0.9,

@@ -8,6 +8,10 @@ BEGIN IMMEDIATE, and lets it go when its transaction ends: a thread lock orders 
 writers, an exclusive flock(2) on a file beside the database orders the processes (`ranklab
 serve --workers 2`). Both wake the next waiter the moment the lock is free, so SQLite's busy
 handler is not reached at all, except by a writer that does not take this lock (the sqlite3 shell).
+
+It also makes commits durable when the app asks for synchronous=full (app.db): connections run
+SQLite's NORMAL (no flush at commit) and the holder flushes the WAL itself, after each commit or
+once for a group of commits (`group`), before their requests are answered.
 """
 
 from __future__ import annotations

@@ -5,9 +5,12 @@ milliseconds), so they are served one after the other, first come first served, 
 on being read beside them: reads never wait here.
 
 - SQLite: one writer per process, on the event loop itself, holding the file's write lock
-  (app.write_lock) for its transaction. A worker thread would pay for every one of the
+  (app.write_lock) for a turn of queued writes. A worker thread would pay for every one of a
   transaction's driver calls in the GIL's switch interval (up to 5 ms each while the loop is
   busy), holding the lock all along; inline, a transaction costs what its statements cost.
+  The turn's commits share one flush to disk (a group commit) made before any of them is
+  answered: as durable as SQLite's synchronous=FULL, for one fsync a turn instead of one a
+  commit, during which the loop serves nothing.
 - PostgreSQL: a few writes at once (`lanes`), each on a worker thread with one pooled
   connection; the pool keeps a connection per worker thread, so none waits for one.
 

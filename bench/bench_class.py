@@ -61,6 +61,7 @@ TIMEOUT_S = 60.0
 CONFIGS = {"sqlite-1": ("sqlite", 1), "sqlite-2": ("sqlite", 2), "postgres-2": ("postgres", 2)}
 _CSRF = re.compile(r'<meta name="csrf-token" content="([^"]+)"')
 _SUBMISSION = re.compile(r'name="submission" value="([^"]+)"')
+_MESSAGE = re.compile(r'data-testid="error-message">([^<]*)<')
 _HIDDEN = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)">')
 
 
@@ -115,7 +116,9 @@ class Learner:
             if method == "POST":  # the busy page's form: the same fields, a first-arrival stamp
                 form = _resend_fields(response.text) or form
         if response.status_code not in (200, 303):
-            self.tally.errors[f"{kind}: {response.status_code}"] += 1
+            said = _MESSAGE.search(response.text)
+            reason = f" {html.unescape(said[1])}" if said else ""
+            self.tally.errors[f"{kind}: {response.status_code}{reason}"] += 1
             raise Failed(f"{kind}: {response.status_code}")
         return response
 

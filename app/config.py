@@ -32,6 +32,28 @@ class Settings(BaseSettings):
         "thread that runs pages (anyio's default), so no page waits for a connection; with "
         "PostgreSQL, processes × this must stay under the server's max_connections.",
     )
+    sqlite_synchronous: Literal["full", "normal"] = Field(
+        default="full",
+        description="SQLite only: full puts every write on disk before it is acknowledged "
+        "(an answer survives a power cut), with one flush for each turn of queued writes "
+        "(a group commit); normal leaves flushing to WAL checkpoints (a write survives the "
+        "app's crash, not the machine's) and saves the event loop those flushes.",
+    )
+    write_wait_s: float = Field(
+        default=0.9,
+        gt=0,
+        le=30,
+        description="The longest a write (an answer, a start) waits for its turn before the "
+        "app answers 503 with Retry-After and a page that sends it again by itself; nothing "
+        "of a refused write is stored.",
+    )
+    write_lanes: int = Field(
+        default=8,
+        ge=1,
+        le=1000,
+        description="Writes run at once per process on PostgreSQL (each on a worker thread "
+        "with a pooled connection: keep it under the pool size). SQLite runs one at a time.",
+    )
     challenges_dir: Path = ROOT / "challenges"
     secret_key: str = PLACEHOLDER_SECRET
     cookie_secure: bool = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -14,6 +15,8 @@ from sqlalchemy import DateTime, Enum, event, make_url
 from sqlalchemy.engine import Engine
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Session, create_engine
+
+from app.write_lock import WriteLock
 
 T = TypeVar("T")
 
@@ -63,8 +66,60 @@ class ReadOnlyTransaction(RuntimeError):
     """A write was attempted inside a reader transaction: call begin_write(session) first."""
 
 
-def make_engine(url: str, pool_size: int | None = None) -> Engine:
+class WriteLockTimeout(RuntimeError):
+    """A writer waited too long for its turn (app.write_lock): the app answers 503, try again."""
+
+
+# How long a writer on a worker thread waits for this process's other writers before giving up
+# (a 503). The event loop's writers queue in app.writes, bounded far more tightly.
+THREAD_WRITE_WAIT_S = 10.0
+# A PostgreSQL request never waits this long for a pooled connection (the pool holds one per
+# worker thread); if it ever does, it fails fast with a 503, not after SQLAlchemy's 30 s.
+POOL_TIMEOUT_S = 5.0
+
+
+class _Connection(sqlite3.Connection):
+    """An SQLite connection that lets the write lock go as its transaction ends, whichever way."""
+
+    write_lock: WriteLock | None = None
+    holds_write_lock = False
+    writing = False  # in a writer transaction (BEGIN IMMEDIATE)
+    flushes = False  # synchronous=FULL made ours: flush the WAL after a writer's commit
+
+    def commit(self) -> None:
+        try:
+            super().commit()
+            if self.writing and self.flushes and self.write_lock is not None:
+                self.write_lock.committed()  # on disk before the request is answered
+        finally:
+            self.writing = False
+            self._let_go()
+
+    def rollback(self) -> None:
+        try:
+            super().rollback()
+        finally:
+            self.writing = False
+            self._let_go()
+
+    def _let_go(self) -> None:
+        if self.holds_write_lock and self.write_lock is not None:
+            self.holds_write_lock = False
+            self.write_lock.release()
+
+
+def write_lock(engine: Engine) -> WriteLock | None:
+    """The engine's SQLite write lock (app.write_lock), or None (PostgreSQL orders its own)."""
+    found: WriteLock | None = engine.__dict__.get("ranklab_write_lock")
+    return found
+
+
+def make_engine(url: str, pool_size: int | None = None, synchronous: str = "full") -> Engine:
     """Create an engine with a connection per worker thread; on SQLite, writers lock at BEGIN.
+
+    `synchronous` is SQLite's (full or normal): full makes every commit wait for the disk
+    (fsync), so a committed answer survives even a power cut; normal, in WAL mode, leaves the
+    flushing to checkpoints: a commit survives the app's crash, not the machine's.
 
     Transactions are writers unless the connection carries the READER option (read_session
     sets it for a whole session): writers on SQLite begin with BEGIN IMMEDIATE, taking the
@@ -73,15 +128,19 @@ def make_engine(url: str, pool_size: int | None = None) -> Engine:
     """
     size = pool_size or WORKER_THREADS
     if not url.startswith("sqlite"):
-        engine = create_engine(url, pool_pre_ping=True, pool_size=size, max_overflow=0)
+        engine = create_engine(
+            url, pool_pre_ping=True, pool_size=size, max_overflow=0, pool_timeout=POOL_TIMEOUT_S
+        )
         _refuse_writes_in_readers(engine)
         return engine
     database = make_url(url).database
+    lock = None
     if database and database != ":memory:":
         Path(database).parent.mkdir(parents=True, exist_ok=True)  # var/ on a fresh checkout
+        lock = WriteLock.of(Path(database))
     engine = create_engine(
         url,
-        connect_args={"check_same_thread": False, "timeout": 30},
+        connect_args={"check_same_thread": False, "timeout": 30, "factory": _Connection},
         pool_size=size,
         # Beyond those, a connection to a file opens at once: checking one out never waits,
         # which the event loop's reads rely on (never_waits). PostgreSQL's stay bounded.
@@ -95,15 +154,39 @@ def make_engine(url: str, pool_size: int | None = None) -> Engine:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
+        # full: SQLite's NORMAL, plus a flush of the WAL after each commit by this app (one
+        # per writer's turn, app.writes): as durable as FULL, for fewer fsyncs.
+        flushes = synchronous == "full" and lock is not None
+        cursor.execute(f"PRAGMA synchronous={'NORMAL' if flushes else _SYNCHRONOUS[synchronous]}")
         cursor.close()
+        dbapi_connection.write_lock = lock
+        dbapi_connection.flushes = flushes
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        reader = connection.get_execution_options().get(READER, False)
-        connection.exec_driver_sql("BEGIN" if reader else "BEGIN IMMEDIATE")
+        if connection.get_execution_options().get(READER, False):
+            connection.exec_driver_sql("BEGIN")
+            return
+        driver = connection.connection.dbapi_connection
+        if lock is not None and not lock.held_here():
+            # Wait for our turn here, in order, rather than in SQLite's busy handler.
+            if not lock.acquire(THREAD_WRITE_WAIT_S):
+                raise WriteLockTimeout("the database is busy: try again in a moment")
+            driver.holds_write_lock = True
+        try:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        except BaseException:
+            driver._let_go()
+            raise
+        driver.writing = True
+
+    engine.__dict__["ranklab_write_lock"] = lock
 
     _refuse_writes_in_readers(engine)
     return engine
+
+
+_SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 
 
 def _refuse_writes_in_readers(engine: Engine) -> None:
@@ -192,8 +275,11 @@ def begin_write(session: Session) -> None:
     risking SQLITE_BUSY), so what was read before may have changed: services re-check it with
     conditional writes. Objects loaded before stay loaded (expire_on_commit is off).
     """
-    if _on_event_loop():  # BEGIN IMMEDIATE may wait for the lock: never on the event loop
-        raise RuntimeError("a write must run on a worker thread, not on the event loop")
+    lock = write_lock(session.get_bind())  # type: ignore[arg-type]
+    # BEGIN IMMEDIATE may wait for the lock: never on the event loop, unless the loop holds the
+    # lock already (app.writes runs SQLite's writes there, one at a time, in order).
+    if _on_event_loop() and not (lock is not None and lock.held_here()):
+        raise RuntimeError("a write must run on a worker thread or in app.writes' queue")
     if session.in_transaction():
         if not session.connection().get_execution_options().get(READER, False):
             return

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from inspect import isawaitable
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Depends, Path, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -96,6 +97,15 @@ async def get_throttle(request: Request) -> Throttle:
 async def get_now() -> datetime:
     """Return the server's clock; tests override this one dependency to move time."""
     return utcnow()
+
+
+def clock_of(request: Request) -> Callable[[], datetime]:
+    """The app's clock as a plain function (a test's fake clock, else utcnow): for a write that
+    reads the time when it runs, which may be later than its request's `now` (app.writes)."""
+    override = request.app.dependency_overrides.get(get_now)
+    if override is None or inspect.iscoroutinefunction(override):
+        return utcnow
+    return cast(Callable[[], datetime], override)
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
@@ -239,14 +249,23 @@ class AskedQuestion:
         return attempts.catalog_item(self.catalog, self.attempt, self.row)
 
 
-def get_question(
-    attempt_id: RowId, number: RowId, user: CurrentUser, session: SessionDep, catalog: CatalogDep
+async def get_question(
+    request: Request,
+    attempt_id: RowId,
+    number: RowId,
+    user: CurrentUser,
+    session: SessionDep,
+    catalog: CatalogDep,
 ) -> AskedQuestion:
-    """Look up /attempts/{attempt_id}/q/{number} for the signed-in learner."""
+    """Look up /attempts/{attempt_id}/q/{number} for the signed-in learner.
+
+    Read on the driver, outside the session's transaction: a POST's session is a writer, and
+    its transaction (SQLite's write lock) begins only when the service writes, in its turn
+    (app.writes), not while the request is still being prepared."""
     assert user.id is not None
-    attempt, row = attempts.question_for_user(
-        reads.Reader.within(session), attempt_id, number, user.id
-    )
+    engine = request.app.state.engine
+    found = await reads.read(engine, attempts.question_for_user, attempt_id, number, user.id)
+    attempt, row = found
     session.add_all((attempt, row))  # read detached: the services change them in this session
     return AskedQuestion(attempt, row, catalog)
 

@@ -5,7 +5,10 @@ RankLabError             500  something went wrong on our side
 ├── LoginRequired        401  a page needs a signed-in user (HTML: redirect to log in)
 ├── Forbidden            403  signed in, but not allowed (also a failed CSRF check)
 ├── NotFound             404  no such set, attempt or question (for this user)
-└── Conflict             409  the request clashes with the state: time up, no attempts left
+├── Conflict             409  the request clashes with the state: time up, no attempts left
+├── TooManyRequests      429  over a per-learner limit
+└── Unavailable          503  a service the request needs cannot serve it now
+    └── Busy             503  too many writes waiting: nothing was stored, retry (Retry-After)
 """
 
 from __future__ import annotations
@@ -71,3 +74,15 @@ class Unavailable(RankLabError):
 
     status_code = 503
     title = "Unavailable"
+
+
+class Busy(Unavailable):
+    """Too many writes are waiting their turn: refused before anything was stored, so sending
+    the same request again (the busy page does, by itself) is safe; `retry_after` in seconds."""
+
+    title = "Busy for a moment"
+
+    def __init__(self, message: str | None = None, retry_after: int = 2) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.resend: dict[str, str] = {}  # fields the busy page's resend adds or replaces

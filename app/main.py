@@ -9,12 +9,15 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import anyio.to_thread
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import HTTPConnection
@@ -31,9 +34,9 @@ from app.bus_client import QueueCollector, RedisExecutorClient
 from app.challenges import routes as challenge_routes
 from app.challenges.catalog import Catalog
 from app.config import Settings
-from app.db import make_engine
+from app.db import WriteLockTimeout, make_engine
 from app.deps import CSRF_COOKIE, PageRoute, use_csrf_seed, wants_json
-from app.errors import LoginRequired, NotFound, RankLabError
+from app.errors import Busy, LoginRequired, NotFound, RankLabError
 from app.executor_client import ExecutorClient, HttpExecutorClient, NoExecutor
 from app.labs import routes as lab_routes
 from app.labs.live import LiveRuns, MemoryLiveRuns
@@ -45,6 +48,7 @@ from app.staff import routes as staff_routes
 from app.templating import build_templates
 from app.verification.jobs import JobRegistry, VerifyJobs
 from app.verification.jobs_redis import RedisJobRegistry
+from app.writes import BUSY_MESSAGE, WriteQueue
 
 log = logging.getLogger("ranklab")
 STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
@@ -53,10 +57,16 @@ STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
 def create_app(settings: Settings | None = None, executor: ExecutorClient | None = None) -> FastAPI:
     """Build the app: database engine, catalog (broken files reported, not fatal), routes."""
     settings = settings or Settings()
-    engine = make_engine(settings.database_url, settings.database_pool_size)
+    engine = make_engine(
+        settings.database_url, settings.database_pool_size, settings.sqlite_synchronous
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # Worker threads and pooled connections sized together: each thread holds at most one
+        # connection, so no thread ever waits for one (PostgreSQL's pool is bounded).
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        limiter.total_tokens = settings.database_pool_size
         yield
         await live_runs.close()  # lab runs in flight are stopped (their ranks killed)
         engine.dispose()  # close pooled connections on shutdown
@@ -73,6 +83,9 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
     )
     app.state.settings = settings
     app.state.engine = engine
+    # Writes wait their turn here (app.writes): never more than write_wait_s, then a 503.
+    lanes = min(settings.write_lanes, settings.database_pool_size)
+    app.state.writes = WriteQueue(engine, lanes, settings.write_wait_s)
     app.state.catalog = Catalog.load(settings.challenges_dir)
     for error in app.state.catalog.errors:
         log.error("challenge file skipped: %s", error)
@@ -299,6 +312,24 @@ def _install_error_handlers(app: FastAPI) -> None:
             return RedirectResponse(f"/login?next={request.url.path}", status_code=303)
         return render(request, error.status_code, error.title, error.message)
 
+    @app.exception_handler(Busy)
+    async def busy(request: Request, error: Busy) -> Response:
+        return await _busy_page(request, error, render)
+
+    async def overloaded(request: Request, _error: Exception) -> Response:
+        # Whatever waited too long for the database (a pool checkout, a thread's turn at
+        # SQLite's lock, its busy handler): the same fast, kind 503 as the write queue's.
+        return await busy(request, Busy(BUSY_MESSAGE))
+
+    for waited_too_long in (WriteLockTimeout, SQLAlchemyTimeout):
+        app.add_exception_handler(waited_too_long, overloaded)
+
+    @app.exception_handler(OperationalError)
+    async def database_error(request: Request, error: OperationalError) -> Response:
+        if "database is locked" in str(error.orig):
+            return await overloaded(request, error)
+        raise error
+
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> Response:
         # Keep the exception's headers (a 405's Allow, a 401's WWW-Authenticate).
@@ -317,6 +348,39 @@ def _install_error_handlers(app: FastAPI) -> None:
             for item in error.errors()
         )
         return render(request, 422, "Invalid request", problems or "invalid request")
+
+
+async def _busy_page(request: Request, error: Busy, render: Any) -> Response:
+    """503 with Retry-After; as a page, one that tries again by itself: a GET reloads, a form
+    is sent again as it was (its fields kept, an answer's submission token too)."""
+    headers = {"Retry-After": str(error.retry_after)}
+    if wants_json(request) or request.headers.get("hx-request") == "true":
+        return cast(Response, render(request, 503, error.title, error.message, headers))
+    resend = None
+    if request.method == "POST":
+        try:
+            form = await request.form()
+        except Exception:  # an unreadable body: the page says so, and offers no resend
+            form = None
+        if form is not None:
+            fields = [
+                (k, v)
+                for k, v in form.multi_items()
+                if isinstance(v, str) and k not in error.resend
+            ]
+            fields.extend(error.resend.items())
+            resend = {"action": request.url.path, "fields": fields}
+    context = {
+        "title": error.title,
+        "message": error.message,
+        "retry_after": error.retry_after,
+        "resend": resend,
+    }
+    templates = request.app.state.templates
+    return cast(
+        Response,
+        templates.TemplateResponse(request, "busy.html", context, status_code=503, headers=headers),
+    )
 
 
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")

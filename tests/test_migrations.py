@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import inspect
+from sqlalchemy import insert, inspect
 from sqlmodel import Session, select
 
 from app import migrations
@@ -67,8 +67,9 @@ def test_duplicate_unfinished_attempts_are_merged_before_the_unique_index(databa
                 session.flush()
                 if position < answered:
                     submitted = started + timedelta(minutes=position + 1)
-                    session.add(
-                        Submission(
+                    # Core, naming only the columns of that revision (no submission token yet).
+                    session.execute(
+                        insert(Submission).values(
                             item_attempt_id=row.id,
                             number=1,
                             answer="A",

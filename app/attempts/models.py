@@ -78,7 +78,11 @@ class Submission(SQLModel, table=True):
     """Every judged answer; (item, number) is unique so an attempt can never be counted twice."""
 
     __tablename__ = "submission"
-    __table_args__ = (UniqueConstraint("item_attempt_id", "number"),)
+    __table_args__ = (
+        UniqueConstraint("item_attempt_id", "number"),
+        # A retried submission (same token) is stored once: its retry gets the first outcome.
+        Index("uq_submission_token", "token", unique=True),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     item_attempt_id: int = Field(foreign_key="item_attempt.id", index=True)
@@ -86,3 +90,4 @@ class Submission(SQLModel, table=True):
     answer: str = Field(max_length=200)
     correct: bool
     submitted_at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
+    token: str | None = Field(default=None, max_length=64)  # the form's submission token

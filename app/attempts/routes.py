@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Form, Request
 from fastapi.concurrency import run_in_threadpool
@@ -16,15 +17,15 @@ from fastapi.responses import (
 )
 from sqlmodel import Session
 
-from app import reads
+from app import reads, writes
 from app.accounts.models import User
-from app.attempts import rules
+from app.attempts import arrival, rules
 from app.attempts import service as attempts
 from app.attempts.models import ItemAttempt, SetAttempt
 from app.challenges.catalog import Catalog
 from app.challenges.schema import EXECUTABLE_KINDS
 from app.config import Settings
-from app.db import end_read, read_session, run_reads, run_writes, write_session
+from app.db import end_read, read_session, run_reads, write_session
 from app.deps import (
     CatalogDep,
     CsrfDep,
@@ -37,17 +38,26 @@ from app.deps import (
     SessionDep,
     SettingsDep,
     SlugId,
+    clock_of,
     learner_or_guest,
     page_route,
     signed_in,
 )
-from app.errors import Conflict, NotFound
+from app.errors import Busy, Conflict, NotFound
 from app.modes import service as modes
 from app.runs import service as runs
 from app.verification import records
 
 router = APIRouter()
+T = TypeVar("T")
 AnswerField = Annotated[list[str] | None, Form()]
+# A fresh random token rendered with each answer form (see attempts.submit): 16 to 64 URL-safe
+# characters; a retry of the same submission sends the same one.
+# When the first copy of a resent answer arrived, signed (app.attempts.arrival).
+FirstSentField = Annotated[str | None, Form(max_length=100)]
+SubmissionField = Annotated[
+    str | None, Form(min_length=16, max_length=64, pattern="^[A-Za-z0-9_-]+$")
+]
 
 
 def _redirect(url: str) -> RedirectResponse:
@@ -82,11 +92,13 @@ def _question_context(
         "server_now_ms": int(now.timestamp() * 1000),
         "grace_ms": int(grace_s * 1000),
         "seconds_left": clock.seconds_left(now) if clock else None,
+        # Names this rendering's answer: sent twice (a retry), it is judged and counted once.
+        "submission": secrets.token_urlsafe(16),
     }
 
 
 @router.post("/sets/{set_id}/start", dependencies=[CsrfDep])
-def start(
+async def start(
     request: Request,
     set_id: SlugId,
     catalog: CatalogDep,
@@ -94,38 +106,68 @@ def start(
     session: SessionDep,
     settings: SettingsDep,
     now: NowDep,
-):
+) -> Response:
     """Start the set (or resume the unfinished attempt) and go to its current question.
 
     A visitor who is not signed in starts as a guest with the same click (one click, not a
-    guest start that only reloads the page and then a second Start)."""
+    guest start that only reloads the page and then a second Start). The write waits its turn
+    in the queue (app.writes); the first question's clock starts when it runs, not before."""
     loaded = catalog.get(set_id)
     if loaded is None:
         raise NotFound(f"No challenge set {set_id!r}.")
-    user, token = learner_or_guest(request, session, user, settings, now)
-    assert user.id is not None
-    multiplier = user.time_accommodation.multiplier
-    attempt = attempts.start_or_resume(session, user.id, loaded.challenge_set, now, multiplier)
+    clock = clock_of(request)
+
+    def begin() -> tuple[SetAttempt, str | None]:
+        learner, token = learner_or_guest(request, session, user, settings, now)
+        assert learner.id is not None
+        multiplier = learner.time_accommodation.multiplier
+        opened = max(now, clock())  # the clock starts now, not when the request came
+        found = attempts.start_or_resume(
+            session, learner.id, loaded.challenge_set, opened, multiplier
+        )
+        return found, token
+
+    attempt, token = await _write(request, session, begin)
     return signed_in(request, _redirect(f"/attempts/{attempt.id}"), token, settings)
 
 
+async def _write(request: Request, session: Session, work: Callable[..., T], *args: Any) -> T:
+    """Run a request's writes in their turn (app.writes): 503 if it would not come in time."""
+    queue: writes.WriteQueue = request.app.state.writes
+    return await queue.run(session, work, *args)
+
+
 @router.get("/attempts/{attempt_id}")
-def resume(
+async def resume(
+    request: Request,
     attempt_id: RowId,
     user: CurrentUser,
     session: SessionDep,
     catalog: CatalogDep,
     settings: SettingsDep,
     now: NowDep,
-):
+) -> Response:
     """Send the learner to where the attempt stands: its current question or its results."""
     assert user.id is not None
-    attempt = attempts.attempt_for_user(session, attempt_id, user.id)
-    attempt = _advance(session, attempt, catalog, settings, now, user, attempts.skip_removed_items)
-    end_read(session)  # its connection goes back before the response is sent
+    attempt = await run_reads(session, attempts.attempt_for_user, session, attempt_id, user.id)
+    if _on_removed_item(catalog, attempt):  # an edit removed it: close it and move on (writes)
+        step = attempts.skip_removed_items
+        attempt = await _write(
+            request, session, _advance, session, attempt, catalog, settings, now, user, step
+        )
     if attempt.finished:
         return _redirect(f"/attempts/{attempt.id}/results")
     return _redirect(f"/attempts/{attempt.id}/q/{attempt.current_position + 1}")
+
+
+def _on_removed_item(catalog: Catalog, attempt: SetAttempt) -> bool:
+    """Whether the attempt stands on a question its set no longer has (skip_removed_items)."""
+    loaded = catalog.get(attempt.set_id)
+    if attempt.finished or loaded is None:
+        return False
+    ids = attempt.item_id_list
+    position = attempt.current_position
+    return position >= len(ids) or loaded.challenge_set.item(ids[position]) is None
 
 
 @page_route(router, "/attempts/{attempt_id}/q/{number}")
@@ -141,7 +183,8 @@ async def question(page: Page, attempt_id: int, number: int) -> Response:
         return _redirect(f"/attempts/{attempt.id}")
     if attempts.expired(row, grace_s, now):  # the page records the time-out: a write
         with write_session(engine) as session:
-            await run_writes(session, attempts.close_if_expired, session, row, grace_s, now)
+            close = attempts.close_if_expired
+            await _write(page.request, session, close, session, row, grace_s, now)
     context = _question_context(catalog, attempt, row, grace_s, now)
     item, loaded = context["item"], context["loaded"]
     if row.status.closed and loaded is not None:  # the key is shown: say where it was proven
@@ -181,7 +224,7 @@ def question_json(
 
 
 @router.post("/attempts/{attempt_id}/q/{number}/answer", dependencies=[CsrfDep])
-def answer(
+async def answer(
     request: Request,
     asked: QuestionDep,
     session: SessionDep,
@@ -189,19 +232,37 @@ def answer(
     settings: SettingsDep,
     now: NowDep,
     choice: AnswerField = None,
-):
-    """Judge an answer; the server refuses it when late or when no attempt is left (409)."""
+    submission: SubmissionField = None,
+    first_sent: FirstSentField = None,
+) -> Response:
+    """Judge an answer against the time it reached the server; the server refuses it when
+    late or when no attempt is left (409). The same `submission` token sent again gets the
+    first outcome and counts once (a retry after a time-out or a busy page). An answer the
+    busy page sends again is judged at the time its first copy arrived (app.attempts.arrival)."""
     attempt, row, number, item = asked.attempt, asked.row, asked.number, asked.item
-    judgement = attempts.submit(session, row, item, choice or [], settings.grace_seconds, now)
-    if judgement.status.closed:  # a miss enters the review queue; a right answer moves it on
-        _feed_review(session, catalog, attempt, row, judgement.correct, now)
+    grace_s, secret, path = settings.grace_seconds, settings.secret_key, request.url.path
+    when = arrival.judged_at(secret, path, submission, choice or [], first_sent, now)
+
+    def judge() -> attempts.Judgement:
+        judgement = attempts.submit(session, row, item, choice or [], grace_s, when, submission)
+        if judgement.status.closed and not judgement.replayed:  # a miss enters the review
+            _feed_review(session, catalog, attempt, row, judgement.correct, now)  # queue
+        return judgement
+
+    try:
+        judgement = await _write(request, session, judge)
+    except Busy as busy:  # nothing stored: the busy page resends it, stamped with `when`
+        if submission:
+            busy.resend[arrival.FIELD] = arrival.stamp(secret, path, submission, choice or [], when)
+        raise
     if "application/json" in request.headers.get("accept", ""):
-        context = _question_context(catalog, attempt, row, settings.grace_seconds, now)
+        context = _question_context(catalog, attempt, row, grace_s, now)
         return JSONResponse(
             {
                 "correct": judgement.correct,
                 "status": judgement.status.value,
                 "attempts_left": judgement.attempts_left,
+                "replayed": judgement.replayed,
                 "question": context["q"],
             }
         )
@@ -281,18 +342,33 @@ def _advance(
 
 
 @router.post("/attempts/{attempt_id}/next", dependencies=[CsrfDep])
-def next_question(
+async def next_question(
+    request: Request,
     attempt_id: RowId,
     user: CurrentUser,
     session: SessionDep,
     catalog: CatalogDep,
     settings: SettingsDep,
     now: NowDep,
-):
-    """Open the next question (its clock starts now) or finish the attempt."""
+) -> Response:
+    """Open the next question (its clock starts when this write runs) or finish the attempt."""
     assert user.id is not None
-    attempt = attempts.attempt_for_user(session, attempt_id, user.id)
-    _advance(session, attempt, catalog, settings, now, user)
+    user_id, clock = user.id, clock_of(request)
+
+    def move_on() -> SetAttempt:
+        attempt = attempts.attempt_for_user(session, attempt_id, user_id)
+        loaded = catalog.get(attempt.set_id)
+        return attempts.advance(
+            session,
+            attempt,
+            loaded.challenge_set if loaded else None,
+            settings.grace_seconds,
+            now,
+            user.time_accommodation.multiplier,
+            opened_at=max(now, clock()),  # the clock starts now: queued time is not taken
+        )
+
+    attempt = await _write(request, session, move_on)
     return _redirect(f"/attempts/{attempt.id}")
 
 

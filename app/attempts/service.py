@@ -35,6 +35,7 @@ class Judgement:
     status: ItemStatus
     attempts_left: int
     answer: str
+    replayed: bool = False  # the same submission came again: this is its first outcome
 
 
 def clock(item_attempt: ItemAttempt, grace_s: float) -> Clock:
@@ -232,9 +233,18 @@ def submit(
     raw_answer: Iterable[str],
     grace_s: float,
     now: datetime,
+    token: str | None = None,
 ) -> Judgement:
-    """Judge an answer, counting the attempt atomically; refuse late or surplus answers."""
+    """Judge an answer, counting the attempt atomically; refuse late or surplus answers.
+
+    `token` names this submission (the question page renders a fresh one with each form): the
+    same token sent again, a retry after a time-out, gets its first outcome back and counts
+    nothing more, whenever it comes (a unique index decides between two arriving together)."""
     begin_write(session)
+    if token is not None:
+        first = _judged(session, row, token)
+        if first is not None:
+            return first
     answer = rules.parse_answer(item, raw_answer)
     if answer is None:
         raise BadRequest(Refusal.INVALID.value)
@@ -271,20 +281,43 @@ def submit(
     assert row.id is not None
     session.add(
         Submission(
-            item_attempt_id=row.id, number=used, answer=answer, correct=correct, submitted_at=now
+            item_attempt_id=row.id,
+            number=used,
+            answer=answer,
+            correct=correct,
+            submitted_at=now,
+            token=token,
         )
     )
     values: dict[str, object] = {"status": status, "last_answer": answer}
     if status.closed:
         values["closed_at"] = now
-    session.execute(update(ItemAttempt).where(col(ItemAttempt.id) == row.id).values(**values))
     try:
+        session.flush()  # the submission first: its unique indexes decide the races below
+        session.execute(update(ItemAttempt).where(col(ItemAttempt.id) == row.id).values(**values))
         session.commit()
     except IntegrityError as error:  # the unique (item, number) constraint is the last guard
         session.rollback()
+        first = _judged(session, row, token) if token is not None else None
+        if first is not None:  # the same submission, arrived at once on another connection
+            return first
         raise Conflict(Refusal.NO_ATTEMPTS.value) from error
     session.refresh(row)
     return Judgement(correct, status, row.attempts_allowed - used, answer)
+
+
+def _judged(session: Session, row: ItemAttempt, token: str) -> Judgement | None:
+    """The outcome a submission with this token had, if one was stored for this question."""
+    found = session.exec(
+        select(Submission).where(Submission.token == token, Submission.item_attempt_id == row.id)
+    ).first()
+    if found is None:
+        return None
+    status = rules.status_after(found.correct, found.number, row.attempts_allowed)
+    if status is ItemStatus.OPEN and row.status.closed:
+        status = row.status  # what it is now: a later answer, or the clock, closed it
+    left = row.attempts_allowed - found.number
+    return Judgement(found.correct, status, left, found.answer, replayed=True)
 
 
 def show_hint(session: Session, row: ItemAttempt, now: datetime) -> None:
@@ -303,8 +336,12 @@ def advance(
     grace_s: float,
     now: datetime,
     time_multiplier: float | None = 1.0,
+    opened_at: datetime | None = None,
 ) -> SetAttempt:
-    """Move past the current item once it is closed: open the next one, or finish the attempt."""
+    """Move past the current item once it is closed: open the next one, or finish the attempt.
+
+    The request's `now` closes what ran out; the next question's clock starts at `opened_at`
+    (when the write ran, app.writes.opened_at), or `now`."""
     assert attempt.id is not None
     if attempt.finished:
         return attempt
@@ -326,7 +363,8 @@ def advance(
             .values(current_position=next_position)
         )
         if moved.rowcount:  # type: ignore[attr-defined]
-            _open(session, attempt.id, next_position, challenge_set, now, time_multiplier)
+            opened = opened_at or now
+            _open(session, attempt.id, next_position, challenge_set, opened, time_multiplier)
     else:
         result = rules.score(item.status for item in rows)
         session.execute(

@@ -1,0 +1,429 @@
+"""A class at once: N learners start the same timed set together, answer, move on, see results.
+
+Each learner is an httpx async client of its own (its own cookies, one connection) that goes
+through the real flow as a browser would, redirects followed one by one: the set's page, Start
+(signing in as a guest), the question; then for each of the set's questions, 0.5 to 2 s of
+thought, an answer (wrong first half of the time, then a second try), the question again with
+its feedback, Next. Then the results page. The learners start within the first 5 s. A 503 is
+treated as the busy page treats it: the same request (the same submission token) is sent again
+after Retry-After; it is counted apart from errors.
+
+Runs against `ranklab serve --no-executor` on a fresh migrated database: SQLite with 1 and 2
+worker processes and PostgreSQL with 2 (a private server started from Debian's binaries, or
+--postgres-url), and prints requests/s, p50/p95/p99 per kind of request, errors, time-outs,
+and answers acknowledged (a 303 reached the learner) against answers stored (rows).
+
+    .venv/bin/python bench/bench_class.py [--learners 200 500] [--configs sqlite-1 ...]
+
+Numbers, not assertions: on a shared machine, note the load (the script prints it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import glob
+import html
+import os
+import random
+import re
+import resource
+import secrets
+import shutil
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# httpcore asks sniffio which async library runs, per request, by importing it; where it is not
+# installed that failed import searches sys.path every time (a tenth of the load tool's time).
+# None in sys.modules makes the import fail at once, and httpcore then assumes asyncio: right.
+sys.modules.setdefault("sniffio", None)  # type: ignore[arg-type]
+
+import httpx  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # run as a script: `app` from this checkout
+
+from executor.ports import free_port  # noqa: E402
+
+SET_ID = "batchnorm-across-ranks"  # 7 timed questions, two tries each
+START_SPREAD_S = 5.0
+THINK_S = (0.5, 2.0)
+WRONG_FIRST = 0.5
+TIMEOUT_S = 60.0
+CONFIGS = {"sqlite-1": ("sqlite", 1), "sqlite-2": ("sqlite", 2), "postgres-2": ("postgres", 2)}
+_CSRF = re.compile(r'<meta name="csrf-token" content="([^"]+)"')
+_SUBMISSION = re.compile(r'name="submission" value="([^"]+)"')
+_MESSAGE = re.compile(r'data-testid="error-message">([^<]*)<')
+_HIDDEN = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)">')
+
+
+@dataclass
+class Tally:
+    """What the learners saw: latencies per kind of request, errors, answers acknowledged."""
+
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    busy: int = 0
+    timeouts: int = 0
+    acknowledged: int = 0
+    finished: int = 0
+    first: float = 0.0
+    last: float = 0.0
+
+
+class Failed(Exception):
+    """A learner could not go on (an error was counted)."""
+
+
+@dataclass
+class Learner:
+    """One learner's browser."""
+
+    client: httpx.AsyncClient
+    tally: Tally
+    rng: random.Random
+
+    async def request(self, kind: str, method: str, path: str, **form: object) -> httpx.Response:
+        """Send one request (again after Retry-After while busy); time it under `kind`."""
+        while True:
+            began = time.perf_counter()
+            try:
+                if method == "GET":
+                    response = await self.client.get(path)
+                else:
+                    response = await self.client.post(path, data=form)
+            except httpx.TimeoutException as error:
+                self.tally.timeouts += 1
+                raise Failed(f"{kind}: time-out") from error
+            except httpx.HTTPError as error:
+                self.tally.errors[f"{kind}: {type(error).__name__}"] += 1
+                raise Failed(kind) from error
+            self.tally.latencies[kind].append(time.perf_counter() - began)
+            self.tally.last = time.perf_counter()
+            if response.status_code != 503:
+                break
+            self.tally.busy += 1
+            retry_after = float(response.headers.get("retry-after", "1"))
+            await asyncio.sleep(retry_after * (1 + self.rng.random()))  # as the busy page does
+            if method == "POST":  # the busy page's form: the same fields, a first-arrival stamp
+                form = _resend_fields(response.text) or form
+        if response.status_code not in (200, 303):
+            said = _MESSAGE.search(response.text)
+            reason = f" {html.unescape(said[1])}" if said else ""
+            self.tally.errors[f"{kind}: {response.status_code}{reason}"] += 1
+            raise Failed(f"{kind}: {response.status_code}")
+        return response
+
+    async def follow(self, response: httpx.Response, kind: str) -> httpx.Response:
+        """Follow one redirect as its own request."""
+        return await self.request(kind, "GET", response.headers["location"])
+
+    async def think(self) -> None:
+        await asyncio.sleep(self.rng.uniform(*THINK_S))
+
+
+async def take_the_set(learner: Learner, answers: list[tuple[str, str]], delay: float) -> None:
+    """The whole flow for one learner (`answers`: the right and a wrong option per question)."""
+    await asyncio.sleep(delay)
+    page = await learner.request("set page", "GET", f"/sets/{SET_ID}")
+    csrf = _found(_CSRF, page.text)
+    started = await learner.request("start", "POST", f"/sets/{SET_ID}/start", csrf_token=csrf)
+    resumed = await learner.follow(started, "resume")
+    question = await learner.follow(resumed, "question")
+    base = started.headers["location"]  # /attempts/{id}
+    for number, (right, wrong) in enumerate(answers, start=1):
+        tries = [wrong, right] if learner.rng.random() < WRONG_FIRST else [right]
+        for choice in tries:
+            await learner.think()
+            csrf, token = _found(_CSRF, question.text), _found(_SUBMISSION, question.text)
+            sent = await learner.request(
+                "answer",
+                "POST",
+                f"{base}/q/{number}/answer",
+                csrf_token=csrf,
+                choice=choice,
+                submission=token,
+            )
+            learner.tally.acknowledged += 1
+            question = await learner.follow(sent, "question")
+        moved = await learner.request(
+            "next", "POST", f"{base}/next", csrf_token=_found(_CSRF, question.text)
+        )
+        where = await learner.follow(moved, "resume")
+        question = await learner.follow(where, "results" if number == len(answers) else "question")
+    learner.tally.finished += 1
+
+
+def _resend_fields(page: str) -> dict[str, object]:
+    """The fields the busy page sends again by itself (its form's hidden inputs)."""
+    start = page.find('<form id="busy-retry"')
+    if start < 0:
+        return {}
+    fields: dict[str, list[str]] = defaultdict(list)
+    for name, value in _HIDDEN.findall(page[start : page.index("</form>", start)]):
+        fields[name].append(html.unescape(value))
+    return dict(fields)
+
+
+def _found(pattern: re.Pattern[str], text: str) -> str:
+    match = pattern.search(text)
+    if match is None:
+        raise Failed(f"the page lacks {pattern.pattern!r}")
+    return match[1]
+
+
+async def run_class(url: str, learners: int, seed: int) -> Tally:
+    """Send `learners` learners through the set together; return what they saw."""
+    from app.challenges.catalog import Catalog
+    from app.challenges.schema import ChoiceBase
+    from app.config import ROOT
+
+    loaded = Catalog.load(ROOT / "challenges").get(SET_ID)
+    assert loaded is not None
+    answers = []
+    for item in loaded.challenge_set.items:
+        assert isinstance(item, ChoiceBase) and not item.multiple
+        right = sorted(item.answer_ids)[0]
+        wrong = next(option.id for option in item.options if option.id not in item.answer_ids)
+        answers.append((right, wrong))
+    tally = Tally()
+    # A connection idle for 1.5 s is dropped by the client well before uvicorn's 5 s keep-alive ends
+    # it, as browsers do, so no request goes out on a connection the server is closing.
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=1.5)
+    rng = random.Random(seed)
+    # One TLS context for all (plain HTTP here, but each client would otherwise load the
+    # system's CA certificates: a quarter of the tool's time at 500 learners).
+    tls = ssl.create_default_context()
+    clients = [
+        httpx.AsyncClient(base_url=url, timeout=TIMEOUT_S, limits=limits, verify=tls)
+        for _ in range(learners)
+    ]
+    tally.first = time.perf_counter()
+    try:
+        results = await asyncio.gather(
+            *(
+                take_the_set(
+                    Learner(client, tally, random.Random(rng.random())),
+                    answers,
+                    rng.uniform(0, START_SPREAD_S),
+                )
+                for client in clients
+            ),
+            return_exceptions=True,
+        )
+    finally:
+        await asyncio.gather(*(client.aclose() for client in clients))
+    for result in results:
+        if isinstance(result, BaseException) and not isinstance(result, Failed):
+            tally.errors[f"bench: {type(result).__name__}: {result}"] += 1
+    return tally
+
+
+def stored_answers(database_url: str) -> int:
+    """How many answers the database holds."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            return int(connection.execute(text("SELECT count(*) FROM submission")).scalar_one())
+    finally:
+        engine.dispose()
+
+
+@contextlib.contextmanager
+def private_postgres() -> Iterator[str]:
+    """A throwaway PostgreSQL cluster on a Unix socket (as `postgres` when run as root)."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), reverse=True)
+    initdb = Path(found[0]) if found else Path(shutil.which("initdb") or "initdb")
+    bindir = initdb.parent
+    base = Path(tempfile.mkdtemp(prefix="ranklab-bench-pg-"))
+    data, sockets = base / "data", base / "sock"
+    sockets.mkdir()
+    as_postgres: list[str] = []
+    if os.geteuid() == 0:
+        shutil.chown(base, "postgres")
+        shutil.chown(sockets, "postgres")
+        as_postgres = ["runuser", "-u", "postgres", "--"]
+    run = [*as_postgres, str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust"]
+    subprocess.run([*run, "--no-sync"], check=True, capture_output=True)
+    options = f"-k {sockets} -c listen_addresses='' -c max_connections=200"
+    control = [*as_postgres, str(bindir / "pg_ctl"), "-D", str(data)]
+    subprocess.run(
+        [*control, "-o", options, "-w", "-l", str(base / "log"), "start"],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield f"postgresql+psycopg://postgres@/postgres?host={sockets}"
+    finally:
+        subprocess.run([*control, "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def fresh_postgres(server_url: str) -> str:
+    """A new empty database on the server, for one run."""
+    from sqlalchemy import create_engine, make_url, text
+
+    name = "bench_" + secrets.token_hex(4)
+    engine = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(text(f"CREATE DATABASE {name}"))
+    engine.dispose()
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+def serve(database_url: str, workers: int, folder: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Migrate, then start `ranklab serve` as production would (no executor)."""
+    from app import migrations
+
+    migrations.upgrade(database_url)
+    port = free_port()
+    environment = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "RANKLAB_ENVIRONMENT": "production",
+        "RANKLAB_SECRET_KEY": secrets.token_hex(32),
+    }
+    command = [sys.executable, "-m", "app.cli", "serve", "--no-executor"]
+    command += ["--workers", str(workers), "--host", "127.0.0.1", "--port", str(port)]
+    log = folder / f"serve-{port}.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            command, cwd=REPO, env=environment, stdout=output, stderr=subprocess.STDOUT
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"ranklab serve exited:\n{log.read_text()[-3000:]}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url + "/", timeout=1).status_code == 200:
+                return process, url
+        time.sleep(0.3)
+    raise SystemExit(f"ranklab serve did not answer in 60 s:\n{log.read_text()[-3000:]}")
+
+
+def cpu_seconds(root: int) -> float:
+    """User + system CPU time of a process and its children so far (Linux; 0 elsewhere)."""
+    total, ticks = 0.0, os.sysconf("SC_CLK_TCK")
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            pid, rest = Path(stat).read_text().split(" ", 1)
+        except OSError:
+            continue
+        fields = rest.rsplit(")", 1)[1].split()
+        if int(pid) == root or int(fields[1]) == root:  # the server, or a worker of it
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop the server and its workers."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def report(
+    name: str, learners: int, tally: Tally, stored: int, load: str, cpu: tuple[float, float]
+) -> None:
+    """Print one run's figures."""
+    requests = sum(len(values) for values in tally.latencies.values())
+    server_cpu, tool_cpu = (1000 * seconds / max(requests, 1) for seconds in cpu)
+    span = max(tally.last - tally.first, 1e-9)
+    every = sorted(value for values in tally.latencies.values() for value in values)
+    errors = sum(tally.errors.values())
+    print(
+        f"\n== {name}, {learners} learners: {requests / span:.0f} requests/s over {span:.0f} s, "
+        f"{requests} requests, {tally.finished}/{learners} finished; load before: {load}"
+    )
+    print(f"{'request':<12}{'count':>7}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'max ms':>9}")
+    for kind, values in [*sorted(tally.latencies.items()), ("all", every)]:
+        ordered = sorted(values)
+        print(
+            f"{kind:<12}{len(ordered):>7}{_ms(ordered, 0.50):>9}{_ms(ordered, 0.95):>9}"
+            f"{_ms(ordered, 0.99):>9}{_ms(ordered, 1.0):>9}"
+        )
+    print(
+        f"errors {errors}, time-outs {tally.timeouts}, busy (503, sent again) {tally.busy}; "
+        f"answers acknowledged {tally.acknowledged} / stored {stored}; CPU per request: "
+        f"server {server_cpu:.1f} ms, load tool {tool_cpu:.1f} ms"
+    )
+    for problem, count in sorted(tally.errors.items()):
+        print(f"  {count} × {problem}")
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _ms(ordered: list[float], quantile: float) -> str:
+    if not ordered:
+        return "-"
+    index = min(len(ordered) - 1, max(0, round(quantile * len(ordered)) - 1))
+    return f"{ordered[index] * 1000:.0f}"
+
+
+def main() -> int:
+    """Run each configuration at each class size, one after the other, and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--learners", type=int, nargs="+", default=[200, 500])
+    parser.add_argument("--configs", nargs="+", choices=sorted(CONFIGS), default=list(CONFIGS))
+    parser.add_argument("--postgres-url", help="a server to create the databases on")
+    parser.add_argument("--seed", type=int, default=26)
+    parser.add_argument(
+        "--sqlite-synchronous",
+        choices=["full", "normal"],
+        default=os.environ.get("RANKLAB_SQLITE_SYNCHRONOUS", "full"),
+        help="SQLite's synchronous setting for the server (RANKLAB_SQLITE_SYNCHRONOUS)",
+    )
+    args = parser.parse_args()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
+    os.environ["RANKLAB_SQLITE_SYNCHRONOUS"] = args.sqlite_synchronous  # the servers inherit
+    print(
+        f"SQLite synchronous={args.sqlite_synchronous}; "
+        f"{os.cpu_count()} CPUs; set {SET_ID!r}; think {THINK_S[0]}-{THINK_S[1]} s; "
+        f"starts spread over {START_SPREAD_S:.0f} s; client time-out {TIMEOUT_S:.0f} s"
+    )
+    with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory() as scratch:
+        folder = Path(os.environ.get("BENCH_KEEP") or scratch)
+        server_url = args.postgres_url
+        for name in args.configs:
+            kind, workers = CONFIGS[name]
+            if kind == "postgres" and server_url is None:
+                server_url = stack.enter_context(private_postgres())
+            for learners in args.learners:
+                if kind == "sqlite":
+                    database_url = f"sqlite:///{folder / f'{name}-{learners}.db'}"
+                else:
+                    assert server_url is not None
+                    database_url = fresh_postgres(server_url)
+                process, url = serve(database_url, workers, folder)
+                load = " ".join(f"{value:.1f}" for value in os.getloadavg())
+                server_before, tool_before = cpu_seconds(process.pid), _own_cpu()
+                try:
+                    tally = asyncio.run(run_class(url, learners, args.seed))
+                    cpu = (cpu_seconds(process.pid) - server_before, _own_cpu() - tool_before)
+                finally:
+                    stop(process)
+                report(name, learners, tally, stored_answers(database_url), load, cpu)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

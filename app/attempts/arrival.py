@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 FIELD = "first_sent"
-MAX_AGE = timedelta(minutes=5)  # a resend later than this is judged when it comes
+# The busy page resends by itself within seconds (Retry-After): a minute covers that, and keeps
+# short the time a stamp collected for one choice could be replayed once the key is known.
+MAX_AGE = timedelta(minutes=1)  # a resend later than this is judged when it comes
 
 
 def _signature(secret: str, path: str, token: str, choices: Sequence[str], at_ms: int) -> str:

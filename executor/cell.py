@@ -147,11 +147,12 @@ class Cell:
 
     def discard(self) -> None:
         """End a staged cell that will not be used (staged for other GPUs) and reap its init."""
+        # Nothing but init and its store process is in it yet (trusted: in init's group). Init
+        # itself first: it may not have made its group yet, and killpg alone would miss it.
         with contextlib.suppress(ProcessLookupError):
-            # Nothing but init and its store process is in it yet (trusted: in init's group).
-            if self.sandboxed:
-                os.kill(self.init_pid, signal.SIGKILL)
-            else:
+            os.kill(self.init_pid, signal.SIGKILL)
+        if not self.sandboxed:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.init_pid, signal.SIGKILL)
         os.waitpid(self.init_pid, 0)
         for fd in (self.status_r, self.request_w, self.hello_w, *self.staged.values()):
@@ -267,6 +268,12 @@ class Cell:
             if pid == 0:
                 os.close(self.hello_r)
                 signal.signal(STOP_SIGNAL, signal.SIG_DFL)  # init's, not the snippet's
+                if self.plan is not None:
+                    # A session of its own, as torchrun starts each worker: kill(0, ...) in a
+                    # rank reaches its own process tree only, and the SIGTERM stop reaches the
+                    # rank's children too. (Trusted ranks stay in init's group, which the
+                    # deadline kills; sandboxed ones die with the pid namespace.)
+                    os.setsid()
                 rank_module.run_rank(
                     rank_module.RankLaunch(
                         code=order["code"],
@@ -331,6 +338,12 @@ class Cell:
                 *lines, buffer = (buffer + data).split(b"\n")
                 for line in lines:
                     ended = json.loads(line)
+                    if "setup_error" in ended:
+                        # A sibling's staged rank could not start (a failed fork under load):
+                        # the run is refused, as when it fails before the request; pid 1's
+                        # exit ends the namespace and every rank in it.
+                        os.write(self.status_w, (json.dumps(ended) + "\n").encode())
+                        os._exit(70)
                     expected.discard(self._report(int(ended["rank"]), int(ended["wait"])))
             with contextlib.suppress(BlockingIOError):
                 os.read(wake_r, READ_CHUNK)

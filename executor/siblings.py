@@ -285,9 +285,10 @@ def _enter_and_fork_rank(
     except BaseException as error:
         if errors_w >= 0:
             os.write(errors_w, f"the rank could not join its run: {error!r}".encode())
-        elif hello >= 0 and "rank" in order:  # staged and answered: the rank fails instead
+        elif hello >= 0 and "rank" in order:  # staged and answered: init refuses the run
+            failed = {"rank": order["rank"], "setup_error": f"a rank could not start: {error!r}"}
             with contextlib.suppress(OSError):
-                os.write(hello, (json.dumps({"rank": order["rank"], "wait": 70}) + "\n").encode())
+                os.write(hello, (json.dumps(failed) + "\n").encode())
         os._exit(70)
     _, wait_status = os.waitpid(rank_pid, 0)
     ended = {"rank": order["rank"], "wait": os.waitstatus_to_exitcode(wait_status)}

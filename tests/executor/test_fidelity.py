@@ -81,6 +81,18 @@ def test_a_rank_exit_runs_the_snippets_finalizers_but_not_the_warm_parents(
     assert [rank.stdout for rank in result.ranks] == [expected] * 2
 
 
+def test_every_rank_leads_a_session_of_its_own_as_torchrun_workers_do(
+    sandboxed: Executor,
+) -> None:
+    # torchrun starts each worker with start_new_session: kill(0, ...) in a rank reaches its own
+    # process tree only, and the launcher's SIGTERM stop (killpg) reaches the rank's children.
+    # Three ranks on two siblings: at least one is forked by the run's own init.
+    code = "import os\nprint(os.getsid(0) == os.getpid(), os.getpgid(0) == os.getpid())\n"
+    result = launch(sandboxed, code, nproc=3)
+    assert result.status is RunStatus.OK, result
+    assert [rank.stdout for rank in result.ranks] == ["True True\n"] * 3
+
+
 def test_torchrun_variables_are_set_and_threads_follow_omp_num_threads(
     executor: Executor,
 ) -> None:

@@ -240,16 +240,17 @@ async def run_reads(session: Session, reads: Callable[..., T], *args: Any) -> T:
     """
     if never_waits(session):
         return reads(*args)
-    return await anyio.to_thread.run_sync(_then_end, session, reads, *args)
+    return await anyio.to_thread.run_sync(then_end, session, reads, *args)
 
 
 async def run_writes(session: Session, writes: Callable[..., T], *args: Any) -> T:
     """Run a function that may write (and wait for SQLite's write lock) on a worker thread,
     ending its transaction before the thread returns."""
-    return await anyio.to_thread.run_sync(_then_end, session, writes, *args)
+    return await anyio.to_thread.run_sync(then_end, session, writes, *args)
 
 
-def _then_end(session: Session, work: Callable[..., T], *args: Any) -> T:
+def then_end(session: Session, work: Callable[..., T], *args: Any) -> T:
+    """Run work(*args) in the session's transaction, then commit it (or roll back on error)."""
     try:
         result = work(*args)
     except BaseException:

@@ -36,7 +36,7 @@ import anyio.to_thread
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from app.db import write_lock
+from app.db import then_end, write_lock
 from app.errors import Busy
 
 T = TypeVar("T")
@@ -178,7 +178,7 @@ class WriteQueue:
         try:
             outcome: tuple[_Job, Any, Exception | None] = (
                 job,
-                _then_end(job.session, job.work, *job.args),
+                then_end(job.session, job.work, *job.args),
                 None,
             )
         except Exception as error:  # the request's own error (a 409, a 404): its to raise
@@ -189,7 +189,7 @@ class WriteQueue:
     async def _run_on_thread(self, job: _Job) -> None:
         began = time.monotonic()
         try:
-            result = await anyio.to_thread.run_sync(_then_end, job.session, job.work, *job.args)
+            result = await anyio.to_thread.run_sync(then_end, job.session, job.work, *job.args)
         except Exception as error:
             if not job.future.done():
                 job.future.set_exception(error)
@@ -212,13 +212,3 @@ class WriteQueue:
                     pass  # held long (a thread's slow write): queued writes give up meanwhile
             finally:
                 self._stalled_since = None
-
-
-def _then_end(session: Session, work: Callable[..., T], *args: Any) -> T:
-    try:
-        result = work(*args)
-    except BaseException:
-        session.rollback()
-        raise
-    session.commit()
-    return result

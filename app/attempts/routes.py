@@ -328,6 +328,7 @@ def _advance(
     now: datetime,
     user: User,
     step: Callable[..., SetAttempt] = attempts.advance,
+    **options: Any,
 ) -> SetAttempt:
     """Move on (or skip removed questions) with the learner's own time accommodation."""
     loaded = catalog.get(attempt.set_id)
@@ -338,6 +339,7 @@ def _advance(
         settings.grace_seconds,
         now,
         user.time_accommodation.multiplier,
+        **options,
     )
 
 
@@ -357,16 +359,8 @@ async def next_question(
 
     def move_on() -> SetAttempt:
         attempt = attempts.attempt_for_user(session, attempt_id, user_id)
-        loaded = catalog.get(attempt.set_id)
-        return attempts.advance(
-            session,
-            attempt,
-            loaded.challenge_set if loaded else None,
-            settings.grace_seconds,
-            now,
-            user.time_accommodation.multiplier,
-            opened_at=max(now, clock()),  # the clock starts now: queued time is not taken
-        )
+        # The clock starts when this write runs: time queued is not taken off the countdown.
+        return _advance(session, attempt, catalog, settings, now, user, opened_at=max(now, clock()))
 
     attempt = await _write(request, session, move_on)
     return _redirect(f"/attempts/{attempt.id}")

@@ -113,7 +113,11 @@ class WriteQueue:
         except TimeoutError:
             if job.begun:  # too late to refuse it: it is being stored, wait for its outcome
                 return await future
-            future.cancel()  # the writer skips it: nothing of it ran
+            future.cancel()  # nothing of it ran: it leaves the queue at once
+            try:
+                self._jobs.remove(job)  # else it would count in the next one's expected wait
+            except ValueError:  # the writer took it meanwhile, and skips it
+                pass
             raise self._busy() from None
 
     def _start_writers(self) -> asyncio.Event:

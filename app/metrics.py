@@ -17,7 +17,7 @@ import os
 from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Request, Response
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, multiprocess
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, multiprocess
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 from starlette.routing import Mount
@@ -43,6 +43,23 @@ VERIFY_VERDICTS = Counter(
     "ranklab_verify_verdicts_total",
     "Verification verdicts recorded (staff verify and `ranklab verify`), by verdict.",
     ["verdict"],
+)
+
+# The write queue (app.writes): how long writes wait for their turn, how many wait now (summed
+# over the live worker processes), and how many were refused with a 503 for want of time.
+WRITE_WAIT_SECONDS = Histogram(
+    "ranklab_write_wait_seconds",
+    "Time a request's writes waited in the write queue before they began.",
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+)
+WRITES_WAITING = Gauge(
+    "ranklab_writes_waiting",
+    "Writes queued and not yet begun, all worker processes together.",
+    multiprocess_mode="livesum",
+)
+WRITES_REFUSED = Counter(
+    "ranklab_writes_refused_total",
+    "Writes refused with 503 Busy because their turn would not come in time (nothing stored).",
 )
 
 _scraped: list[Collector] = []  # read at each scrape: see register_collector

@@ -38,6 +38,7 @@ from sqlmodel import Session
 
 from app.db import then_end, write_lock
 from app.errors import Busy
+from app.metrics import WRITE_WAIT_SECONDS, WRITES_REFUSED, WRITES_WAITING
 
 T = TypeVar("T")
 # How long the SQLite writer runs queued writes back to back before letting the loop serve
@@ -59,6 +60,7 @@ class _Job:
     args: tuple[Any, ...]
     future: asyncio.Future[Any]
     begun: bool = False  # once begun, it runs to its end whatever the wait
+    queued_at: float = 0.0  # time.monotonic() when it joined the queue
 
 
 class WriteQueue:
@@ -95,6 +97,7 @@ class WriteQueue:
 
     def _busy(self) -> Busy:
         self.refused += 1
+        WRITES_REFUSED.inc()
         return Busy(BUSY_MESSAGE, retry_after=max(1, math.ceil(self.expected_wait_s())))
 
     async def run(self, session: Session, work: Callable[..., T], *args: Any) -> T:
@@ -104,8 +107,9 @@ class WriteQueue:
             raise self._busy()  # fail fast: the queue ahead is longer than the wait allowed
         ready = self._start_writers()
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        job = _Job(session, work, args, future)
+        job = _Job(session, work, args, future, queued_at=time.monotonic())
         self._jobs.append(job)
+        WRITES_WAITING.inc()
         ready.set()
         try:
             # Shielded: a time-out must not cancel a write that has begun (on a thread).
@@ -118,6 +122,8 @@ class WriteQueue:
                 self._jobs.remove(job)  # else it would count in the next one's expected wait
             except ValueError:  # the writer took it meanwhile, and skips it
                 pass
+            else:
+                WRITES_WAITING.dec()
             raise self._busy() from None
 
     def _start_writers(self) -> asyncio.Event:
@@ -138,7 +144,7 @@ class WriteQueue:
                 await ready.wait()
                 continue
             if self.lock is None:  # PostgreSQL: one write at a time per lane, on a thread
-                job = self._jobs.popleft()
+                job = self._take_next()
                 if self._due(job):
                     with anyio.CancelScope(shield=True):
                         await self._run_on_thread(job)
@@ -153,7 +159,7 @@ class WriteQueue:
                 turn_ends = time.monotonic() + TURN_S
                 with self.lock.group():
                     while self._jobs and time.monotonic() < turn_ends:
-                        job = self._jobs.popleft()
+                        job = self._take_next()
                         if self._due(job):
                             done.append(self._run_here(job))
             except OSError as refused:  # the disk refused the flush: none is answered ok
@@ -169,12 +175,18 @@ class WriteQueue:
                     job.future.set_exception(error)
             await asyncio.sleep(0)
 
+    def _take_next(self) -> _Job:
+        job = self._jobs.popleft()
+        WRITES_WAITING.dec()
+        return job
+
     def _due(self, job: _Job) -> bool:
         """Whether to run the job: not once its request gave up its turn (it waited too long,
         or the client went away); then it begins, and nothing can refuse it any more."""
         if job.future.done():
             return False
         job.begun = True
+        WRITE_WAIT_SECONDS.observe(time.monotonic() - job.queued_at)
         return True
 
     def _run_here(self, job: _Job) -> tuple[_Job, Any, Exception | None]:

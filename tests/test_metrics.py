@@ -19,7 +19,7 @@ from sqlmodel import Session
 
 from app import metrics
 from app.challenges.loader import load_path
-from app.db import make_engine
+from app.db import make_engine, write_lock
 from app.verification import records, service
 from app.verification.rules import ItemReport, Observation, Verdict
 from executor.contract import RunResult
@@ -263,3 +263,24 @@ def test_with_a_multiprocess_folder_a_scrape_sums_every_worker(tmp_path, monkeyp
     assert content_type.startswith("text/plain")
     key = ("ranklab_runs_total", (("source", "lab"), ("status", "timeout")))
     assert scraped(body.decode())[key] == 2.0
+
+
+def test_the_write_queue_reports_its_waits_and_refusals(app_factory, sqlite_url):
+    waited = "ranklab_write_wait_seconds_count"
+    with TestClient(app_factory(sqlite_url, write_wait_s=0.2), client=LOOPBACK) as client:
+        learner = Learner(client)
+        before = scraped(client.get("/metrics").text)
+        learner.start_as_guest()
+        attempt = learner.start("test-basics")  # a write through the queue, taken at once
+        lock = write_lock(client.app.state.engine)  # type: ignore[attr-defined]
+        assert lock is not None and lock.acquire(timeout=5)  # another worker writes, long
+        try:
+            refused = learner.next(attempt)  # waits for the same lock
+        finally:
+            lock.release()
+        assert refused.status_code == 503
+        after = scraped(client.get("/metrics").text)
+    refusals = ("ranklab_writes_refused_total", ())
+    assert after[refusals] == before.get(refusals, 0.0) + 1
+    assert after[(waited, ())] >= before.get((waited, ()), 0.0) + 1  # the start's write
+    assert after[("ranklab_writes_waiting", ())] == 0  # the refused one left the queue

@@ -17,7 +17,7 @@ TORCH_CPU_INDEX ?= $(if $(wildcard $(addsuffix /torch-*+cpu-*.whl,$(FIND_LINKS))
 TORCH_CPU = $(if $(TORCH_CPU_INDEX),--extra-index-url $(TORCH_CPU_INDEX) --index-strategy unsafe-best-match,--find-links $(FIND_LINKS))
 PIP_TORCH_CPU = $(if $(TORCH_CPU_INDEX),--extra-index-url $(TORCH_CPU_INDEX))
 
-.PHONY: run test lint typecheck contracts check-content pytest lock check-lock bench bench-bus bench-web bench-class bench-explain bench-labs migrate schema proofs vendor vendor-editor vendor-compose-schema clean
+.PHONY: run test lint typecheck contracts check-content pytest lock check-lock bench bench-bus bench-web bench-bytes bench-class bench-explain bench-labs migrate schema proofs vendor vendor-editor vendor-compose-schema clean
 
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -83,6 +83,10 @@ bench-bus: $(STAMP)
 # The app's hot pages against a bare FastAPI + Jinja2 page under wrk (apt-get install wrk).
 bench-web: $(STAMP)
 	$(BIN)/python bench/bench_web.py
+
+# Bytes on the wire, first and repeat visit of home, a question and a lab step (needs chromium).
+bench-bytes: $(STAMP)
+	$(BIN)/python bench/bytes_on_wire.py
 
 # A class at once: 200 and 500 learners through a timed set, SQLite (1 and 2 workers) and
 # PostgreSQL (2 workers); about 10 minutes.

@@ -8,14 +8,12 @@ import secrets
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
-from pathlib import Path
 from typing import Any, cast
 
 import anyio.to_thread
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
-from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from starlette.datastructures import MutableHeaders
@@ -45,13 +43,14 @@ from app.modes import routes as mode_routes
 from app.progress import routes as progress_routes
 from app.runs import routes as run_routes
 from app.staff import routes as staff_routes
+from app.static_assets import StaticAssets
+from app.static_assets import url as static_url
 from app.templating import build_templates
 from app.verification.jobs import JobRegistry, VerifyJobs
 from app.verification.jobs_redis import RedisJobRegistry
 from app.writes import BUSY_MESSAGE, WriteQueue
 
 log = logging.getLogger("ranklab")
-STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
 
 
 def create_app(settings: Settings | None = None, executor: ExecutorClient | None = None) -> FastAPI:
@@ -97,7 +96,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
     live_runs = _live_runs(executor, engine)
     app.state.live_runs = live_runs  # lab runs streaming (on the job bus: from any process)
 
-    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.mount("/static", StaticAssets(), name="static")
     for module in (
         challenge_routes,
         attempt_routes,
@@ -199,12 +198,13 @@ def _api_docs(app: FastAPI) -> None:
     @app.get(DOCS_URL, include_in_schema=False)
     async def api_docs(request: Request) -> HTMLResponse:
         nonce = request.state.csp_nonce
+        bundle = static_url(SWAGGER + "/swagger-ui-bundle.js")
         return HTMLResponse(
             '<!doctype html><html lang="en"><head><meta charset="utf-8">'
             "<title>RankLab API</title>"
-            f'<link rel="stylesheet" href="{SWAGGER}/swagger-ui.css">'
+            f'<link rel="stylesheet" href="{static_url(SWAGGER + "/swagger-ui.css")}">'
             f'</head><body><div id="swagger-ui"></div>'
-            f'<script nonce="{nonce}" src="{SWAGGER}/swagger-ui-bundle.js"></script>'
+            f'<script nonce="{nonce}" src="{bundle}"></script>'
             f'<script nonce="{nonce}">window.ui = SwaggerUIBundle('
             f'{{url: "{app.openapi_url}", dom_id: "#swagger-ui"}});</script>'
             "</body></html>"
@@ -212,7 +212,7 @@ def _api_docs(app: FastAPI) -> None:
 
 
 DOCS_URL = "/api/docs"
-SWAGGER = "/static/vendor/swagger-ui"
+SWAGGER = "vendor/swagger-ui"
 _SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",  # for browsers that predate frame-ancestors

@@ -26,6 +26,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from app import static_assets
 from app.challenges import content_checks
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
@@ -283,6 +284,7 @@ def build_templates(auto_reload: bool = False) -> Jinja2Templates:
         accommodated=accommodated,
     )
     templates.env.globals.update(_cached_fragments(templates.env))
+    templates.env.globals["static"] = static_assets.url  # fingerprinted: cached for a year
     return templates
 
 

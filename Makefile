@@ -17,7 +17,7 @@ TORCH_CPU_INDEX ?= $(if $(wildcard $(addsuffix /torch-*+cpu-*.whl,$(FIND_LINKS))
 TORCH_CPU = $(if $(TORCH_CPU_INDEX),--extra-index-url $(TORCH_CPU_INDEX) --index-strategy unsafe-best-match,--find-links $(FIND_LINKS))
 PIP_TORCH_CPU = $(if $(TORCH_CPU_INDEX),--extra-index-url $(TORCH_CPU_INDEX))
 
-.PHONY: run test lint typecheck contracts check-content pytest lock check-lock bench bench-bus bench-web bench-bytes bench-class bench-explain bench-labs migrate schema proofs vendor vendor-editor vendor-compose-schema clean
+.PHONY: run test lint typecheck contracts check-content docs screenshots pytest lock check-lock bench bench-bus bench-web bench-bytes bench-class bench-explain bench-labs migrate schema proofs vendor vendor-editor vendor-compose-schema clean
 
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -68,10 +68,18 @@ proofs: $(STAMP)
 	$(BIN)/ranklab verify challenges --jobs 2 --no-record --proofs challenges/proofs.json
 	$(BIN)/ranklab content
 
+# The documentation site (docs/, mkdocs.yml), built strictly: a broken link or anchor fails.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $$(mktemp -d)
+
+# The screenshots docs/ and the README show (needs chromium; starts `ranklab serve`).
+screenshots: $(STAMP)
+	$(BIN)/python docs/screenshots/take.py
+
 pytest: $(STAMP)
 	$(BIN)/pytest -q
 
-test: check-lock lint typecheck contracts check-content pytest
+test: check-lock lint typecheck contracts check-content docs pytest
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_executor.py $(if $(AGAINST),--against $(AGAINST))

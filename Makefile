@@ -114,7 +114,7 @@ schema: $(STAMP)
 # Re-vendor the front-end files from the npm registry (see static/vendor/README.md).
 vendor:
 	rm -rf var/vendor && mkdir -p var/vendor
-	cd var/vendor && npm pack htmx.org@2.0.11 @alpinejs/csp@3.17.4 @picocss/pico@2.1.1 chart.js@4.6.1 swagger-ui-dist@5.35.0 axe-core@4.14.1 >/dev/null
+	cd var/vendor && npm pack htmx.org@2.0.11 @alpinejs/csp@3.17.4 @picocss/pico@2.1.1 chart.js@4.6.1 swagger-ui-dist@5.35.0 axe-core@4.14.1 lucide-static@1.62.0 >/dev/null
 	cd var/vendor && for f in *.tgz; do mkdir -p "$${f%.tgz}" && tar xzf "$$f" -C "$${f%.tgz}"; done
 	cp var/vendor/htmx.org-2.0.11/package/dist/htmx.min.js static/vendor/htmx/
 	cp var/vendor/htmx.org-2.0.11/package/LICENSE static/vendor/htmx/
@@ -128,6 +128,11 @@ vendor:
 	mkdir -p static/vendor/swagger-ui
 	cp var/vendor/swagger-ui-dist-5.35.0/package/swagger-ui-bundle.js var/vendor/swagger-ui-dist-5.35.0/package/swagger-ui.css static/vendor/swagger-ui/
 	cp var/vendor/swagger-ui-dist-5.35.0/package/LICENSE var/vendor/swagger-ui-dist-5.35.0/package/NOTICE static/vendor/swagger-ui/
+	# Lucide's icons, inlined into pages as SVG (app/icons.py): only the ones app/challenges/icons.py names.
+	mkdir -p static/vendor/lucide
+	for n in $$($(PYTHON) -c 'import sys; sys.path.insert(0, "app/challenges"); import icons; print(*sorted(icons.NAMES))'); do \
+		cp var/vendor/lucide-static-1.62.0/package/icons/$$n.svg static/vendor/lucide/; done
+	cp var/vendor/lucide-static-1.62.0/package/LICENSE static/vendor/lucide/
 	# axe-core is used only by tests/browser/test_axe.py (injected by the test, never served
 	# by a page); it lives here so there is one vendoring path.
 	mkdir -p static/vendor/axe-core

@@ -28,6 +28,7 @@ from pygments.util import ClassNotFound
 
 from app import static_assets
 from app.challenges import content_checks
+from app.icons import icon
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
 KINDS_DIR = Path(__file__).resolve().parent / "kinds"
@@ -285,6 +286,7 @@ def build_templates(auto_reload: bool = False) -> Jinja2Templates:
     )
     templates.env.globals.update(_cached_fragments(templates.env))
     templates.env.globals["static"] = static_assets.url  # fingerprinted: cached for a year
+    templates.env.globals["icon"] = icon  # inline SVG: no emoji font needed
     return templates
 
 

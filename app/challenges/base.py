@@ -6,11 +6,14 @@ puts them together into a challenge set. Pure: the standard library and pydantic
 
 from __future__ import annotations
 
+import difflib
 import re
 from enum import StrEnum
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from app.challenges import icons
 
 SLUG = r"^[a-z0-9][a-z0-9-]*$"
 DEFAULT_TIME_LIMIT_S = 120
@@ -65,11 +68,29 @@ class Badge(Strict):
     """The badge a learner earns by answering every item of a set correctly."""
 
     name: str = Field(min_length=1, description="Badge title shown on results and progress.")
-    icon: str = Field(default="🎖️", max_length=8, description="An emoji shown with the badge.")
+    icon: str = Field(
+        default=icons.DEFAULT,
+        max_length=40,
+        description="The badge's icon: one of Lucide's icons RankLab ships (award, music, ruler, "
+        "lock, compass, rocket, save, …; docs/authoring.md lists them), or an emoji that stands "
+        "for one.",
+    )
     description: str = Field(
         default="Get all challenges correct to earn this badge!",
         description="One line telling the learner how the badge is earned.",
     )
+
+    @field_validator("icon")
+    @classmethod
+    def _known_icon(cls, value: str) -> str:
+        resolved = icons.resolve(value)
+        if resolved is None:
+            near = difflib.get_close_matches(value, sorted(icons.NAMES), n=1)
+            hint = f'did you mean "{near[0]}"? ' if near else ""
+            raise ValueError(
+                f"unknown icon {value!r}: {hint}use one of {', '.join(sorted(icons.NAMES))}"
+            )
+        return resolved
 
 
 class Launcher(StrEnum):

@@ -20,7 +20,7 @@ class Mode:
 
     name: str
     title: str
-    icon: str
+    icon: str  # a name of app.challenges.icons.NAMES, drawn inline (app.icons)
     blurb: str
     path: str  # with {topic} for the topic's id
     offered: Callable[[TopicView], bool]
@@ -78,22 +78,24 @@ def _explain_state(topic: TopicView, progress: TopicProgress | None) -> str | No
 
 
 MODES: tuple[Mode, ...] = (
-    Mode("timed", "Timed challenge", "⏱", "Beat the clock; a perfect set earns its badge.",
+    Mode("timed", "Timed challenge", "timer", "Beat the clock; a perfect set earns its badge.",
          "/topics/{topic}#sets", lambda t: bool(t.sets), _timed_state),
-    Mode("practice", "Practice", "🎯", "The same questions, untimed: try as often as you like.",
+    Mode("practice", "Practice", "target", "The same questions, untimed: try as often as you like.",
          "/topics/{topic}/practice", lambda t: bool(t.practice), _practice_state),
-    Mode("flashcards", "Flashcards", "🃏", "Recall, flip, grade yourself (spaced repetition).",
+    Mode("flashcards", "Flashcards", "layers", "Recall, flip, grade yourself (spaced repetition).",
          "/topics/{topic}/flashcards", lambda t: bool(t.cards), _flashcard_state),
-    Mode("review", "Review mistakes", "🔁", "What you missed, in any mode, comes back when due.",
+    Mode("review", "Review mistakes", "repeat",
+         "What you missed, in any mode, comes back when due.",
          "/review?topic={topic}", lambda t: bool(t.practice), _review_state),
-    Mode("quiz", "Quick quiz", "⚡", "5–10 untimed questions and cards; a score at the end.",
+    Mode("quiz", "Quick quiz", "zap", "5–10 untimed questions and cards; a score at the end.",
          "/topics/{topic}/quiz", lambda t: bool(t.practice or t.cards), _quiz_state),
-    Mode("explain", "Explain it", "✍️", "Explain in your own words; see which concepts you covered.",
+    Mode("explain", "Explain it", "pen-line",
+         "Explain in your own words; see which concepts you covered.",
          "/topics/{topic}/explain", lambda t: bool(t.explain), _explain_state),
-    Mode("lab", "Lab", "🧪", "Edit code and run it across real ranks, step by step.",
+    Mode("lab", "Lab", "flask-conical", "Edit code and run it across real ranks, step by step.",
          "/topics/{topic}/labs", lambda t: bool(t.labs),
          lambda t, p: f"{len(t.labs)} lab{'s' if len(t.labs) != 1 else ''}"),
-    Mode("cheatsheet", "Cheat sheet", "📄", "The topic on one printable page.",
+    Mode("cheatsheet", "Cheat sheet", "file-text", "The topic on one printable page.",
          "/topics/{topic}/cheatsheet", lambda t: t.cheat_sheet is not None,
          lambda t, p: "One page, printable"),
 )  # fmt: skip

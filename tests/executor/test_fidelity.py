@@ -182,8 +182,8 @@ def test_output_is_unbuffered_as_under_torchrun_so_a_kill_keeps_it(executor: Exe
 
 
 def test_more_ranks_than_warm_parents_share_hash_secrets(executor: Executor) -> None:
-    """Pins a documented difference (docs/executor.md, "Executor fidelity"): with N sibling warm parents,
-    a run of more than N + 1 ranks has ranks that share a hash secret (torchrun: never)."""
+    """Pins a documented difference (docs/executor.md, "Executor fidelity"): with N sibling warm
+    parents, a run of more than N + 1 ranks has ranks that share a hash secret (torchrun: never)."""
     parents = 1 + int(executor.info.get("siblings", 0))
     result = launch(executor, HASH_ORDER, nproc=parents + 1)
     orders = [rank.stdout for rank in result.ranks]

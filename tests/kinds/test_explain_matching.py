@@ -56,7 +56,8 @@ def test_compounds_match_their_last_part_but_no_sync_is_not_a_sync() -> None:
 
 
 def test_agreement_with_the_hand_labelled_answers() -> None:
-    # The figures docs/benchmarks.md quotes (bench/bench_explain.py prints them with each disagreement).
+    # The figures docs/benchmarks.md quotes (bench/bench_explain.py prints them, with each
+    # disagreement).
     tally = evaluate()
     assert tally.answers >= 40
     assert tally.precision >= 0.9, tally

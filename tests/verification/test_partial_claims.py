@@ -1,4 +1,4 @@
-"""One-rank claims over real gloo ranks: a one-rank key is proven, a weak distractor is a second key.
+"""One-rank claims over real gloo ranks: a one-rank key is proven, a true distractor fails.
 
 tests/fixtures/claims holds two items on one snippet (each rank adds rank + 1 with all_reduce,
 so every rank prints `sum 3.0`): a multi-select key made of one-rank statements, and a

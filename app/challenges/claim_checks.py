@@ -191,6 +191,12 @@ def unclaimed(text: str, outcome: Outcome, nproc: int) -> Iterator[str]:
         if not _names_rank(outcome, mention.rank, nproc):
             what = _describe([mention.rank])
             message = f"the text names {what}, but the outcome says nothing about {what}"
+            if mention.rank == EVERY:
+                named = ", ".join(sorted(outcome.ranks)) or "none"
+                message = (
+                    f"the text names every rank, but the outcome claims only rank(s) {named} "
+                    "(give all, or each rank)"
+                )
             if message not in reported:
                 reported.add(message)
                 yield message

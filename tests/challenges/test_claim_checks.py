@@ -40,7 +40,7 @@ def test_a_rank_the_text_names_but_the_outcome_leaves_out_is_warned(text):
 @pytest.mark.parametrize("text", ["Both ranks print 3.0", "It prints 3.0 on every rank"])
 def test_every_rank_in_the_text_needs_all_or_each_rank(text):
     assert warnings(text, ZERO_PRINTS) == [
-        "the text names every rank, but the outcome says nothing about every rank"
+        "the text names every rank, but the outcome claims only rank(s) 0 (give all, or each rank)"
     ]
     assert warnings(text, {"ranks": {"all": {"stdout": "3.0\n"}}}) == []
     each = {"ranks": {"0": {"stdout": "3.0\n"}, "1": {"stdout": "3.0\n"}}}

@@ -381,6 +381,13 @@ def _fix_problems(item: DebugItem, fixed_runs: Sequence[Observation]) -> list[st
     return problems
 
 
+def _quotes_output(outcome: Outcome) -> bool:
+    return any(
+        claim.stdout is not None or claim.stdout_regex is not None
+        for claim in outcome.ranks.values()
+    )
+
+
 def _note_partly_true(
     label: str, outcome: Outcome, runs: Sequence[Observation], notes: list[str]
 ) -> None:
@@ -401,7 +408,8 @@ def _note_order_and_randomness(
     orders = varying_order(runs)
     if claims_varying and len(runs) > 1 and len(orders) <= 1:
         notes.append(f"rank order did not vary in {len(runs)} runs (allowed: it may)")
-    if len(orders) > 1 and all(outcome.order_varies is None for _label, outcome in keyed):
+    quoting = [outcome for _label, outcome in keyed if _quotes_output(outcome)]
+    if len(orders) > 1 and quoting and all(o.order_varies is None for o in quoting):
         notes.append(
             f"which rank prints first varied between runs ({sorted(orders)}); the key makes "
             "no claim about order (order_varies: true would tell the learner)"

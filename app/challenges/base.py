@@ -178,6 +178,15 @@ class RankExpectation(Strict):
         "false: it is the same on every run. An exact `stdout` implies false.",
     )
 
+    @model_validator(mode="after")
+    def _states_something(self) -> RankExpectation:
+        # Like an outcome, a claim about a rank that states nothing would hold for any rank.
+        if all(getattr(self, name) is None for name in type(self).model_fields):
+            raise ValueError(
+                "the claim about this rank states nothing: give status, stdout, exception, …"
+            )
+        return self
+
     def implied_status(self, run_hangs: bool) -> RankOutcome | None:
         """The status the claims imply when `status` is not given."""
         if self.status is not None:
@@ -196,14 +205,16 @@ class Outcome(Strict):
         default_factory=dict,
         description='Expectations keyed by rank number as a string ("0", "1") or "all".',
     )
-    hangs: bool = Field(
-        default=False,
-        description="The run hangs (deadlock or missing rank): some rank is still blocked "
-        "with a much longer time limit. Say which with a rank `status: hangs`.",
+    hangs: bool | None = Field(
+        default=None,
+        description="true: the run hangs (deadlock or missing rank): some rank is still "
+        "blocked with a much longer time limit (say which with a rank `status: hangs`); "
+        "false: the run ends, no rank blocked. Omitted: no claim about the run as a whole.",
     )
-    order_varies: bool = Field(
-        default=False,
-        description="Which rank prints first is not deterministic across runs.",
+    order_varies: bool | None = Field(
+        default=None,
+        description="true: which rank prints first may differ between runs (allowed, never "
+        "shown false); false: it is the same on every run. Omitted: no claim about order.",
     )
 
     @field_validator("ranks")
@@ -216,6 +227,17 @@ class Outcome(Strict):
             if key != "all" and not key.isdigit():
                 raise ValueError(f'rank key {key!r} must be "all" or a rank number')
         return ranks
+
+    @model_validator(mode="after")
+    def _states_something(self) -> Outcome:
+        # A claim is judged on exactly what it states: one that states nothing would be
+        # "true" of every run, so it could neither prove a key nor be shown false.
+        if not self.ranks and self.hangs is None and self.order_varies is not False:
+            raise ValueError(
+                "the outcome states nothing a run could show false: name ranks (or all), "
+                "or say hangs: true/false"
+            )
+        return self
 
 
 class Option(Strict):

@@ -19,7 +19,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.reader import ReaderError
 
-from app.challenges import content_checks, limits
+from app.challenges import claim_checks, content_checks, limits
 from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet, Topic
 from app.labs.schema import Lab
 from app.kinds import KINDS
@@ -49,6 +49,7 @@ class LoadedSet:
     path: str
     code: dict[str, str] = field(default_factory=dict)
     fixed_code: dict[str, str] = field(default_factory=dict)  # debug items' proven fixes
+    warnings: list[LoadError] = field(default_factory=list)  # worth a look; not errors
 
 
 @dataclass
@@ -69,6 +70,7 @@ class LoadedLab:
     path: str
     starters: dict[str, str | None] = field(default_factory=dict)
     solutions: dict[str, str] = field(default_factory=dict)
+    warnings: list[LoadError] = field(default_factory=list)  # worth a look; not errors
 
     def starter_for_verify(self, step_id: str) -> str:
         """The code a learner opens the step with, a continuing step's being the previous
@@ -91,6 +93,7 @@ class LoadReport:
     labs: list[LoadedLab] = field(default_factory=list)
     errors: list[LoadError] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    warnings: list[LoadError] = field(default_factory=list)  # reported; they fail nothing
 
     @property
     def ok(self) -> bool:
@@ -129,6 +132,7 @@ def load_path(root: Path, display_root: Path | None = None) -> LoadReport:
             elif lab is not None:
                 seen_labs[lab.lab.id] = shown
                 report.labs.append(lab)
+                report.warnings.extend(lab.warnings)
             continue
         if path.name == TOPIC_FILE:
             topic, errors = load_topic_file(path, shown)
@@ -158,6 +162,7 @@ def load_path(root: Path, display_root: Path | None = None) -> LoadReport:
             continue
         seen_ids[set_id] = shown
         report.sets.append(loaded)
+        report.warnings.extend(loaded.warnings)
     # A topic's own items are looked up under the topic's id, a set's under the set's: one
     # name for two decks would make an item's address ambiguous.
     for topic in list(report.topics):
@@ -174,6 +179,7 @@ def load_path(root: Path, display_root: Path | None = None) -> LoadReport:
             )
             report.topics.remove(topic)
     report.errors.sort()
+    report.warnings.sort()
     return report
 
 
@@ -213,7 +219,12 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
     image_errors = _external_image_errors(shown, text, document, challenge_set)
     if errors or fixed_errors or image_errors:
         return None, errors + fixed_errors + image_errors
-    return LoadedSet(challenge_set, shown, code, fixed_code), []
+    warnings = [
+        _at(shown, document, ("items", index, *where), f"warning: {message}")
+        for index, item in enumerate(challenge_set.items)
+        for where, message in claim_checks.item_warnings(item, _nproc(item))
+    ]
+    return LoadedSet(challenge_set, shown, code, fixed_code, warnings), []
 
 
 def load_topic_file(path: Path, shown: str) -> tuple[LoadedTopic | None, list[LoadError]]:
@@ -267,7 +278,28 @@ def load_lab_file(path: Path, shown: str) -> tuple[LoadedLab | None, list[LoadEr
                 loaded.solutions[step.id] = code
     if errors:
         return None, errors
+    loaded.warnings = _lab_warnings(shown, document, lab)
     return loaded, []
+
+
+def _nproc(item: Any) -> int:
+    launch = getattr(item, "launch", None)
+    return launch.nproc if launch is not None else 1
+
+
+def _lab_warnings(shown: str, document: CommentedMap, lab: Lab) -> list[LoadError]:
+    """A lab check's `says` is read like an option's text: it should not outrun its `expect`."""
+    warnings = []
+    for index, step in enumerate(lab.steps):
+        for number, check in enumerate(step.checks):
+            for message in claim_checks.unclaimed(check.says, check.expect, step.launch.nproc):
+                says = ("steps", index, "checks", number, "says")
+                warnings.append(_at(shown, document, says, f"warning: check: {message}"))
+        for number, question in enumerate(step.questions):
+            for where, message in claim_checks.item_warnings(question, step.launch.nproc):
+                location = ("steps", index, "questions", number, *where)
+                warnings.append(_at(shown, document, location, f"warning: {message}"))
+    return warnings
 
 
 def _read_beside(path: Path, name: str, field: str) -> tuple[str | None, str | None]:

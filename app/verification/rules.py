@@ -1,8 +1,11 @@
 """Prove keys against observed runs: pure matching of Outcome claims to RunResults.
 
-A claim holds only if it holds on every run, for every rank it names: the key must hold, every
-distractor must fail somewhere, and claims about variation (rank order, output that differs
-across ranks or runs) are judged over the whole set of runs.
+An outcome is a claim about exactly what it states: the ranks it names (or `all`), and the run
+as a whole (`hangs`, `order_varies`). It is true when every stated constraint holds in every
+observed run, and false when one fails in some run; what it leaves out is not part of it. The
+key must be true; every distractor must be false, shown false by a run: a distractor whose
+stated constraints all hold "also matches", however little it states. Claims about variation
+(rank order, output that differs across ranks or runs) are judged over the whole set of runs.
 
 Pure: the standard library, pydantic, the challenge schema and the executor's contract models.
 """
@@ -149,27 +152,29 @@ def _blocked(result: RunResult) -> list[int]:
     return [rank.rank for rank in result.ranks if rank.status is RankStatus.TIMEOUT]
 
 
-def run_mismatches(outcome: Outcome, result: RunResult, complete: bool = False) -> list[str]:
-    """Return how one run differs from an outcome; `complete` demands a claim for every rank."""
+def run_mismatches(outcome: Outcome, result: RunResult) -> list[str]:
+    """Return each stated constraint that one run shows false (empty: the run bears it out).
+
+    Ranks the outcome does not name, and the run as a whole when it says nothing of `hangs`,
+    are not part of the claim: nothing they do can make it false.
+    """
     hung = result.status is RunStatus.TIMEOUT
-    if outcome.hangs and not hung:
-        return [f"expected a hang, but the run ended with status {result.status.value}"]
-    if not outcome.hangs and hung:
-        return [
-            f"the run hung (rank(s) {_blocked(result)} blocked at the time limit), "
-            "but the outcome does not say hangs: true"
-        ]
     problems = []
+    if outcome.hangs is True and not hung:
+        problems.append(f"expected a hang, but the run ended with status {result.status.value}")
+    if outcome.hangs is False and hung:
+        problems.append(
+            f"the run hung (rank(s) {_blocked(result)} blocked at the time limit), "
+            "but the claim is that it ends (hangs: false)"
+        )
     ranks = peers_by_rank(result.ranks)
     for key in outcome.ranks:
         if key != "all" and int(key) not in ranks:
             problems.append(f"rank {key} does not exist in a run of {len(ranks)} rank(s)")
+    run_hangs = outcome.hangs is True
     for rank_number, observed in sorted(ranks.items()):
-        expectations = _expectations_for(outcome, rank_number)
-        if complete and outcome.ranks and not expectations:
-            problems.append(f"the outcome says nothing about rank {rank_number}")
-        for expectation in expectations:
-            problems.extend(rank_mismatches(expectation, observed, outcome.hangs, result.ranks))
+        for expectation in _expectations_for(outcome, rank_number):
+            problems.extend(rank_mismatches(expectation, observed, run_hangs, result.ranks))
     return problems
 
 
@@ -178,13 +183,11 @@ def outcome_mismatches(outcome: Outcome, result: RunResult) -> list[str]:
     return run_mismatches(outcome, result)
 
 
-def claim_problems(
-    outcome: Outcome, observations: Sequence[Observation], complete: bool = False
-) -> list[str]:
-    """Every way the outcome fails to describe the runs, taken together (empty: it holds)."""
+def claim_problems(outcome: Outcome, observations: Sequence[Observation]) -> list[str]:
+    """Every stated constraint some run shows false, with the runs (empty: the claim is true)."""
     by_problem: dict[str, list[int]] = {}
     for index, observation in enumerate(observations, start=1):
-        for problem in run_mismatches(outcome, observation.result, complete):
+        for problem in run_mismatches(outcome, observation.result):
             by_problem.setdefault(problem, []).append(index)
     problems = [f"{_runs(indexes)}: {problem}" for problem, indexes in by_problem.items()]
     problems.extend(_variation_problems(outcome, observations))
@@ -209,14 +212,12 @@ def _variation_problems(outcome: Outcome, observations: Sequence[Observation]) -
     """Claims over the set of runs: fixed rank order, output that varies or not."""
     problems: list[str] = []
     orders = varying_order(observations)
-    quotes_output = any(
-        expectation.stdout is not None or expectation.stdout_regex is not None
-        for expectation in outcome.ranks.values()
-    )  # an outcome that quotes no output says nothing about the order it appears in
-    if len(orders) > 1 and quotes_output and not outcome.order_varies:
+    # Only `order_varies: false` claims an order. `true` allows either order: runs that
+    # happened to agree cannot show it false, so it is never what makes a claim wrong.
+    if len(orders) > 1 and outcome.order_varies is False:
         problems.append(
-            f"which rank prints first varied between runs ({sorted(orders)}); a fixed order is "
-            "claimed (the key must say order_varies: true)"
+            f"which rank prints first varied between runs ({sorted(orders)}), but the claim "
+            "is a fixed order (order_varies: false)"
         )
     if len(observations) < 2:
         return problems
@@ -246,8 +247,22 @@ def _variation_problems(outcome: Outcome, observations: Sequence[Observation]) -
 
 
 def is_checkable(outcome: Outcome | None) -> bool:
-    """Whether an outcome says anything a run could confirm or refute."""
-    return outcome is not None and (bool(outcome.ranks) or outcome.hangs)
+    """Whether an option has an outcome: the schema refuses one that states nothing."""
+    return outcome is not None
+
+
+def stated(outcome: Outcome) -> str:
+    """What an outcome claims, in short: the constraints a run could show false."""
+    parts = []
+    if outcome.hangs is not None:
+        parts.append("the run hangs" if outcome.hangs else "the run ends")
+    if outcome.order_varies is False:
+        parts.append("a fixed rank order")
+    for key, expectation in outcome.ranks.items():
+        fields = expectation.model_dump(mode="json", exclude_none=True)
+        claims = ", ".join(f"{name} {value!r}" for name, value in fields.items())
+        parts.append(f"{'every rank' if key == 'all' else f'rank {key}'}: {claims}")
+    return "; ".join(parts) or "nothing"
 
 
 def keyed_outcomes(item: ItemBase) -> list[tuple[str, Outcome]]:
@@ -302,13 +317,17 @@ def judge(item: ItemBase, observations: Sequence[Observation]) -> ItemReport:
     runs = [o for o in usable if not o.fixed]
     report.problems.extend(_hang_problems(runs, report.notes))
     for label, outcome in keyed:
-        complete = label != "failure"  # an option describes the run; a failure names a cause
-        report.problems.extend(
-            f"{label}: {problem}" for problem in claim_problems(outcome, runs, complete)
-        )
+        report.problems.extend(f"{label}: {problem}" for problem in claim_problems(outcome, runs))
     for label, outcome in distractor_outcomes(item):
-        if runs and not claim_problems(outcome, runs, complete=True):
-            report.problems.append(f"{label} also matches what was observed")
+        if not runs:
+            continue
+        if not claim_problems(outcome, runs):
+            report.problems.append(
+                f"{label} also matches what was observed: all it states ({stated(outcome)}) "
+                f"held in every one of {len(runs)} run(s); a distractor must be shown false"
+            )
+            continue
+        _note_partly_true(label, outcome, runs, report.notes)
     if isinstance(item, DebugItem):
         report.problems.extend(_fix_problems(item, [o for o in usable if o.fixed]))
     _note_order_and_randomness(keyed, runs, report.notes)
@@ -362,12 +381,39 @@ def _fix_problems(item: DebugItem, fixed_runs: Sequence[Observation]) -> list[st
     return problems
 
 
+def _quotes_output(outcome: Outcome) -> bool:
+    return any(
+        claim.stdout is not None or claim.stdout_regex is not None
+        for claim in outcome.ranks.values()
+    )
+
+
+def _note_partly_true(
+    label: str, outcome: Outcome, runs: Sequence[Observation], notes: list[str]
+) -> None:
+    """A distractor that held in some runs is still false (a claim is about every run), but an
+    author should know that a learner's own run may well show it."""
+    held = [i for i, o in enumerate(runs, start=1) if not run_mismatches(outcome, o.result)]
+    if held and len(held) < len(runs):
+        notes.append(
+            f"{label} held in {_runs(held)} and is false only in the others "
+            f"(it is false: a claim must hold in every run)"
+        )
+
+
 def _note_order_and_randomness(
     keyed: Sequence[tuple[str, Outcome]], runs: Sequence[Observation], notes: list[str]
 ) -> None:
     claims_varying = any(outcome.order_varies for _label, outcome in keyed)
-    if claims_varying and len(runs) > 1 and len(varying_order(runs)) <= 1:
+    orders = varying_order(runs)
+    if claims_varying and len(runs) > 1 and len(orders) <= 1:
         notes.append(f"rank order did not vary in {len(runs)} runs (allowed: it may)")
+    quoting = [outcome for _label, outcome in keyed if _quotes_output(outcome)]
+    if len(orders) > 1 and quoting and all(o.order_varies is None for o in quoting):
+        notes.append(
+            f"which rank prints first varied between runs ({sorted(orders)}); the key makes "
+            "no claim about order (order_varies: true would tell the learner)"
+        )
     drew = sorted({rank.rank for o in runs for rank in o.result.ranks if rank.unseeded_random})
     if drew:
         notes.append(

@@ -83,7 +83,7 @@ def test_a_predict_output_distractor_without_an_outcome_cannot_be_shown_false():
     assert report.problems == ["option B has no outcome: verify cannot show that it is false"]
 
 
-def test_rank_order_that_varies_must_be_declared():
+def test_rank_order_that_varies_is_noted_and_fails_only_a_claimed_fixed_order():
     outcome = rank_outcome(r0="a\n", r1="b\n")
     item = predict(
         [
@@ -93,8 +93,15 @@ def test_rank_order_that_varies_must_be_declared():
     )
     observations = [Observation(run("a\n", "b\n"), (0, 1)), Observation(run("a\n", "b\n"), (1, 0))]
     report = judge(item, observations)
-    assert report.verdict is Verdict.FAIL
-    assert "order_varies: true" in report.problems[-1]
+    assert report.verdict is Verdict.PASS
+    assert "the key makes no claim about order" in report.notes[-1]
+    fixed = predict(
+        [
+            {"id": "A", "text": "a", "outcome": {**outcome, "order_varies": False}},
+            {"id": "B", "text": "x", "outcome": rank_outcome(r0="x\n")},
+        ]
+    )
+    assert "order_varies: false" in judge(fixed, observations).problems[-1]
     declared = predict(
         [
             {"id": "A", "text": "a", "outcome": {**outcome, "order_varies": True}},

@@ -192,9 +192,9 @@ def unclaimed(text: str, outcome: Outcome, nproc: int) -> Iterator[str]:
             what = _describe([mention.rank])
             message = f"the text names {what}, but the outcome says nothing about {what}"
             if mention.rank == EVERY:
-                named = ", ".join(sorted(outcome.ranks)) or "none"
+                claimed = ", ".join(sorted(outcome.ranks)) or "none"
                 message = (
-                    f"the text names every rank, but the outcome claims only rank(s) {named} "
+                    f"the text names every rank, but the outcome claims only rank(s) {claimed} "
                     "(give all, or each rank)"
                 )
             if message not in reported:

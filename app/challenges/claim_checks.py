@@ -17,6 +17,7 @@ Pure: the standard library and the challenge schema.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +26,9 @@ from enum import Enum
 from app.challenges.base import ChoiceBase, ItemBase, Outcome, RankExpectation
 
 EVERY = -1  # the subject "every rank"
+# An option is a line or two: a longer text is read up to here, so that no content, however
+# hostile, makes validate slow.
+MAX_TEXT = 4000
 
 
 class Said(Enum):
@@ -66,7 +70,6 @@ _RANK_NUMBER = r"\d+(?![.\d])"
 _NUMBER_LIST = rf"{_RANK_NUMBER}(?:\s*(?:,|and|or|&|/|-|–|to)\s*(?:rank\s+)?{_RANK_NUMBER})*"
 _RANKS = re.compile(rf"\branks?\s*(?:=\s*)?({_NUMBER_LIST})", re.I)
 _EVERY_RANK = re.compile(r"\b(?:both|all|every|each)(?:\s+of\s+the)?\s+ranks?\b|\bboth\b", re.I)
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
 _SENTENCE_END = re.compile(r"[.;!?](?=\s|$)|\n\s*\n")
 
 
@@ -80,8 +83,21 @@ class Mention:
 
 def _plain_text(text: str) -> str:
     """The text with code spans blanked out (same length, so offsets still line up): what a
-    snippet's code says is not what the option claims."""
-    return _CODE_SPAN.sub(lambda match: " " * len(match.group(0)), text)
+    snippet's code says is not what the option claims. A scan, not a regular expression: a
+    backtracking one takes seconds on a line of unclosed backticks."""
+    plain = list(text)
+    at = 0
+    while (start := text.find("`", at)) >= 0:
+        after = start
+        while after < len(text) and text[after] == "`":
+            after += 1
+        close = text.find(text[start:after], after)
+        if close < 0:
+            at = after
+            continue
+        at = close + (after - start)
+        plain[start:at] = " " * (at - start)
+    return "".join(plain)
 
 
 def _numbers(listed: str) -> list[int]:
@@ -102,30 +118,43 @@ def _mentions(text: str) -> list[Mention]:
     return sorted(found, key=lambda mention: mention.at)
 
 
-def _sentence_bounds(text: str, at: int) -> tuple[int, int]:
-    start = 0
-    for match in _SENTENCE_END.finditer(text):
-        if match.end() <= at:
-            start = match.end()
+@dataclass(frozen=True)
+class Reading:
+    """A text read once: its sentence breaks and its rank mentions, for look-ups by offset
+    (bisection keeps a long hostile text linear-ish, not words × mentions)."""
+
+    length: int
+    break_starts: list[int]
+    break_ends: list[int]
+    mentions: list[Mention]
+    positions: list[int]  # where each mention is, for bisection
+
+    @classmethod
+    def of(cls, plain: str, nproc: int) -> Reading:
+        """Read a plain text (code spans blanked) of a run of nproc ranks."""
+        breaks = list(_SENTENCE_END.finditer(plain))
+        mentions = [mention for mention in _mentions(plain) if mention.rank < max(nproc, 1)]
+        starts, ends = [b.start() for b in breaks], [b.end() for b in breaks]
+        return cls(len(plain), starts, ends, mentions, [mention.at for mention in mentions])
+
+    def subject(self, at: int) -> list[int]:
+        """The rank(s) an outcome word at `at` is said of: the nearest named before it in its
+        sentence (with the ranks listed together), else the nearest after it; none: the run."""
+        index = bisect.bisect_right(self.break_ends, at)
+        start = self.break_ends[index - 1] if index else 0
+        end = self.break_starts[index] if index < len(self.break_starts) else self.length
+        positions = self.positions
+        before = bisect.bisect_left(positions, at)
+        if before and positions[before - 1] >= start:
+            nearest = positions[before - 1]
         else:
-            return start, match.start()
-    return start, len(text)
-
-
-def _subject(mentions: list[Mention], text: str, at: int) -> list[int]:
-    """The rank(s) an outcome word at `at` is said of: the nearest named before it in its
-    sentence (with the ranks listed together), else the nearest after it; none: the run."""
-    start, end = _sentence_bounds(text, at)
-    inside = [mention for mention in mentions if start <= mention.at < end]
-    before = [mention for mention in inside if mention.at < at]
-    after = [mention for mention in inside if mention.at > at]
-    if before:
-        nearest = before[-1].at
-        return [mention.rank for mention in before if mention.at == nearest]
-    if after:
-        nearest = after[0].at
-        return [mention.rank for mention in after if mention.at == nearest]
-    return []
+            after = bisect.bisect_right(positions, at)
+            if after == len(positions) or positions[after] >= end:
+                return []
+            nearest = positions[after]
+        first = bisect.bisect_left(positions, nearest)
+        last = bisect.bisect_right(positions, nearest)
+        return [mention.rank for mention in self.mentions[first:last]]
 
 
 def _expectations(outcome: Outcome, rank: int) -> list[RankExpectation]:
@@ -184,10 +213,10 @@ def _describe(ranks: list[int]) -> str:
 
 def unclaimed(text: str, outcome: Outcome, nproc: int) -> Iterator[str]:
     """Yield each rank or outcome the text names that the outcome does not constrain."""
-    plain = _plain_text(text)
-    mentions = [mention for mention in _mentions(plain) if mention.rank < max(nproc, 1)]
+    plain = _plain_text(text[:MAX_TEXT])
+    reading = Reading.of(plain, nproc)
     reported: set[str] = set()
-    for mention in mentions:
+    for mention in reading.mentions:
         if not _names_rank(outcome, mention.rank, nproc):
             what = _describe([mention.rank])
             message = f"the text names {what}, but the outcome says nothing about {what}"
@@ -202,7 +231,7 @@ def unclaimed(text: str, outcome: Outcome, nproc: int) -> Iterator[str]:
                 yield message
     for said, pattern in _WORDS:
         for match in pattern.finditer(plain):
-            ranks = _subject(mentions, plain, match.start())
+            ranks = reading.subject(match.start())
             named = [rank for rank in ranks if _names_rank(outcome, rank, nproc)]
             if ranks and not named:
                 continue  # already reported: the outcome says nothing about those ranks

@@ -125,3 +125,10 @@ def test_an_outcome_that_states_nothing_is_an_error_at_its_line(tmp_path: Path):
     report = loader.load_path(folder)
     assert not report.ok
     assert any("states nothing" in error.message for error in report.errors), report.errors
+
+
+def test_an_unclosed_backtick_hides_nothing_and_a_long_text_is_read_to_its_limit():
+    assert warnings("`x rank 1 prints 3.0", ZERO_PRINTS) == [
+        "the text names rank 1, but the outcome says nothing about rank 1"
+    ]
+    assert warnings("`a` " * 2000 + "rank 1 prints 3.0", ZERO_PRINTS) == []  # past 4,000

@@ -64,6 +64,17 @@ def normalise(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.rstrip().splitlines())
 
 
+def stdout_matches(pattern: str, stdout: str) -> bool:
+    """Whether a `stdout_regex` matches a rank's whole output (DOTALL: `.` crosses lines).
+
+    Newlines at the very end of the output do not count: an author writes the regex of what a
+    print shows, with its final `\n` or without it, and both must match. So the regex is tried
+    on the output as printed, without its final newlines, and with exactly one."""
+    body = stdout.rstrip("\n")
+    forms = {stdout, body, body + "\n"} if body else {stdout, body}
+    return any(re.fullmatch(pattern, form, re.DOTALL) for form in forms)
+
+
 def rank_outcome(observed: RankResult) -> str:
     """How a rank ended, in the words of RankOutcome (or 'exits with code N')."""
     if observed.status is RankStatus.TIMEOUT:
@@ -104,8 +115,8 @@ def rank_mismatches(
         expectation.stdout
     ):
         problems.append(f"{where} printed {observed.stdout!r}, expected {expectation.stdout!r}")
-    if expectation.stdout_regex is not None and not re.fullmatch(
-        expectation.stdout_regex, observed.stdout.rstrip("\n"), re.DOTALL
+    if expectation.stdout_regex is not None and not stdout_matches(
+        expectation.stdout_regex, observed.stdout
     ):
         problems.append(
             f"{where} printed {observed.stdout!r}, not matching /{expectation.stdout_regex}/"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.challenges.schema import DebugItem, PredictOutputItem
-from app.verification.rules import Observation, Verdict, judge, normalise
+from app.verification.rules import Observation, Verdict, judge, normalise, stdout_matches
 from executor.contract import Environment, ExceptionInfo, RankResult, RunResult
 from tests.support.items import debug_item, predict_item
 
@@ -181,3 +181,41 @@ def test_rank_order_is_only_claimed_by_an_outcome_that_quotes_output():
     blocked = run("a\n", "b\n", status="timeout")
     runs = [Observation(blocked, (0, 1)), Observation(blocked, (1, 0), long_limit=True)]
     assert judge(item, runs).verdict is Verdict.PASS
+
+
+def _regex_item(key_regex: str, other: str) -> PredictOutputItem:
+    return predict(
+        [
+            {"id": "A", "text": "k", "outcome": {"ranks": {"0": {"stdout_regex": key_regex}}}},
+            {
+                "id": "B",
+                "text": "d",
+                "outcome": {"ranks": {"0": {"stdout_regex": other}}},
+            },
+        ]
+    )
+
+
+def test_a_stdout_regex_may_end_with_the_newline_print_writes():
+    runs = [Observation(run("loss 0.25\n")), Observation(run("loss 0.31\n"))]
+    assert judge(_regex_item(r"loss 0\.\d+\n", r"loss 1\.\d+\n"), runs).verdict is Verdict.PASS
+    assert judge(_regex_item(r"loss 0\.\d+", r"loss 1\.\d+"), runs).verdict is Verdict.PASS
+    # Two lines: the last newline is optional, the one between lines is not.
+    two = [Observation(run("a\nb\n"))]
+    assert judge(_regex_item(r"a\nb\n", r"b\na\n"), two).verdict is Verdict.PASS
+    assert judge(_regex_item(r"ab", r"a\nb"), two).verdict is Verdict.FAIL
+
+
+def test_a_distractor_whose_regex_with_a_newline_describes_the_output_is_true():
+    runs = [Observation(run("rank 0\n"))]
+    report = judge(_regex_item(r"rank \d", r"rank 0\n"), runs)
+    assert report.verdict is Verdict.FAIL
+    assert any("B" in problem for problem in report.problems)
+
+
+def test_a_stdout_regex_still_matches_the_whole_output():
+    runs = [Observation(run("rank 0\nrank 1\n"))]
+    assert judge(_regex_item(r"rank \d\nrank \d\n", r"rank 0\n"), runs).verdict is Verdict.PASS
+    # The output ends in exactly what the regex says: no implicit newline is added before it.
+    assert stdout_matches(r"x\n", "x\n\n") and not stdout_matches(r"x\n\n\n", "x\n")
+    assert not stdout_matches(r"\n", "")

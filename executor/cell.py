@@ -48,7 +48,12 @@ STOP_SIGNAL = signal.SIGUSR1
 # binds port 0, a run gets a different one from the ephemeral range each time.
 EPHEMERAL_PORTS = (32768, 60999)
 READ_CHUNK = 65536
-AGENT_STORE_START_S = 5.0
+# How long init waits for the store process to listen. It must not give up early: a store that
+# answers after init stopped waiting finds its channel closed and exits, so ranks that already
+# joined it lose their connection ("Connection closed by peer") and the others cannot join. On 2
+# loaded cores its start took over 5 s in about 2.5% of 3-rank runs. The run's own deadline
+# still bounds the run.
+AGENT_STORE_START_S = 60.0
 STAGE_TIMEOUT_S = 5.0
 SANDBOX_SCRIPT_DIR = "/tmp"
 
@@ -258,7 +263,11 @@ class Cell:
                             self.ctx.limits, order["backend"], held)  # fmt: skip
         script = _write_script(order["code"], sandboxed=self.plan is not None)
         # `python snippet.py` has no launcher's store: closing the channel ends it unstarted.
-        store = self._start_agent_store(*store_channel, budget) if launcher == "torchrun" else None
+        store = (
+            self._start_agent_store(*store_channel, budget, order["timeout_s"])
+            if launcher == "torchrun"
+            else None
+        )
         store_channel[1].close()
         os.write(self.status_w, b'{"started": true}\n')  # siblings may start their ranks now
         pids: dict[int, int] = {}
@@ -490,18 +499,23 @@ class Cell:
         sandbox.confine_rank(self.plan, RunBudget(**json.loads(payload)))
         import torch.distributed as dist
 
-        store = dist.TCPStore("localhost", self.port, None, True, multi_tenant=True,
-                              wait_for_workers=False)  # fmt: skip
-        channel.sendall(b"1")
-        signal.pause()
-        del store
+        _store = dist.TCPStore("localhost", self.port, None, True, multi_tenant=True,
+                               wait_for_workers=False)  # fmt: skip
+        # Keep serving even if init no longer listens: ranks may already be connected, and
+        # the pid namespace's end (or init's SIGKILL) is what ends this process.
+        with contextlib.suppress(OSError):
+            channel.sendall(b"1")
+        while True:
+            signal.pause()
 
-    def _start_agent_store(self, pid: int, channel: socket.socket, budget: RunBudget) -> int | None:
+    def _start_agent_store(
+        self, pid: int, channel: socket.socket, budget: RunBudget, timeout_s: float
+    ) -> int | None:
         """Have the staged store process start the store with the run's limits; its pid once
         it listens, or None."""
         try:
             channel.sendall(json.dumps(dataclasses.asdict(budget)).encode() + b"\n")
-            channel.settimeout(AGENT_STORE_START_S)
+            channel.settimeout(min(AGENT_STORE_START_S, timeout_s))
             return pid if channel.recv(1) == b"1" else None
         except OSError:  # TimeoutError included
             return None

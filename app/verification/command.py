@@ -69,7 +69,8 @@ def verify(
                     _print_step(step)
             for verified in batch.verify_in_order(client, report.sets, repeats, jobs):
                 counts[verified.report.verdict.value] += 1
-                if verified.report.verdict is not Verdict.NOT_EXECUTABLE:
+                recordable = not verified.report.executor_failed
+                if recordable and verified.report.verdict is not Verdict.NOT_EXECUTABLE:
                     key = proofs.item_key(verified.loaded.challenge_set.id, verified.item.id)
                     observed[key] = proofs.Proof(
                         verified.report.verdict.value, verified.content_hash

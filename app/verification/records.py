@@ -133,8 +133,9 @@ def recording_engine(database_url: str) -> tuple[Engine | None, str]:
 
 
 def save_verified(engine: Engine, verified: Verified) -> None:
-    """Record a verified item (items with nothing to run have no verdict to keep)."""
-    if verified.report.verdict is Verdict.NOT_EXECUTABLE:
+    """Record a verified item (items with nothing to run have no verdict to keep, nor has an
+    item whose runs the executor spoiled: that verdict is the executor's, not the item's)."""
+    if verified.report.verdict is Verdict.NOT_EXECUTABLE or verified.report.executor_failed:
         return
     save_with_engine(
         engine,

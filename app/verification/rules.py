@@ -57,6 +57,9 @@ class ItemReport:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     observations: list[Observation] = field(default_factory=list)
+    # The executor failed (down, or it spoiled every try of a run): the verdict says nothing
+    # about the key, so it is neither recorded nor written to the proofs file.
+    executor_failed: bool = False
 
 
 def normalise(text: str) -> str:

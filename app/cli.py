@@ -105,6 +105,19 @@ def _parser() -> argparse.ArgumentParser:
         help="merge the verdicts into this proofs file (challenges/proofs.json), "
         "which `ranklab content` reads",
     )
+    verify.add_argument(
+        "--item",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="verify only this item (an item id, set/item, a set id or a lab id); repeatable",
+    )
+    verify.add_argument(
+        "--all",
+        action="store_true",
+        dest="run_all",
+        help="run every item, even those proven for their content (default: skip them)",
+    )
     verify.set_defaults(handler=_verify)
 
     serve = commands.add_parser("serve", help="serve the web app (and the embedded executor)")
@@ -250,6 +263,8 @@ def _verify(args: argparse.Namespace) -> int:
         as_json=args.json,
         database_url=None if args.no_record else Settings().database_url,
         proofs_path=args.proofs,
+        items=args.item,
+        run_all=args.run_all,
     )
 
 

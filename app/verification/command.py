@@ -7,6 +7,7 @@ import json
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from app.challenges import loader
 from app.config import Settings
 from app.executor_client import HttpExecutorClient
 from app.labs import verify as lab_verify
-from app.verification import batch, evidence, proofs, records
+from app.verification import batch, evidence, incremental, proofs, records
 from app.verification import service as verification
 from app.verification.batch import Verified
 from app.verification.rules import Verdict
@@ -35,29 +36,55 @@ def verify(
     as_json: bool = False,
     database_url: str | None = None,
     proofs_path: Path | None = None,
+    items: Sequence[str] = (),
+    run_all: bool = False,
 ) -> int:
-    """Verify every item under path; return 1 on any failed key or broken file, else 0.
+    """Verify the items under path (those named in `items`, else all); return 1 on any failed
+    key or broken file, or 2 when an item asked for does not exist, else 0.
 
-    With proofs_path, the verdicts (with each item's content hash) are merged into that proofs
-    file, which `ranklab content` reads."""
+    An item proven and unchanged since (see incremental.py; the proofs file read is
+    proofs_path, else the folder's proofs.json) is skipped unless run_all. With proofs_path,
+    the verdicts (with each item's content hash) are merged into that proofs file, which
+    `ranklab content` reads."""
     started = time.monotonic()
     report = loader.load_path(path)
     for error in report.errors:
         print(error, file=sys.stderr)
+    selection = _select(path, report, executor_url, proofs_path, items, run_all)
+    if selection.unknown:
+        for name in selection.unknown:
+            hint = selection.suggestions.get(name)
+            print(
+                f"verify: no item, set or lab {name!r} under {path}"
+                + (f"; did you mean {hint!r}?" if hint else ""),
+                file=sys.stderr,
+            )
+        return 2
     engine = None
     if database_url is not None:
         engine, where = records.recording_engine(database_url)
         if engine is None:
             print(f"verify: not recording results: {where}", file=sys.stderr)
     counts: Counter[str] = Counter()
+    if selection.skipped:
+        counts["skipped"] = selection.skipped
+        if not as_json:
+            print(f"verify: {selection.skipped} proven and unchanged, skipped (--all runs them)")
     observed: dict[str, proofs.Proof] = {}
     labs = {loaded.lab.id: loaded for loaded in report.labs}
+    torch = backend = None
     try:
-        with _executor(executor_url, trusted, jobs) as url:
-            client = HttpExecutorClient(url, token=Settings().executor_token)
-            facts = batch.executor_facts(client)
-            torch = (client.health() or {}).get("torch")
-            for step in lab_verify.verify_labs(client, report.labs, facts, repeats):
+        # Nothing to run: no executor is started (a course with nothing changed takes seconds).
+        with (
+            _executor(executor_url, trusted, jobs)
+            if selection.sets or selection.labs
+            else contextlib.nullcontext(None)
+        ) as url:
+            client = HttpExecutorClient(url or "", token=Settings().executor_token)
+            facts = batch.executor_facts(client) if url else batch.ExecutorFacts()
+            stamp = incremental.executor_stamp(client.health() if url else None)
+            torch, backend = stamp.torch, stamp.backend
+            for step in lab_verify.verify_labs(client, selection.labs, facts, repeats):
                 counts[step.verdict.value] += 1
                 digest = proofs.step_hash(labs[step.lab_id], step.step_id)
                 observed[proofs.step_key(step.lab_id, step.step_id)] = proofs.Proof(
@@ -67,7 +94,7 @@ def verify(
                     print(_json_line(_step_record(step, digest)), flush=True)
                 else:
                     _print_step(step)
-            for verified in batch.verify_in_order(client, report.sets, repeats, jobs):
+            for verified in batch.verify_in_order(client, selection.sets, repeats, jobs):
                 counts[verified.report.verdict.value] += 1
                 recordable = not verified.report.executor_failed
                 if recordable and verified.report.verdict is not Verdict.NOT_EXECUTABLE:
@@ -85,8 +112,8 @@ def verify(
     finally:
         if engine is not None:
             engine.dispose()
-    if proofs_path is not None:
-        _write_proofs(proofs_path, observed, torch)
+    if proofs_path is not None and (observed or not selection.skipped):
+        _write_proofs(proofs_path, observed, torch, backend)
     errors = [str(error) for error in report.errors]
     if as_json:
         elapsed = round((time.monotonic() - started) * 1000)
@@ -97,7 +124,38 @@ def verify(
     return 1 if counts["fail"] or errors else 0
 
 
-def _write_proofs(path: Path, observed: dict[str, proofs.Proof], torch: str | None) -> None:
+def _select(
+    path: Path,
+    report: loader.LoadReport,
+    executor_url: str | None,
+    proofs_path: Path | None,
+    items: Sequence[str],
+    run_all: bool,
+) -> incremental.Selection:
+    """What to run: the items asked for, less those proven for their content on this executor."""
+    source = proofs_path or (path / proofs.FILE_NAME if path.is_dir() else None)
+    proven: dict[str, proofs.Proof] = {}
+    then = None
+    if source is not None and not run_all:
+        try:
+            proven = proofs.load(source)
+        except ValueError as error:
+            print(f"verify: running everything: {error}", file=sys.stderr)
+        then = incremental.recorded_stamp(source)
+    if run_all or not proven:
+        now = incremental.Stamp(None, "")  # nothing is skipped: no need to ask the executor
+    elif executor_url:
+        now = incremental.executor_stamp(
+            HttpExecutorClient(executor_url, token=Settings().executor_token).health()
+        )
+    else:
+        now = incremental.local_stamp()
+    return incremental.select(report.sets, report.labs, items, proven, then, now, run_all)
+
+
+def _write_proofs(
+    path: Path, observed: dict[str, proofs.Proof], torch: str | None, backend: str | None
+) -> None:
     """Merge what was observed into the proofs file, dropping items that no longer exist
     under the file's folder."""
     everything = loader.load_path(path.parent)
@@ -107,7 +165,7 @@ def _write_proofs(path: Path, observed: dict[str, proofs.Proof], torch: str | No
     except ValueError as error:
         print(f"verify: replacing {error}", file=sys.stderr)
         old = {}
-    proofs.save(path, proofs.merged(old, observed, current), torch)
+    proofs.save(path, proofs.merged(old, observed, current), torch, backend)
     print(f"verify: proofs written to {path}", file=sys.stderr)
 
 

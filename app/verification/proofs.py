@@ -83,11 +83,30 @@ def load(path: Path) -> dict[str, Proof]:
         raise ValueError(f"{path}: not a proofs file ({error})") from error
 
 
-def save(path: Path, proofs: Mapping[str, Proof], torch: str | None) -> None:
+def recorded_environment(path: Path) -> tuple[str | None, str | None]:
+    """The torch version and backend a proofs file was written on (None where not recorded,
+    or where the file is missing or broken)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    torch, backend = data.get("torch"), data.get("backend")
+    return (
+        torch if isinstance(torch, str) else None,
+        backend if isinstance(backend, str) else None,
+    )
+
+
+def save(
+    path: Path, proofs: Mapping[str, Proof], torch: str | None, backend: str | None = None
+) -> None:
     """Write a proofs file, sorted so that a diff shows only what changed."""
     data = {
         "about": "Written by `ranklab verify --proofs`; read by `ranklab content`.",
         "torch": torch,
+        **({"backend": backend} if backend is not None else {}),
         "proofs": {
             key: {"verdict": proof.verdict, "hash": proof.hash}
             for key, proof in sorted(proofs.items())

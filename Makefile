@@ -17,7 +17,7 @@ TORCH_CPU_INDEX ?= $(if $(wildcard $(addsuffix /torch-*+cpu-*.whl,$(FIND_LINKS))
 TORCH_CPU = $(if $(TORCH_CPU_INDEX),--extra-index-url $(TORCH_CPU_INDEX) --index-strategy unsafe-best-match,--find-links $(FIND_LINKS))
 PIP_TORCH_CPU = $(if $(TORCH_CPU_INDEX),--extra-index-url $(TORCH_CPU_INDEX))
 
-.PHONY: run test lint typecheck contracts check-content docs screenshots pytest lock check-lock bench bench-bus bench-web bench-bytes bench-class bench-explain bench-labs migrate schema proofs vendor vendor-editor vendor-compose-schema clean
+.PHONY: run test lint typecheck contracts check-content docs screenshots pytest lock check-lock bench bench-bus bench-web bench-bytes bench-class bench-explain bench-labs bench-perturb migrate schema proofs vendor vendor-editor vendor-compose-schema clean
 
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -107,6 +107,11 @@ bench-explain: $(STAMP)
 # 20 learners running lab steps at once against a real app and executor.
 bench-labs: $(STAMP)
 	$(BIN)/python bench/bench_labs.py
+
+# Verify's perturbed scheduling: a key true only by a lucky rank order fails 20 of 20 verifies,
+# a true key on the same snippet passes 20 of 20.
+bench-perturb: $(STAMP)
+	$(BIN)/python bench/verify_perturbation.py
 
 schema: $(STAMP)
 	$(BIN)/ranklab schema

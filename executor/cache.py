@@ -42,6 +42,8 @@ def cache_key(request: RunRequest, torch_version: str, sandboxed: bool) -> str:
         "executor": EXECUTOR_VERSION,
         "sandboxed": sandboxed,  # a snippet may print its uid: trusted runs differ
     }
+    if request.rank_delays_s:  # a perturbed run is another observation (unperturbed keys stay)
+        material["rank_delays_s"] = request.rank_delays_s
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 

@@ -203,6 +203,7 @@ class Cell:
             "run_id": str(uuid.uuid4()),
             "processes": processes,
             "local": [rank for rank, parent in enumerate(parents) if parent is None],
+            "rank_delays_s": list(request.get("rank_delays_s") or []),
         }
         cgroups = self.cgroups
         self.oom_before = cgroups.oom_kills() if cgroups is not None else 0
@@ -300,6 +301,7 @@ class Cell:
                         budget=budget,
                         plan=self.plan,
                         exception_chars=self.ctx.limits.exception_message_chars,
+                        delay_s=rank_module.delay_of(order, io.rank),
                     )
                 )
             pids[pid] = io.rank

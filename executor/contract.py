@@ -6,7 +6,7 @@ Pure pydantic; the web app imports this module, so it must never import torch or
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -54,6 +54,10 @@ class RankStatus(StrEnum):
     KILLED = "killed"
 
 
+# The longest delay a request may ask a rank to wait (rank_delays_s).
+MAX_RANK_DELAY_S = 2.0
+
+
 class RunRequest(BaseModel):
     """A snippet and how to launch it; ranges are checked by `executor.limits`."""
 
@@ -80,6 +84,13 @@ class RunRequest(BaseModel):
     )
     use_cache: bool = Field(
         default=True, description="Serve a cached observation if one exists (verify sets False)."
+    )
+    rank_delays_s: list[Annotated[float, Field(ge=0.0, le=MAX_RANK_DELAY_S)]] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Perturbs scheduling (verify sets it; empty: none): rank r waits "
+        "rank_delays_s[r] seconds before it runs the snippet and again before its first write "
+        "to stdout, so that a claim holding only by a lucky order of the ranks shows false.",
     )
 
 

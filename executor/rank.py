@@ -14,6 +14,7 @@ import os
 import random
 import sys
 import threading
+import time
 import types
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -53,6 +54,15 @@ class RankLaunch:
     budget: RunBudget
     plan: sandbox.SandboxPlan | None
     exception_chars: int
+    # Verify's perturbation (RunRequest.rank_delays_s): wait this long before the snippet and
+    # again before the first write to stdout.
+    delay_s: float = 0.0
+
+
+def delay_of(order: dict[str, Any], rank: int) -> float:
+    """The delay the run's order asks of this rank (0: none asked)."""
+    delays = order.get("rank_delays_s") or []
+    return float(delays[rank]) if rank < len(delays) else 0.0
 
 
 def torchrun_env(rank: int, nproc: int, master_port: int, run_id: str) -> dict[str, str]:
@@ -111,6 +121,11 @@ def run_rank(launch: RankLaunch) -> NoReturn:
     except BaseException as error:  # refuse to run rather than run unconfined
         os.write(2, f"ranklab: rank setup failed: {error!r}\n".encode())
         os._exit(70)
+    if launch.delay_s > 0:
+        # Drawn by verify, not here: the snippet's generators stay as a fresh process has them.
+        time.sleep(launch.delay_s)
+        if isinstance(sys.stdout, _DelayedStream):
+            sys.stdout.delay_s = launch.delay_s
     before = random_state()
     exit_code, exception = _execute(launch.code, launch.script, launch.exception_chars)
     exit_code &= 0xFF  # what the shell would see, as for `python snippet.py`
@@ -210,17 +225,30 @@ def _redirect(launch: RankLaunch) -> None:
     os.closerange(RESULT_FD + 1, 1 << 16)
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
     unbuffered = launch.launcher == "torchrun"
-    sys.stdout = _text_stream(1, "strict", unbuffered)
+    sys.stdout = _text_stream(1, "strict", unbuffered, delayed=launch.delay_s > 0)
     sys.stderr = _text_stream(2, "backslashreplace", unbuffered)
 
 
-def _text_stream(fd: int, errors: str, unbuffered: bool) -> io.TextIOWrapper:
+class _DelayedStream(io.TextIOWrapper):
+    """stdout that waits `delay_s` before its first write (verify's perturbation): the order
+    in which ranks first print then follows the delays, unless the snippet itself orders it."""
+
+    delay_s = 0.0
+
+    def write(self, text: str) -> int:
+        if self.delay_s and text:
+            delay, self.delay_s = self.delay_s, 0.0
+            time.sleep(delay)
+        return super().write(text)
+
+
+def _text_stream(fd: int, errors: str, unbuffered: bool, delayed: bool = False) -> io.TextIOWrapper:
     # Under torchrun as `python -u` (how torchrun starts its workers): every write reaches the
     # pipe at once, so output printed just before a crash or a kill is kept. A plain `python
     # snippet.py` is line-buffered here, as in a terminal, so that output still streams live.
     # Python's own error handlers: strict for stdout, backslashreplace for stderr.
     raw = io.FileIO(fd, "w", closefd=False)
-    return io.TextIOWrapper(
+    return (_DelayedStream if delayed else io.TextIOWrapper)(
         raw, encoding="utf-8", errors=errors, write_through=unbuffered, line_buffering=True
     )
 

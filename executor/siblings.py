@@ -277,6 +277,7 @@ def _enter_and_fork_rank(
                     budget=budget,
                     plan=plan,
                     exception_chars=context.limits.exception_message_chars,
+                    delay_s=rank_module.delay_of(order, order["rank"]),
                 )
             )
         for fd in (errors_w, stdout, stderr, result):

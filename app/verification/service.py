@@ -25,20 +25,42 @@ EXTRA_RUNS_FOR_RANDOMNESS = 5
 # Tries of one run that the executor spoiled (a rank lost at rendezvous) before verify gives up
 # on the item: under load about 1 run in 40 failed so before the store fix.
 EXECUTOR_FAULT_TRIES = 3
+# The gap between ranks' starts (and first prints) in a perturbed run: far more than the skew
+# of ranks leaving a collective together, even on 2 loaded cores.
+PERTURB_STEP_S = 0.1
 
 
 class ExecutorFault(ExecutorUnavailable):
     """The executor spoiled every try of a run: nothing may be concluded about the snippet."""
 
 
+def schedule(run: int, nproc: int) -> list[float]:
+    """The start delays of run number `run` (from 0) of an nproc-rank snippet.
+
+    Run 0 runs as it comes. In run k another rank goes first, (nproc - k) mod nproc, and the
+    others follow PERTURB_STEP_S apart: over three runs of two ranks, each rank is first at
+    least once. Scheduling cannot reorder what the snippet itself orders (a rank printing
+    after a collective its peer enters later), so a true claim is unaffected, while a claim
+    that holds only by a lucky order shows false on every verify."""
+    if run == 0 or nproc < 2:
+        return []
+    first = (nproc - run) % nproc
+    return [((rank - first) % nproc) * PERTURB_STEP_S for rank in range(nproc)]
+
+
 def observe(
-    client: ExecutorClient, code: str, item: Any, timeout_s: float | None = None
+    client: ExecutorClient,
+    code: str,
+    item: Any,
+    timeout_s: float | None = None,
+    run: int = 0,
 ) -> Observation:
-    """Run a snippet once, uncached; a run the executor spoiled (infra.executor_fault) is run
-    again, up to EXECUTOR_FAULT_TRIES times, and never returned."""
+    """Run a snippet once, uncached, perturbed as run number `run` (schedule); a run the
+    executor spoiled (infra.executor_fault) is run again, up to EXECUTOR_FAULT_TRIES times,
+    and never returned."""
     faults: list[str] = []
     for _ in range(EXECUTOR_FAULT_TRIES):
-        observation = _observe_once(client, code, item, timeout_s)
+        observation = _observe_once(client, code, item, timeout_s, run)
         fault = infra.executor_fault(observation.result)
         if fault is None:
             return observation
@@ -50,10 +72,12 @@ def observe(
 
 
 def _observe_once(
-    client: ExecutorClient, code: str, item: Any, timeout_s: float | None
+    client: ExecutorClient, code: str, item: Any, timeout_s: float | None, run: int
 ) -> Observation:
     """Run a snippet once, uncached, noting which rank printed first, second, …"""
     request = run_request(item, code, timeout_s=timeout_s, use_cache=False)
+    if request.launcher == "torchrun":
+        request = request.model_copy(update={"rank_delays_s": schedule(run, request.nproc)})
     order: list[int] = []
     result: RunResult | None = None
     for event in client.stream(request):
@@ -103,8 +127,8 @@ def verify_item(
     code = loaded.code[item.id]
     observations: list[Observation] = []
     try:
-        for _ in range(repeats):
-            observations.append(observe(client, code, item))
+        for run in range(repeats):
+            observations.append(observe(client, code, item, run=run))
             if observations[-1].result.status is RunStatus.TIMEOUT:
                 break  # a time-out takes the whole limit: prove it once, with a longer one
         if any(o.result.status is RunStatus.TIMEOUT for o in observations):
@@ -115,11 +139,11 @@ def verify_item(
             for _ in range(EXTRA_RUNS_FOR_RANDOMNESS):
                 if _output_varied(observations):
                     break
-                observations.append(observe(client, code, item))
+                observations.append(observe(client, code, item, run=len(observations)))
         fixed = loaded.fixed_code.get(item.id)
         if fixed is not None:
-            for _ in range(repeats):
-                run = observe(client, fixed, item)
+            for index in range(repeats):
+                run = observe(client, fixed, item, run=index)
                 observations.append(dataclasses.replace(run, fixed=True))
                 if run.result.status is not RunStatus.OK:
                     break

@@ -1,0 +1,53 @@
+"""Verify perturbs scheduling: a claim that holds only by a lucky rank order fails."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.challenges.loader import load_path
+from app.verification import batch
+from app.verification import service as verification
+from app.verification.rules import Verdict
+from tests.conftest import FIXTURES
+from tests.support.fake_executor import FakeExecutor
+
+
+@pytest.mark.parametrize("nproc", [2, 3, 4])
+def test_over_its_runs_every_rank_goes_first(nproc):
+    firsts = set()
+    for run in range(nproc):
+        delays = verification.schedule(run, nproc)
+        assert delays == [] if run == 0 else len(delays) == nproc
+        if delays:
+            firsts.add(delays.index(0.0))
+            assert sorted(delays) == [k * verification.PERTURB_STEP_S for k in range(nproc)]
+    assert firsts | {0} == set(range(nproc))  # run 0 is as it comes: rank 0, usually
+
+
+def test_verify_asks_the_executor_for_a_perturbed_schedule():
+    loaded = load_path(FIXTURES / "perturb").sets[0]
+    executor = FakeExecutor()
+    batch.verify_timed(executor, loaded, loaded.challenge_set.items[1], 3, batch.ExecutorFacts())
+    assert [r.rank_delays_s for r in executor.requests] == [
+        [],
+        verification.schedule(1, 2),
+        verification.schedule(2, 2),
+    ]
+    assert verification.schedule(1, 2) != verification.schedule(2, 2)
+
+
+@pytest.mark.executor
+def test_a_key_true_only_by_a_lucky_order_fails_and_a_true_one_passes(executor_url):
+    from app.config import Settings
+    from app.executor_client import HttpExecutorClient
+
+    loaded = load_path(FIXTURES / "perturb").sets[0]
+    lucky, true = loaded.challenge_set.items
+    client = HttpExecutorClient(executor_url, token=Settings().executor_token)
+    facts = batch.executor_facts(client)
+    for _ in range(2):
+        failed = batch.verify_timed(client, loaded, lucky, 3, facts).report
+        assert failed.verdict is Verdict.FAIL
+        assert any("order" in problem for problem in failed.problems), failed.problems
+        passed = batch.verify_timed(client, loaded, true, 3, facts).report
+        assert passed.verdict is Verdict.PASS, passed.problems

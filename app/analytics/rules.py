@@ -44,6 +44,7 @@ class ItemTotals:
     seconds: float = 0.0  # their seconds to answer, a time-out counting as its limit
     timeouts: int = 0
     hints: int = 0
+    first_try: int = 0  # right at the first try
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,9 @@ class ItemStatistics:
     timeouts: int
     hints: int
     option_counts: dict[str, int] = field(default_factory=dict)
+    # The percentage right at the first try: with options shuffled, the share a retry cannot
+    # lift (a guess that the key was "the other one" shows in facility, not here).
+    first_try_facility: float | None = None
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,7 @@ def item_statistics(
                 option_counts=option_counts(
                     (answers or {}).get(item_id, {}), (options or {}).get(item_id, ())
                 ),
+                first_try_facility=100 * total.first_try / n if n else None,
             )
         )
     return result

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -252,6 +252,14 @@ class Option(Strict):
         default=None,
         description="For executable items: what running the snippet shows if this option is true.",
     )
+    # Left out of dumps (exclude): where an option is shown changes no proof, so pinning one
+    # keeps its item's content hash, and verify's record of it, as they were.
+    pin: Literal["first", "last"] | None = Field(
+        default=None,
+        exclude=True,
+        description="Keep this option in place while the others are shuffled for each learner: "
+        '"last" for "none of the above" and the like, "first" rarely.',
+    )
 
 
 class ItemBase(Strict):
@@ -306,6 +314,10 @@ class ChoiceBase(ItemBase):
         unknown = sorted(self.answer_ids - set(ids))
         if unknown:
             raise ValueError(f"answer names unknown option(s) {unknown}; options are {ids}")
+        if sum(option.pin is None for option in self.options) < 2:
+            raise ValueError("pin at most all but two options: the rest are shuffled for each learner")
+        if len(self.answer_ids) == len(ids):
+            raise ValueError("every option is a key: ticking them all would win; add a distractor")
         if isinstance(self.answer, list) and len(self.answer) < 2:
             raise ValueError("a list answer needs at least two letters; use a single letter")
         return self

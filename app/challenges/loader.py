@@ -334,6 +334,11 @@ def _external_image_errors(
             (phrase, f"{phrase!r} speaks to authors, not learners: say where an item came from "
              "in a YAML comment")
             for phrase in content_checks.author_notes(markdown)
+        ] + [
+            (phrase, f"{phrase!r} names an option by its letter or place, or an item by its "
+             "place: options are shuffled for each learner and items drawn alone; name what "
+             "it says instead")
+            for phrase in content_checks.option_references(markdown)
         ]  # fmt: skip
         for needle, problem in problems:
             found = text.find(needle, search_from)

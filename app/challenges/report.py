@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.challenges.catalog import Catalog, TopicView
-from app.challenges.schema import EXECUTABLE_KINDS
+from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet, ChoiceBase
 from app.verification import proofs as proof_file
 
 CONTENT_PATH = Path(__file__).resolve().parents[2] / "CONTENT.md"
@@ -85,6 +85,34 @@ def verify_cell(verify: Counter[str]) -> str:
     return ", ".join(part for part in parts if not part.startswith("0 ")) or "nothing to run"
 
 
+def key_spread(challenge_set: ChallengeSet) -> str:
+    """Where a set's keys sit in file order, e.g. "A 5, B 2, C 1" (each key of a multi-select
+    item counted): learners see the options shuffled, but a lopsided spread is worth a look."""
+    keys: Counter[str] = Counter()
+    for item in challenge_set.items:
+        if isinstance(item, ChoiceBase):
+            places = {option.id: place for place, option in enumerate(item.options)}
+            keys.update("ABCDEFGHIJKLMNOPQRSTUVWXYZ"[places[key]] for key in item.answer_ids)
+    return ", ".join(f"{letter} {keys[letter]}" for letter in sorted(keys)) or "no options"
+
+
+def _key_spread_lines(catalog: Catalog) -> list[str]:
+    lines = [
+        "## Where the keys sit",
+        "",
+        "Each set's keys by their place among the options in the file (A: listed first). "
+        "Learners see each item's options shuffled (pinned ones excepted), so this is about "
+        "authoring habits, not what a guesser can exploit.",
+        "",
+        "| set | keys by place in the file |",
+        "|---|---|",
+    ]
+    for topic in catalog.topics():
+        for loaded in topic.loaded_sets:
+            lines.append(f"| `{loaded.challenge_set.id}` | {key_spread(loaded.challenge_set)} |")
+    return [*lines, ""]
+
+
 def render(catalog: Catalog, proofs: Mapping[str, proof_file.Proof] | None = None) -> str:
     """CONTENT.md: a table of every topic, then the totals (stable for the same content)."""
     counts = [TopicCounts.of(topic, proofs) for topic in catalog.topics()]
@@ -119,4 +147,5 @@ def render(catalog: Catalog, proofs: Mapping[str, proof_file.Proof] | None = Non
         f"{sum(c.labs for c in counts)} labs. Verify: {verify_cell(total)}.",
         "",
     ]
+    lines += _key_spread_lines(catalog)
     return "\n".join(lines)

@@ -60,6 +60,12 @@ def test_the_statistics_match_the_hand_computed_values(session, catalog):
     }
     q1, q2, q3 = (rows[item].statistics for item in ("q1", "q2", "q3"))
     assert (q1.facility, q2.facility, q3.facility) == (80.0, 60.0, 40.0)
+    # Right at the first try: q2's bob got it at his second (and cy never), so 2 of 5.
+    assert (q1.first_try_facility, q2.first_try_facility, q3.first_try_facility) == (
+        80.0,
+        40.0,
+        40.0,
+    )
     assert q1.discrimination == 0.0
     assert q2.discrimination == pytest.approx(-300 / 84**0.5)
     assert q3.discrimination == pytest.approx(100 / 6)

@@ -31,6 +31,18 @@ def test_a_topic_is_counted_from_its_sets_cards_explain_items_and_labs():
     )
 
 
+def test_each_sets_key_spread_counts_keys_by_their_place_in_the_file():
+    catalog = Catalog.load(FIXTURES)
+    loaded = catalog.get("test-basics")
+    assert loaded is not None
+    # One choice item keyed on its second option (B); the numeric item has no options.
+    assert report.key_spread(loaded.challenge_set) == "B 1"
+    spread = loaded.challenge_set.model_copy(update={"items": [loaded.challenge_set.items[0]] * 3})
+    assert report.key_spread(spread) == "B 3"
+    assert "| `test-basics` | B 1 |" in report.render(catalog)
+    assert "## Where the keys sit" in report.render(catalog)
+
+
 def test_the_verify_column_counts_each_status_and_an_edit_unproves():
     catalog = Catalog.load(FIXTURES)
     topic = catalog.topic("collectives")
@@ -44,9 +56,7 @@ def test_the_verify_column_counts_each_status_and_an_edit_unproves():
         keys[2]: proofs.Proof("pass", "f" * 64),  # proven once, edited since
     }
     counts = report.TopicCounts.of(topic, given)
-    assert counts.verify == Counter(
-        {"pass": 1, "needs_gpus": 1, "unproven": len(keys) - 2}
-    )
+    assert counts.verify == Counter({"pass": 1, "needs_gpus": 1, "unproven": len(keys) - 2})
     assert not counts.proven
     assert report.verify_cell(counts.verify) == f"1 pass, 1 need GPUs, {len(keys) - 2} not verified"
     everything = {key: proofs.Proof("pass", digest) for key, digest in hashes.items()}
@@ -64,9 +74,7 @@ def test_a_broken_proofs_file_is_an_error_not_an_empty_table(tmp_path):
 def test_the_committed_content_md_is_current():
     committed = report.CONTENT_PATH.read_text(encoding="utf-8")
     proven = proofs.load(SHIPPED / proofs.FILE_NAME)
-    assert committed == report.render(Catalog.load(SHIPPED), proven), (
-        "stale: run `ranklab content`"
-    )
+    assert committed == report.render(Catalog.load(SHIPPED), proven), "stale: run `ranklab content`"
 
 
 def test_every_shipped_topic_meets_the_floors_with_every_key_proven():

@@ -14,9 +14,10 @@ with torch.no_grad():
     model.module.weight.fill_(1.0)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 scaler = torch.amp.GradScaler("cuda")
-for x in (1e4, 1.0):  # the first batch overflows float16 once scaled by 65536
+x = torch.tensor([[1.0]], device="cuda")
+for _step in range(2):  # the same small batch twice
     with torch.autocast("cuda", dtype=torch.float16):
-        loss = model(torch.tensor([[x]], device="cuda")).sum()
+        loss = model(x).sum()
     scaler.scale(loss).backward()
     scaler.step(opt)  # skipped when a gradient is inf or NaN
     scaler.update()

@@ -143,9 +143,7 @@ def test_a_true_proof_passes_a_false_one_fails_with_what_ran_and_a_gpu_one_waits
     lines = result.stdout.splitlines()
     shown = str(topic)
     assert f"FAIL {shown} proof all-reduce-sums" in lines
-    assert (
-        "     proof: runs 1, 2, 3: rank 0 printed 'sum 3.0\\n', expected 'sum 4.0\\n'" in lines
-    )
+    assert "     proof: runs 1, 2, 3: rank 0 printed 'sum 3.0\\n', expected 'sum 4.0\\n'" in lines
     assert "       rank 1: ok, stdout 'sum 3.0\\n'" in lines  # the observed output
     assert f"PASS {shown} proof all-reduce-returns-none" in lines  # a true proof
     assert f"GPU  {shown} world-size-card proof" in lines

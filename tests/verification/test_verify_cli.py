@@ -18,8 +18,8 @@ from app.config import ROOT
 from app.db import make_engine
 from app.verification import proofs
 from app.verification.models import VerificationRecord
-from tests.conftest import FIXTURES, TEST_CHALLENGES
-from tests.support.content import edit
+from tests.conftest import TEST_CHALLENGES
+from tests.support.content import PROVEN_CONTENT, edit
 
 pytestmark = pytest.mark.executor
 
@@ -133,7 +133,7 @@ def test_a_true_proof_passes_a_false_one_fails_with_what_ran_and_a_gpu_one_waits
     executor_url, tmp_path
 ):
     folder = tmp_path / "proven"
-    shutil.copytree(FIXTURES / "proofs", folder)
+    shutil.copytree(PROVEN_CONTENT, folder)
     topic = folder / "topic.yaml"
     edit(topic, 'all: {stdout: "sum 3.0\\n"}', 'all: {stdout: "sum 4.0\\n"}')  # false
     edit(topic, "      launch: {nproc: 2}\n", "      launch: {nproc: 2, gpus: 1}\n")

@@ -137,8 +137,12 @@ def _validate(args: argparse.Namespace) -> int:
     report = loader.load_path(path)
     for error in report.errors:
         print(error, file=sys.stderr)
+    for warning in report.warnings:
+        print(warning, file=sys.stderr)
     items = sum(len(loaded.challenge_set.items) for loaded in report.sets)
     verdict = "ok" if report.ok else f"{len(report.errors)} error(s)"
+    if report.warnings:
+        verdict += f", {len(report.warnings)} warning(s)"
     topics, labs = len(report.topics), len(report.labs)
     print(
         f"{len(report.files)} file(s), {len(report.sets)} valid set(s), {topics} topic(s), "

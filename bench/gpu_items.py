@@ -260,7 +260,7 @@ def command_judge(args: argparse.Namespace) -> int:
             topic, proof = named[key]
             current = (topic.proof_code.get(proof.id), None)
             digest = evidence.content_hash(proof, current[0])
-            problems = rules.claim_problems(proof.outcome, runs, True)
+            problems = rules.judge_proof(proof.id, proof.outcome, runs).problems
         else:
             print(f"GONE {key}: no longer in the content, not recorded")
             continue

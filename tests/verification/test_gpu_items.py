@@ -69,12 +69,25 @@ items:
 """
 
 
+TOPIC = """id: gpu-fixture-topic
+title: t
+summary: s
+proofs:
+  - id: on-gpu-proof
+    code_file: snippet.py
+    launch: {nproc: 1, backend: gloo, gpus: 1, timeout_s: 30}
+    outcome: {ranks: {all: {stdout: "KEY\\n"}}}
+"""
+
+
 def write_content(root: Path, key: str) -> Path:
-    """A course with one set: a 1-GPU item keyed `key`, a CPU item and a 2-GPU item."""
+    """A course with one set (a 1-GPU item keyed `key`, a CPU item, a 2-GPU item) and a topic
+    whose named proof runs the same snippet on 1 GPU."""
     folder = root / "challenges" / "gpu-fixture"
     folder.mkdir(parents=True)
     (folder / "snippet.py").write_text(SNIPPET)
     (folder / "set.yaml").write_text(SET.replace("KEY", key))
+    (folder / "topic.yaml").write_text(TOPIC.replace("KEY", key))
     return root / "challenges"
 
 
@@ -93,7 +106,11 @@ def judge(observations: Path, challenges: Path, proofs: Path) -> int:
 def test_only_items_that_ask_for_gpus_are_picked(tmp_path: Path) -> None:
     challenges = write_content(tmp_path, "sum 1")
     keys = [run["key"] for run in gpu_items.gpu_runs(challenges)]
-    assert keys == ["gpu-fixture/on-gpu", "gpu-fixture/two-gpus"]
+    assert keys == [
+        "gpu-fixture/on-gpu",
+        "gpu-fixture/two-gpus",
+        "topic:gpu-fixture-topic:proof:on-gpu-proof",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -120,12 +137,15 @@ def test_a_true_key_is_recorded_as_passed_and_a_wrong_one_as_failed(
     assert judge(observations, challenges, proofs) == 0
     recorded = json.loads(proofs.read_text())
     assert recorded["proofs"]["gpu-fixture/on-gpu"]["verdict"] == "pass"
+    assert recorded["proofs"]["topic:gpu-fixture-topic:proof:on-gpu-proof"]["verdict"] == "pass"
     assert recorded["proofs"]["other/item"] == other
     assert recorded["torch"] == "2.13.0+cpu"
 
     wrong = write_content(tmp_path / "wrong", "sum 2")  # the same snippet, a wrong key
     assert judge(observations, wrong, proofs) == 1
-    assert json.loads(proofs.read_text())["proofs"]["gpu-fixture/on-gpu"]["verdict"] == "fail"
+    recorded = json.loads(proofs.read_text())["proofs"]
+    assert recorded["gpu-fixture/on-gpu"]["verdict"] == "fail"
+    assert recorded["topic:gpu-fixture-topic:proof:on-gpu-proof"]["verdict"] == "fail"
 
 
 @pytest.mark.executor

@@ -209,6 +209,7 @@ def command_run(args: argparse.Namespace) -> int:
             ]
         done[same] = {"observations": observations, "fixed": fixed}
         report["runs"][entry["key"]] = {**entry, "observations": observations, "fixed": fixed}
+        _save(args.out, report)  # after each item, so a run cut short keeps what it saw
         first = observations[0]["ranks"][0]
         print(
             f"RAN  {entry['key']}: {len(observations)} runs, "
@@ -216,10 +217,14 @@ def command_run(args: argparse.Namespace) -> int:
             f"rank 0 printed {first['stdout'][:120]!r}",
             flush=True,
         )
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / OBSERVATIONS).write_text(json.dumps(report, indent=1), encoding="utf-8")
+    _save(args.out, report)
     print(f"wrote {args.out / OBSERVATIONS}")
     return 0
+
+
+def _save(out: Path, report: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / OBSERVATIONS).write_text(json.dumps(report, indent=1), encoding="utf-8")
 
 
 def command_judge(args: argparse.Namespace) -> int:

@@ -124,7 +124,7 @@ def test_a_huge_dump_is_read_only_up_to_its_cap() -> None:
         b'  File "/tmp/snippet.py", line 2 in <module>\n'
         b'  File "/opt/ranklab/executor/rank.py", line 240 in _execute\n'
     )
-    flood = b"x" * (8 * 1024 * 1024)
+    flood = b"x" * (8 * 1024 * 1024) + b"\n"
     code = "import time\ntime.sleep(9)\n"
     assert stacks.stuck_at(real, code, "snippet.py", 0, 100).line == 2
     beyond = stacks.stuck_at(flood + real, code, "snippet.py", 0, 100)

@@ -379,13 +379,13 @@ class Cell:
 
         Sampled before the signal, so the dump's own work is not counted: a rank blocked in a
         collective uses (next to) none, a slow but working one does."""
-        before = {pid: stacks.cpu_ticks(pid) for pid in running}
+        before = {pid: stacks.cpu_ns(pid) for pid in running}
         time.sleep(stacks.SAMPLE_S)
         cpu: dict[str, int] = {}
         for pid, rank in running.items():
-            after, start = stacks.cpu_ticks(pid), before[pid]
+            after, start = stacks.cpu_ns(pid), before[pid]
             if after is not None and start is not None:
-                cpu[str(rank)] = stacks.ticks_to_ms(after - start)
+                cpu[str(rank)] = max(0, after - start) // 1_000_000
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, stacks.DUMP_SIGNAL)
         report = {"cpu": cpu, "sample_ms": int(stacks.SAMPLE_S * 1000)}

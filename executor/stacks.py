@@ -26,7 +26,7 @@ STACK_FD = 4  # after the record's fd 3
 # What the slot keeps of one rank's dump: faulthandler writes at most 100 frames per thread and
 # ~200 bytes a frame, so an honest dump of a few threads fits; the rest is drained and dropped.
 DUMP_LIMIT_BYTES = 64 * 1024
-SAMPLE_S = 0.1  # CPU time is sampled over this long, before the signal
+SAMPLE_S = 0.2  # CPU time is sampled over this long, before the signal
 DUMP_WAIT_S = 0.25  # how long the slot waits for the dumps after the sample
 DUMP_QUIET_S = 0.03  # a dump is taken as complete after this long without more bytes
 CALL_CHARS = 80
@@ -143,15 +143,23 @@ def _calls(code: str) -> list[tuple[int, int, str]]:
     return found
 
 
-def cpu_ticks(pid: int) -> int | None:
-    """The process's user + system CPU time so far, in clock ticks; None when it is gone."""
+def cpu_ns(pid: int) -> int | None:
+    """CPU time the process has used so far, in ns; None when it is gone.
+
+    Summed over its threads' schedstat (ns, where a blocked rank shows next to nothing), and
+    never less than utime + stime (clock ticks, but counting threads that have ended too).
+    """
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             fields = stat.read().rsplit(b")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+        ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
     except (OSError, IndexError, ValueError):
         return None
-
-
-def ticks_to_ms(ticks: int) -> int:
-    return ticks * 1000 // os.sysconf("SC_CLK_TCK")
+    threads = 0
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/schedstat", "rb") as schedstat:
+                threads += int(schedstat.read().split()[0])
+    except (OSError, IndexError, ValueError):
+        threads = 0  # no schedstat here (or a thread ended meanwhile): the ticks alone
+    return max(threads, ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK"))

@@ -23,6 +23,7 @@ from app.challenges.schema import (
     RankExpectation,
     RankOutcome,
 )
+from app.verification.hangs import where_stuck
 from executor.contract import RankResult, RankStatus, RunResult, RunStatus
 
 
@@ -42,6 +43,7 @@ class Observation:
     result: RunResult
     first_output_order: tuple[int, ...] = ()
     long_limit: bool = False  # the re-run with a much longer limit that tells a hang from slowness
+    hang_proof: str | None = None  # a time-out proven a hang by its ranks' stacks (hangs.py)
     fixed: bool = False  # a run of a debug item's fixed code
 
 
@@ -155,9 +157,10 @@ def run_mismatches(outcome: Outcome, result: RunResult, complete: bool = False) 
     if outcome.hangs and not hung:
         return [f"expected a hang, but the run ended with status {result.status.value}"]
     if not outcome.hangs and hung:
+        stuck = where_stuck(result)
         return [
-            f"the run hung (rank(s) {_blocked(result)} blocked at the time limit), "
-            "but the outcome does not say hangs: true"
+            f"the run hung (rank(s) {_blocked(result)} blocked at the time limit"
+            f"{'; ' + stuck if stuck else ''}), but the outcome does not say hangs: true"
         ]
     problems = []
     ranks = peers_by_rank(result.ranks)
@@ -323,15 +326,20 @@ def _hang_problems(runs: Sequence[Observation], notes: list[str]) -> list[str]:
     if not timed_out:
         return []
     long_runs = [o for o in runs if o.long_limit]
+    proofs = [o.hang_proof for o in timed_out if o.hang_proof]
+    if proofs and not long_runs:
+        notes.append(f"hang proven by the ranks' stacks: {proofs[0]}")
+        return []
     if not long_runs:
         return ["the run timed out, but no longer re-run proved that it hangs"]
     problems = []
     for long_run in long_runs:
         seconds = long_run.result.duration_ms / 1000
         if long_run.result.status is RunStatus.TIMEOUT:
+            stuck = where_stuck(long_run.result)
             notes.append(
                 f"hang confirmed: still blocked after {seconds:.0f} s; blocked rank(s) "
-                f"{_blocked(long_run.result)}"
+                f"{_blocked(long_run.result)}{' (' + stuck + ')' if stuck else ''}"
             )
         else:
             problems.append(

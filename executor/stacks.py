@@ -74,7 +74,9 @@ def stuck_at(
         frame_line = chosen[index].line
         line = frame_line if 1 <= frame_line <= count else None
         callee = _public_callee(chosen[:index])
-        written = _written_call(code, line) if line is not None else None
+        written = None
+        if line is not None:
+            written = _written_call(code, line, callee.name if callee is not None else None)
         if callee is not None:
             distributed = "/torch/distributed/" in callee.path
             label = "dist" if distributed else _module_label(callee.path)
@@ -116,17 +118,19 @@ def _public_callee(below: list[Frame]) -> Frame | None:
 
 def _module_label(path: str) -> str:
     name = os.path.basename(path)
-    return name[:-3] if name.endswith(".py") else name
+    return (name[:-3] if name.endswith(".py") else name).lstrip("_")  # torch/_tensor.py: tensor
 
 
-def _written_call(code: str, line: int) -> str | None:
-    """The innermost call on that line of the snippet, as written (`time.sleep`, `q.get`)."""
-    calls = _calls(code)
-    covering = [c for c in calls if c[0] <= line <= c[1]]
-    if not covering:
+def _written_call(code: str, line: int, name: str | None) -> str | None:
+    """The call on that line of the snippet as written (`time.sleep`, `q.get`): the one named
+    like the function the stack is in, else the innermost."""
+    covering = [c for c in _calls(code) if c[0] <= line <= c[1]]
+    named = [c for c in covering if c[2].rsplit(".", 1)[-1] == name]
+    candidates = named or covering
+    if not candidates:
         return None
-    narrowest = min(end - start for start, end, _ in covering)
-    return [text for start, end, text in covering if end - start == narrowest][-1]
+    narrowest = min(end - start for start, end, _ in candidates)
+    return [text for start, end, text in candidates if end - start == narrowest][-1]
 
 
 @functools.lru_cache(maxsize=8)

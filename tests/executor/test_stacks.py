@@ -140,3 +140,21 @@ def test_frames_naming_lines_the_snippet_does_not_have_give_no_line() -> None:
     )
     stuck = stacks.stuck_at(fake, "print(1)\n", "snippet.py", None, None)
     assert stuck.line is None and stuck.call is None
+
+
+def test_the_call_is_named_as_the_snippet_wrote_it() -> None:
+    code = "import torch\nmodel = None\nmodel(torch.ones(4, 2)).sum().backward()\n"
+    dump = (
+        b"Current thread 0x00007f0000000001 (most recent call first):\n"
+        b'  File "/venv/torch/autograd/graph.py", line 829 in _engine_run_backward\n'
+        b'  File "/venv/torch/autograd/__init__.py", line 347 in backward\n'
+        b'  File "/venv/torch/_tensor.py", line 626 in backward\n'
+        b'  File "/tmp/snippet.py", line 3 in <module>\n'
+        b'  File "/opt/ranklab/executor/rank.py", line 240 in _execute\n'
+    )
+    stuck = stacks.stuck_at(dump, code, "snippet.py", 0, 200)
+    assert (stuck.line, stuck.call, stuck.distributed) == (
+        3,
+        "model(torch.ones(4, 2)).sum().backward",
+        False,
+    )

@@ -2,10 +2,10 @@
 
 A run that timed out is a hang (not a slow rank) when every rank still running at the limit
 was waiting inside a torch.distributed call that needs a peer (a collective, a point-to-point
-transfer, a barrier, the rendezvous) and used next to no CPU over the executor's sample just
-before the kill: nobody is working, so nobody will ever arrive. Anything less (a rank asleep,
-computing, or in an unknown place; no stack at all) leaves the proof to the re-run at a much
-longer limit, as before.
+transfer, a barrier, the rendezvous; or a DDP backward, which all-reduces) and used next to no
+CPU over the executor's sample just before the kill: nobody is working, so nobody will ever
+arrive. Anything less (a rank asleep, computing, or in an unknown place; no stack at all) leaves
+the proof to the re-run at a much longer limit, as before.
 """
 
 from __future__ import annotations
@@ -30,12 +30,13 @@ IDLE_SHARE = 0.02
 
 def waiting_idle(stuck: StuckAt | None) -> bool:
     """Whether a rank was blocked in a distributed wait and used (next to) no CPU."""
-    if stuck is None or not stuck.distributed or stuck.call is None:
-        return False
-    if stuck.cpu_ms is None or not stuck.sample_ms:
+    if stuck is None or stuck.call is None or stuck.cpu_ms is None or not stuck.sample_ms:
         return False
     name = stuck.call.rsplit(".", 1)[-1]
-    return name in WAITING_CALLS and stuck.cpu_ms <= IDLE_SHARE * stuck.sample_ms
+    # DDP all-reduces the gradients from inside backward (in C++: no torch.distributed frame);
+    # a backward that uses no CPU at all is not computing but waiting for those all-reduces.
+    waiting = (stuck.distributed and name in WAITING_CALLS) or name == "backward"
+    return waiting and stuck.cpu_ms <= IDLE_SHARE * stuck.sample_ms
 
 
 def proven_hang(result: RunResult) -> str | None:

@@ -19,7 +19,8 @@ IDLE_IN_BARRIER = StuckAt(line=6, call="dist.barrier", distributed=True, cpu_ms=
 def timed_out(*stuck: StuckAt | None, finished: int = 0) -> RunResult:
     ranks = [RankResult(rank=i, status="ok", exit_code=0) for i in range(finished)]
     ranks += [
-        RankResult(rank=finished + i, status="timeout", stuck=where) for i, where in enumerate(stuck)
+        RankResult(rank=finished + i, status="timeout", stuck=where)
+        for i, where in enumerate(stuck)
     ]
     return RunResult(status="timeout", duration_ms=2100, ranks=ranks, environment=ENV)
 
@@ -28,6 +29,9 @@ def test_every_running_rank_idle_in_a_collective_proves_a_hang():
     proof = proven_hang(timed_out(IDLE_IN_ALL_REDUCE, IDLE_IN_BARRIER))
     assert proof is not None
     assert proof.endswith("rank 0: line 4, `dist.all_reduce`; rank 1: line 6, `dist.barrier`")
+    # DDP's backward all-reduces the gradients: idle there, it waits for them
+    idle_backward = StuckAt(line=9, call="loss.backward", cpu_ms=0, sample_ms=200)
+    assert proven_hang(timed_out(idle_backward, IDLE_IN_BARRIER)) is not None
     # a rank that ended before the limit does not stand in the way
     assert proven_hang(timed_out(IDLE_IN_BARRIER, finished=1)) is not None
 
@@ -40,6 +44,8 @@ def test_anything_less_leaves_the_proof_to_the_long_rerun():
     not_waiting = StuckAt(line=2, call="dist.get_rank", distributed=True, cpu_ms=0, sample_ms=200)
     for other in (working, asleep, unknown, unmeasured, not_waiting, None):
         assert proven_hang(timed_out(IDLE_IN_ALL_REDUCE, other)) is None, other
+    busy_backward = StuckAt(line=9, call="loss.backward", cpu_ms=150, sample_ms=200)
+    assert proven_hang(timed_out(IDLE_IN_ALL_REDUCE, busy_backward)) is None
     ended = timed_out(IDLE_IN_ALL_REDUCE).model_copy(update={"status": "error"})
     assert proven_hang(ended) is None
 

@@ -26,6 +26,7 @@ from app.challenges.schema import (
     RankExpectation,
     RankOutcome,
 )
+from app.verification.hangs import where_stuck
 from executor.contract import RankResult, RankStatus, RunResult, RunStatus
 
 
@@ -45,6 +46,7 @@ class Observation:
     result: RunResult
     first_output_order: tuple[int, ...] = ()
     long_limit: bool = False  # the re-run with a much longer limit that tells a hang from slowness
+    hang_proof: str | None = None  # a time-out proven a hang by its ranks' stacks (hangs.py)
     fixed: bool = False  # a run of a debug item's fixed code
 
 
@@ -83,6 +85,8 @@ def _describe(observed: RankResult) -> str:
         return f"raises {observed.exception.type}"
     if observed.status is RankStatus.KILLED and observed.exit_code is not None:
         return f"is killed (exit {observed.exit_code})"
+    if ended == "hangs" and observed.stuck is not None:
+        return f"is blocked at the time limit (stuck at {observed.stuck.describe()})"
     return {"hangs": "is blocked at the time limit", "killed": "is killed"}.get(ended, ended)
 
 
@@ -163,9 +167,10 @@ def run_mismatches(outcome: Outcome, result: RunResult) -> list[str]:
     if outcome.hangs is True and not hung:
         problems.append(f"expected a hang, but the run ended with status {result.status.value}")
     if outcome.hangs is False and hung:
+        stuck = where_stuck(result)
         problems.append(
-            f"the run hung (rank(s) {_blocked(result)} blocked at the time limit), "
-            "but the claim is that it ends (hangs: false)"
+            f"the run hung (rank(s) {_blocked(result)} blocked at the time limit"
+            f"{'; ' + stuck if stuck else ''}), but the claim is that it ends (hangs: false)"
         )
     ranks = peers_by_rank(result.ranks)
     for key in outcome.ranks:
@@ -364,15 +369,20 @@ def _hang_problems(runs: Sequence[Observation], notes: list[str]) -> list[str]:
     if not timed_out:
         return []
     long_runs = [o for o in runs if o.long_limit]
+    proofs = [o.hang_proof for o in timed_out if o.hang_proof]
+    if proofs and not long_runs:
+        notes.append(f"hang proven by the ranks' stacks: {proofs[0]}")
+        return []
     if not long_runs:
         return ["the run timed out, but no longer re-run proved that it hangs"]
     problems = []
     for long_run in long_runs:
         seconds = long_run.result.duration_ms / 1000
         if long_run.result.status is RunStatus.TIMEOUT:
+            stuck = where_stuck(long_run.result)
             notes.append(
                 f"hang confirmed: still blocked after {seconds:.0f} s; blocked rank(s) "
-                f"{_blocked(long_run.result)}"
+                f"{_blocked(long_run.result)}{' (' + stuck + ')' if stuck else ''}"
             )
         else:
             problems.append(

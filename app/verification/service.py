@@ -10,6 +10,7 @@ from app.challenges.loader import LoadedSet
 from app.challenges.schema import EXECUTABLE_KINDS, InlineProof, ItemBase
 from app.executor_client import ExecutorClient, ExecutorUnavailable
 from app.runs.service import gpus_needed, run_request
+from app.verification.hangs import proven_hang
 from app.verification.rules import ItemReport, Observation, Verdict, judge, judge_proof
 from executor.contract import OutputEvent, RankResult, RankStatus, RunResult, RunStatus
 
@@ -137,7 +138,12 @@ def _observe_runs(
             observations.append(observe(client, code, item))
             if observations[-1].result.status is RunStatus.TIMEOUT:
                 break  # a time-out takes the whole limit: prove it once, with a longer one
-        if any(o.result.status is RunStatus.TIMEOUT for o in observations):
+        proof = proven_hang(observations[-1].result) if observations else None
+        if proof is not None:
+            # Every rank waits for a peer and none works: a deadlock, proven from its stacks
+            # in the run itself, without the re-run at a much longer limit.
+            observations[-1] = dataclasses.replace(observations[-1], hang_proof=proof)
+        elif any(o.result.status is RunStatus.TIMEOUT for o in observations):
             longer = long_limit(item.launch.timeout_s, max_timeout_s)
             rerun = observe(client, code, item, timeout_s=longer)
             observations.append(dataclasses.replace(rerun, long_limit=True))
@@ -164,6 +170,8 @@ def describe_rank(rank: RankResult) -> str:
         parts.append(f"exit {rank.exit_code}")
     if rank.exception is not None:
         parts.append(f"{rank.exception.type}: {rank.exception.message.splitlines()[0][:200]}")
+    if rank.stuck is not None:
+        parts.append(f"stuck at {rank.stuck.describe()}")
     if rank.stdout:
         parts.append(f"stdout {rank.stdout!r}")
     return ", ".join(parts)

@@ -362,6 +362,7 @@ def item_rows(
         list(known),
         options,
         {item_id: counts for (row_set, item_id), counts in answers.items() if row_set == set_id},
+        {item.id: item.difficulty.value for item in items},
     )
     rows = []
     for stats in statistics:

@@ -78,6 +78,7 @@ class TopicView:
     path: str | None  # its topic.yaml, if it has one
     labs: tuple[LoadedLab, ...] = ()
     loaded_sets: tuple[LoadedSet, ...] = ()  # its sets as loaded, with their snippets
+    loaded_topic: LoadedTopic | None = None  # its topic.yaml as loaded (proofs, claims)
 
 
 def _slug(text: str) -> str:
@@ -147,6 +148,7 @@ def _view(
         path=loaded.path if loaded else None,
         labs=tuple(labs),
         loaded_sets=tuple(sets),
+        loaded_topic=loaded,
     )
 
 

@@ -350,12 +350,20 @@ def _proof_code(path: Path, proof: InlineProof) -> tuple[str | None, str | None]
     return _read_beside(path, proof.code_file, "code_file")
 
 
+def _topics_by_name(topics: list[LoadedTopic]) -> dict[str, LoadedTopic]:
+    """Topics by id and by title whatever its case, as a set's `topic:` names them."""
+    by_name = {t.topic.id: t for t in topics}
+    by_name.update({t.topic.title.casefold(): t for t in topics})
+    return by_name
+
+
 def _set_proof_ref_errors(report: LoadReport, broken_topic: bool) -> list[LoadError]:
     """A set item's `proof: ID` names a proof of the set's topic (by the topic's id or title)."""
-    topics = {key: t for t in report.topics for key in (t.topic.id, t.topic.title)}
+    topics = _topics_by_name(report.topics)
     errors: list[LoadError] = []
     for loaded in report.sets:
-        topic = topics.get(loaded.challenge_set.topic)
+        name = loaded.challenge_set.topic
+        topic = topics.get(name) or topics.get(name.casefold())
         if topic is None and broken_topic:
             continue  # a broken topic file has errors of its own: the references wait for it
         known = [proof.id for proof in topic.topic.proofs] if topic else []
@@ -369,7 +377,7 @@ def _set_proof_ref_errors(report: LoadReport, broken_topic: bool) -> list[LoadEr
 
 def _duplicate_facts(report: LoadReport) -> list[LoadError]:
     """Warn where one `fact:` is asked in two topics: a duplicate to merge."""
-    topic_of = {key: t.topic.id for t in report.topics for key in (t.topic.id, t.topic.title)}
+    topics = _topics_by_name(report.topics)
     places: dict[str, list[_FactPlace]] = {}
     for loaded_topic in report.topics:
         topic = loaded_topic.topic
@@ -379,7 +387,9 @@ def _duplicate_facts(report: LoadReport) -> list[LoadError]:
                 place = _FactPlace(topic.id, loaded_topic.path, line, column, entry.id)
                 places.setdefault(entry.fact, []).append(place)
     for loaded in report.sets:
-        set_topic = topic_of.get(loaded.challenge_set.topic, loaded.challenge_set.topic)
+        name = loaded.challenge_set.topic
+        named = topics.get(name) or topics.get(name.casefold())
+        set_topic = named.topic.id if named else name
         for item in loaded.challenge_set.items:
             if item.fact is not None:
                 line, column = loaded.fact_at.get(item.id, (1, 1))

@@ -292,13 +292,7 @@ def judge(item: ItemBase, observations: Sequence[Observation]) -> ItemReport:
             for option in item.options
             if option.id not in item.answer_ids and not is_checkable(option.outcome)
         )
-    usable: list[Observation] = []
-    for index, observation in enumerate(observations, start=1):
-        result = observation.result
-        if result.status in (RunStatus.REJECTED, RunStatus.INTERNAL_ERROR):
-            report.problems.append(f"run {index}: executor {result.status.value}: {result.message}")
-        else:
-            usable.append(observation)
+    usable = _usable(observations, report)
     runs = [o for o in usable if not o.fixed]
     report.problems.extend(_hang_problems(runs, report.notes))
     for label, outcome in keyed:
@@ -315,6 +309,34 @@ def judge(item: ItemBase, observations: Sequence[Observation]) -> ItemReport:
     if report.problems:
         report.verdict = Verdict.FAIL
     return report
+
+
+def judge_proof(proof_id: str, outcome: Outcome, observations: Sequence[Observation]) -> ItemReport:
+    """Prove (or refute) a card's or cheat sheet's proof as a key is proven: its outcome must
+    hold in every run. A proof claims exactly what it states (a rank it names, `all`, a hang),
+    so it need not describe every rank."""
+    report = ItemReport(proof_id, Verdict.PASS, observations=list(observations))
+    runs = _usable(observations, report)
+    report.problems.extend(_hang_problems(runs, report.notes))
+    report.problems.extend(f"proof: {problem}" for problem in claim_problems(outcome, runs))
+    if not runs:
+        report.problems.append("proof: no run was observed")
+    _note_order_and_randomness([("proof", outcome)], runs, report.notes)
+    if report.problems:
+        report.verdict = Verdict.FAIL
+    return report
+
+
+def _usable(observations: Sequence[Observation], report: ItemReport) -> list[Observation]:
+    """The runs the executor did run; a refused or broken run is a problem of the report."""
+    usable: list[Observation] = []
+    for index, observation in enumerate(observations, start=1):
+        result = observation.result
+        if result.status in (RunStatus.REJECTED, RunStatus.INTERNAL_ERROR):
+            report.problems.append(f"run {index}: executor {result.status.value}: {result.message}")
+        else:
+            usable.append(observation)
+    return usable
 
 
 def _hang_problems(runs: Sequence[Observation], notes: list[str]) -> list[str]:

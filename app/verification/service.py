@@ -7,10 +7,10 @@ from typing import Any
 
 from app import metrics
 from app.challenges.loader import LoadedSet
-from app.challenges.schema import EXECUTABLE_KINDS, ItemBase
+from app.challenges.schema import EXECUTABLE_KINDS, InlineProof, ItemBase
 from app.executor_client import ExecutorClient, ExecutorUnavailable
 from app.runs.service import gpus_needed, run_request
-from app.verification.rules import ItemReport, Observation, Verdict, judge
+from app.verification.rules import ItemReport, Observation, Verdict, judge, judge_proof
 from executor.contract import OutputEvent, RankResult, RankStatus, RunResult, RunStatus
 
 # A time-out is re-run with a much longer limit before it counts as a hang: a slow rank that
@@ -74,7 +74,63 @@ def verify_item(
             Verdict.NEEDS_GPUS,
             notes=[f"needs {needed} GPU(s); this executor has {cuda_devices}"],
         )
-    code = loaded.code[item.id]
+    try:
+        observations = _observe_runs(
+            client, loaded.code[item.id], loaded.fixed_code.get(item.id), item, repeats,
+            max_timeout_s,
+        )  # fmt: skip
+    except _Unavailable as error:
+        return ItemReport(
+            item.id, Verdict.FAIL, problems=[str(error.cause)], observations=error.observations
+        )
+    return judge(item, observations)
+
+
+def verify_proof(
+    client: ExecutorClient,
+    proof_id: str,
+    proof: InlineProof,
+    code: str,
+    repeats: int,
+    cuda_devices: int,
+    max_timeout_s: float = DEFAULT_MAX_TIMEOUT_S,
+) -> ItemReport:
+    """Verify a proof as a key is verified: the same runs, hang proof and randomness probe."""
+    needed = gpus_needed(proof)
+    if needed > cuda_devices:
+        return ItemReport(
+            proof_id,
+            Verdict.NEEDS_GPUS,
+            notes=[f"needs {needed} GPU(s); this executor has {cuda_devices}"],
+        )
+    try:
+        observations = _observe_runs(client, code, None, proof, repeats, max_timeout_s)
+    except _Unavailable as error:
+        return ItemReport(
+            proof_id, Verdict.FAIL, problems=[str(error.cause)], observations=error.observations
+        )
+    return judge_proof(proof_id, proof.outcome, observations)
+
+
+class _Unavailable(Exception):
+    """The executor went away mid-way: the cause and what was observed before."""
+
+    def __init__(self, cause: ExecutorUnavailable, observations: list[Observation]) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.observations = observations
+
+
+def _observe_runs(
+    client: ExecutorClient,
+    code: str,
+    fixed: str | None,
+    item: Any,
+    repeats: int,
+    max_timeout_s: float,
+) -> list[Observation]:
+    """Run an item's (or a proof's) snippet `repeats` times, prove any hang with a longer
+    limit, probe randomness with more runs, then run the fixed code (if any)."""
     observations: list[Observation] = []
     try:
         for _ in range(repeats):
@@ -90,7 +146,6 @@ def verify_item(
                 if _output_varied(observations):
                     break
                 observations.append(observe(client, code, item))
-        fixed = loaded.fixed_code.get(item.id)
         if fixed is not None:
             for _ in range(repeats):
                 run = observe(client, fixed, item)
@@ -98,8 +153,8 @@ def verify_item(
                 if run.result.status is not RunStatus.OK:
                     break
     except ExecutorUnavailable as error:
-        return ItemReport(item.id, Verdict.FAIL, problems=[str(error)], observations=observations)
-    return judge(item, observations)
+        raise _Unavailable(error, observations) from error
+    return observations
 
 
 def describe_rank(rank: RankResult) -> str:

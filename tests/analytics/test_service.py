@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
+from app.analytics import rules
 from app.analytics import service as analytics
 from app.challenges.catalog import Catalog
 from app.db import make_engine
@@ -137,3 +138,14 @@ def test_an_unknown_set_or_user_is_not_found(session, catalog):
         analytics.set_title(session, catalog, "no-such-set")
     with pytest.raises(NotFound):
         analytics.user_or_404(session, 999)
+
+
+def test_an_item_whose_facility_contradicts_its_label_is_flagged_from_20_answers(session, catalog):
+    # q1 is labelled beginner: 5 of 20 right (25 %) contradicts it; 5 of 19 is too few to say.
+    def flag(attempts: int) -> str | None:
+        totals = {("test-analysis", "q1"): rules.ItemTotals("q1", attempts, 5, 0, 0, 0)}
+        rows = analytics.item_rows(session, catalog, "test-analysis", totals, {})
+        return rows[0].statistics.label_mismatch
+
+    assert flag(20) == "labelled beginner, but only 25 % answer it right (under 30 %)"
+    assert flag(19) is None

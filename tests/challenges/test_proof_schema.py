@@ -15,10 +15,9 @@ from app.challenges.catalog import Catalog
 from app.challenges.loader import load_path
 from app.challenges.schema import InlineProof
 from app.verification import evidence
-from tests.conftest import FIXTURES
-from tests.support.content import edit, line_of
+from tests.support.content import PROVEN_CONTENT, edit, line_of
 
-PROOFS = FIXTURES / "proofs"
+PROOFS = PROVEN_CONTENT
 
 
 @pytest.fixture

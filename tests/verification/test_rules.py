@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.challenges.schema import DebugItem, PredictOutputItem
-from app.verification.rules import Observation, Verdict, judge, normalise
+from app.challenges.schema import DebugItem, Outcome, PredictOutputItem
+from app.verification.rules import Observation, Verdict, judge, judge_proof, normalise
 from executor.contract import Environment, ExceptionInfo, RankResult, RunResult
 from tests.support.items import debug_item, predict_item
 
@@ -174,3 +174,18 @@ def test_rank_order_is_only_claimed_by_an_outcome_that_quotes_output():
     blocked = run("a\n", "b\n", status="timeout")
     runs = [Observation(blocked, (0, 1)), Observation(blocked, (1, 0), long_limit=True)]
     assert judge(item, runs).verdict is Verdict.PASS
+
+
+def test_a_proof_holds_when_what_it_states_holds_in_every_run_even_about_one_rank():
+    about_rank_one = Outcome.model_validate(rank_outcome(r1="sum 3\n"))
+    runs = [Observation(run("partial 1\n", "sum 3\n"), (0, 1))] * 3
+    report = judge_proof("proof rank-one", about_rank_one, runs)
+    assert report.verdict is Verdict.PASS and report.problems == []
+
+
+def test_a_proof_that_one_run_contradicts_fails_naming_the_run():
+    claim = Outcome.model_validate(rank_outcome(rall="3\n"))
+    runs = [Observation(run("3\n", "3\n"), (0, 1)), Observation(run("3\n", "4\n"), (0, 1))]
+    report = judge_proof("proof sum", claim, runs)
+    assert report.verdict is Verdict.FAIL
+    assert report.problems[0] == "proof: run 2: rank 1 printed '4\\n', expected '3\\n'"

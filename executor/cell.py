@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from executor import rank as rank_module
-from executor import records, sandbox, siblings
+from executor import records, sandbox, siblings, stacks
 from executor.contract import RankStatus, RunStatus
 from executor.gpus import Gpu, rank_environment
 from executor.limits import RunBudget, rank_status, run_budget, run_status, shm_bytes
@@ -44,6 +44,8 @@ STOP_GRACE_S = 30.0
 # What the slot worker sends the run's init to have it stop the ranks (init is pid 1 of the
 # run's pid namespace: only a signal it handles reaches it from outside).
 STOP_SIGNAL = signal.SIGUSR1
+# ... and to have it sample the ranks' CPU time and signal them to dump their stacks (stacks.py).
+DUMP_REQUEST_SIGNAL = signal.SIGUSR2
 # Each sandboxed run has its own network namespace, so any port is free; like torchrun, which
 # binds port 0, a run gets a different one from the ephemeral range each time.
 EPHEMERAL_PORTS = (32768, 60999)
@@ -68,13 +70,14 @@ class RankIO:
     decoders: dict[str, Any] = field(default_factory=dict)
     record: bytes = b""
     record_overflowed: bool = False
+    stack: bytes = b""  # its stack dump, kept only once asked for (see Cell._capture_stacks)
     bytes_seen: int = 0
     truncated: bool = False
 
     @classmethod
     def open(cls, rank: int) -> RankIO:
         """Create the rank's stdout, stderr and result pipes."""
-        return cls(rank, {name: os.pipe() for name in ("stdout", "stderr", "result")})
+        return cls(rank, {name: os.pipe() for name in siblings.STREAMS})
 
 
 class Cell:
@@ -121,8 +124,13 @@ class Cell:
         # _fork_agent_store), before the request.
         self.port = random.randint(*EPHEMERAL_PORTS) if plan is not None else free_port()
         self.stop_requested = self.stop_sent = False  # init: stop the ranks (a peer failed)
+        self.dump_requested = False  # init: sample and dump the ranks (the deadline came)
+        self.capturing = False  # slot: stack dumps are wanted now
+        self.cpu_ms: dict[int, int] = {}  # slot: CPU time per rank over the sample, from init
+        self.sample_ms: int | None = None
         self.oom_before = 0
         self.budget = run_budget(1, 1.0, ctx.limits)
+        self.code = ""
 
     @classmethod
     def start(
@@ -177,6 +185,7 @@ class Cell:
     ) -> dict[str, Any]:
         """Hand the request to init, pump output until the ranks end or a limit hits, judge."""
         self.budget = budget
+        self.code = str(request["code"])
         nproc = int(request["nproc"])
         launcher = request.get("launcher", "torchrun")
         processes = 1 if launcher == "python" else nproc
@@ -252,6 +261,7 @@ class Cell:
         # Before the request: a stop that comes early must not be lost (init is pid 1 of its
         # namespace, which ignores a signal it has no handler for).
         signal.signal(STOP_SIGNAL, self._on_stop)
+        signal.signal(DUMP_REQUEST_SIGNAL, self._on_dump_request)
         store_channel = self._fork_agent_store()
         with os.fdopen(self.request_r, "rb") as source:
             payload = source.read()
@@ -278,6 +288,7 @@ class Cell:
             if pid == 0:
                 os.close(self.hello_r)
                 signal.signal(STOP_SIGNAL, signal.SIG_DFL)  # init's, not the snippet's
+                signal.signal(DUMP_REQUEST_SIGNAL, signal.SIG_DFL)
                 if self.plan is not None:
                     # A session of its own, as torchrun starts each worker: kill(0, ...) in a
                     # rank reaches its own process tree only, and the SIGTERM stop reaches the
@@ -298,6 +309,7 @@ class Cell:
                         stdout_fd=io.fds["stdout"][1],
                         stderr_fd=io.fds["stderr"][1],
                         result_fd=io.fds["result"][1],
+                        stack_fd=io.fds["stack"][1],
                         budget=budget,
                         plan=self.plan,
                         exception_chars=self.ctx.limits.exception_message_chars,
@@ -326,10 +338,14 @@ class Cell:
         signal.set_wakeup_fd(wake_w)
         buffer = b""
         watching = [self.hello_r, wake_r]
+        remote: dict[int, int] = {}  # siblings' ranks still running: pid in the cell -> rank
         while expected:
             if self.stop_requested and not self.stop_sent:
                 self.stop_sent = True
                 self._terminate_ranks(set(pids))
+            if self.dump_requested:
+                self.dump_requested = False
+                self._dump_ranks({**pids, **remote})
             while True:
                 try:
                     pid, wait_status = os.waitpid(-1, os.WNOHANG)  # orphans are reaped too
@@ -349,18 +365,42 @@ class Cell:
                 *lines, buffer = (buffer + data).split(b"\n")
                 for line in lines:
                     ended = json.loads(line)
+                    if "pid" in ended:  # a sibling's rank has started (see siblings.py)
+                        remote[int(ended["pid"])] = int(ended["rank"])
+                        continue
                     if "setup_error" in ended:
                         # A sibling's staged rank could not start (a failed fork under load):
                         # the run is refused, as when it fails before the request; pid 1's
                         # exit ends the namespace and every rank in it.
                         os.write(self.status_w, (json.dumps(ended) + "\n").encode())
                         os._exit(70)
+                    remote = {p: r for p, r in remote.items() if r != int(ended["rank"])}
                     expected.discard(self._report(int(ended["rank"]), int(ended["wait"])))
             with contextlib.suppress(BlockingIOError):
                 os.read(wake_r, READ_CHUNK)
 
     def _on_stop(self, signum: int, frame: object) -> None:
         self.stop_requested = True  # acted on by _reap_ranks (select wakes up on the signal)
+
+    def _on_dump_request(self, signum: int, frame: object) -> None:
+        self.dump_requested = True  # acted on by _reap_ranks, as a stop is
+
+    def _dump_ranks(self, running: dict[int, int]) -> None:
+        """Sample each running rank's CPU time, then signal it to dump its stack; report the CPU.
+
+        Sampled before the signal, so the dump's own work is not counted: a rank blocked in a
+        collective uses (next to) none, a slow but working one does."""
+        before = {pid: stacks.cpu_ns(pid) for pid in running}
+        time.sleep(stacks.SAMPLE_S)
+        cpu: dict[str, int] = {}
+        for pid, rank in running.items():
+            after, start = stacks.cpu_ns(pid), before[pid]
+            if after is not None and start is not None:
+                cpu[str(rank)] = max(0, after - start) // 1_000_000
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, stacks.DUMP_SIGNAL)
+        report = {"cpu": cpu, "sample_ms": int(stacks.SAMPLE_S * 1000)}
+        os.write(self.status_w, (json.dumps(report) + "\n").encode())
 
     def _terminate_ranks(self, local: set[int]) -> None:
         """Send SIGTERM to every rank still running, to its process group, as torchrun does."""
@@ -541,6 +581,8 @@ class Cell:
                 if now >= deadline:
                     # A run that already failed is not a hang: its stop was cut short.
                     self.timed_out = stop_at is None
+                    if self.timed_out:
+                        self._capture_stacks()
                     return
                 if grace_deadline is not None and now >= grace_deadline:
                     return
@@ -575,6 +617,43 @@ class Cell:
         finally:
             os.close(init_fd)
 
+    def _capture_stacks(self) -> None:
+        """At a time-out, before the kill: have init sample and signal the ranks, read the dumps.
+
+        Bounded (stacks.SAMPLE_S + DUMP_WAIT_S at most), and it changes nothing about how the
+        run is judged: ranks that end meanwhile were still running at the deadline."""
+        wait_codes = dict(self.wait_codes)
+        self.capturing = True
+        started = time.monotonic()
+        cutoff = started + stacks.SAMPLE_S + stacks.DUMP_WAIT_S
+        poller = select.poll()
+        sources = {fd: s for fd, s in self._sources().items() if s is None or s[1] == "stack"}
+        for fd in sources:
+            poller.register(fd, select.POLLIN)
+        last_data = started
+        try:
+            os.kill(self.init_pid, DUMP_REQUEST_SIGNAL)
+            while (now := time.monotonic()) < cutoff:
+                signalled = self.sample_ms is not None  # init has sampled and signalled them
+                dumped = all(io.stack for io in self.ranks if io.rank not in wait_codes)
+                if signalled and dumped and now - last_data >= stacks.DUMP_QUIET_S:
+                    break  # every rank has answered, and the dumps have stopped coming
+                for fd, _ in poller.poll(max(1, int(stacks.DUMP_QUIET_S * 1000))):
+                    data = os.read(fd, READ_CHUNK)
+                    if not data:
+                        poller.unregister(fd)
+                        continue
+                    source = sources[fd]
+                    if source is None:
+                        self.status_buffer = self._status_lines(self.status_buffer + data)
+                    else:
+                        self._take(source[0], source[1], data, lambda event: None)
+                        last_data = time.monotonic()
+        except (ProcessLookupError, ValueError):
+            pass  # init has ended (or sent a line that is not its own): no stacks
+        finally:
+            self.wait_codes = wait_codes
+
     def _stop_ranks(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.init_pid, STOP_SIGNAL)
@@ -600,11 +679,20 @@ class Cell:
                 self.started = True
             elif "isolated" in message:
                 self.isolated = True
+            elif "cpu" in message:
+                self.cpu_ms = {int(rank): int(ms) for rank, ms in message["cpu"].items()}
+                self.sample_ms = int(message["sample_ms"])
             else:
                 self.wait_codes[message["rank"]] = message["wait"]
         return rest
 
     def _take(self, io: RankIO, stream: str, data: bytes, send: Send) -> None:
+        if stream == "stack":
+            # Drained always (a blocked writer would hang until the deadline), kept only from
+            # the request on and capped: what the snippet wrote there before is dropped.
+            if self.capturing:
+                io.stack = (io.stack + data)[: stacks.DUMP_LIMIT_BYTES]
+            return
         if stream == "result":
             # Kept apart from the output and capped: the snippet can write here too. Past the
             # cap the pipe is still drained (a blocked writer would hang until the deadline).
@@ -702,6 +790,7 @@ class Cell:
                     "truncated": io.truncated,
                     "exception": record.exception if record else None,
                     "unseeded_random": bool(record and record.unseeded_random),
+                    "stuck": self._stuck(io) if status is RankStatus.TIMEOUT else None,
                 }
             )
         run = run_status(
@@ -714,6 +803,11 @@ class Cell:
         if problems:
             outcome["message"] = "; ".join(problems)
         return outcome
+
+    def _stuck(self, io: RankIO) -> dict[str, Any]:
+        stuck = stacks.stuck_at(io.stack, self.code, rank_module.SNIPPET_NAME,
+                                self.cpu_ms.get(io.rank), self.sample_ms)  # fmt: skip
+        return stuck.model_dump()
 
 
 def budget_ranks(nproc: int, launcher: str) -> int:

@@ -112,6 +112,33 @@ class ExceptionInfo(BaseModel):
         return name in (self.type, qualified) or name in self.bases
 
 
+class StuckAt(BaseModel):
+    """Where a rank still running at the time limit was, from its stack dumped just before the
+    kill. Detail for people (and for telling a deadlock from slowness), never a status: the dump
+    comes from a process running the snippet, so any field may be missing (None)."""
+
+    line: int | None = Field(
+        default=None, description="The snippet's line (1 = its first) the rank was executing."
+    )
+    call: str | None = Field(
+        default=None, description="The call it was waiting in, e.g. dist.all_reduce, time.sleep."
+    )
+    distributed: bool = Field(
+        default=False, description="That call is a torch.distributed function (its stack says so)."
+    )
+    cpu_ms: int | None = Field(
+        default=None, description="CPU time the rank used over the sample window before the kill."
+    )
+    sample_ms: int | None = Field(default=None, description="Length of that sample window.")
+
+    def describe(self) -> str:
+        """ "line 12, `dist.all_reduce`", for people; "unknown place" when the dump said nothing."""
+        parts = [f"line {self.line}"] if self.line is not None else []
+        if self.call:
+            parts.append(f"`{self.call}`")
+        return ", ".join(parts) or "unknown place"
+
+
 class RankResult(BaseModel):
     """What one rank did."""
 
@@ -129,6 +156,9 @@ class RankResult(BaseModel):
         default=False,
         description="The rank drew from a random generator it never seeded: its output may "
         "vary between runs even when a few runs happened to agree.",
+    )
+    stuck: StuckAt | None = Field(
+        default=None, description="Where the rank was when the time limit killed it (timeouts)."
     )
 
 

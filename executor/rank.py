@@ -8,6 +8,7 @@ from __future__ import annotations
 import atexit
 import builtins
 import contextlib
+import faulthandler
 import io
 import json
 import os
@@ -19,7 +20,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from executor import sandbox
+from executor import sandbox, stacks
 from executor.limits import RunBudget
 
 SNIPPET_NAME = "snippet.py"
@@ -51,6 +52,7 @@ class RankLaunch:
     stdout_fd: int
     stderr_fd: int
     result_fd: int
+    stack_fd: int
     budget: RunBudget
     plan: sandbox.SandboxPlan | None
     exception_chars: int
@@ -121,6 +123,10 @@ def run_rank(launch: RankLaunch) -> NoReturn:
     except BaseException as error:  # refuse to run rather than run unconfined
         os.write(2, f"ranklab: rank setup failed: {error!r}\n".encode())
         os._exit(70)
+    # Where the rank is, on request at the deadline (stacks.py): written from the signal
+    # handler in C, so a rank blocked inside a collective still answers.
+    with contextlib.suppress(Exception):
+        faulthandler.register(stacks.DUMP_SIGNAL, file=stacks.STACK_FD, all_threads=True)
     if launch.delay_s > 0:
         # Drawn by verify, not here: the snippet's generators stay as a fresh process has them.
         time.sleep(launch.delay_s)
@@ -220,9 +226,10 @@ def _redirect(launch: RankLaunch) -> None:
     os.dup2(launch.stdout_fd, 1)
     os.dup2(launch.stderr_fd, 2)
     os.dup2(launch.result_fd, RESULT_FD)
+    os.dup2(launch.stack_fd, stacks.STACK_FD)
     # Close every other inherited descriptor: the zygote's listening socket and the
     # slot worker's connection to the service must be out of the snippet's reach.
-    os.closerange(RESULT_FD + 1, 1 << 16)
+    os.closerange(stacks.STACK_FD + 1, 1 << 16)
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
     unbuffered = launch.launcher == "torchrun"
     sys.stdout = _text_stream(1, "strict", unbuffered, delayed=launch.delay_s > 0)

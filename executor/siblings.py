@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from executor.supervisor import ZygoteContext
 
 NAMESPACES = ("net", "ipc", "uts", "pid", "mnt")  # mnt last: after it, paths are the cell's
-STREAMS = ("stdout", "stderr", "result")
+STREAMS = ("stdout", "stderr", "result", "stack")
 REQUEST_TIMEOUT_S = 5.0
 HEADER = struct.Struct("!I")
 
@@ -191,7 +191,7 @@ def _worker(
 
 def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
     connection.settimeout(REQUEST_TIMEOUT_S)
-    header, fds, _, _ = socket.recv_fds(connection, HEADER.size, len(NAMESPACES) + 5)
+    header, fds, _, _ = socket.recv_fds(connection, HEADER.size, len(NAMESPACES) + 6)
     (length,) = HEADER.unpack(header)
     payload = b""
     while len(payload) < length:
@@ -232,7 +232,7 @@ def _enter_and_fork_rank(
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the worker's SIG_IGN would reap the rank
         namespaces = dict(zip(NAMESPACES, fds, strict=False))
-        stdout, stderr, result, hello, *staged = fds[len(NAMESPACES) :]
+        stdout, stderr, result, stack, hello, *staged = fds[len(NAMESPACES) :]
         for name, fd in namespaces.items():
             # pid applies to children only: the rank forked next is inside the cell.
             _setns(fd, name)
@@ -249,6 +249,12 @@ def _enter_and_fork_rank(
         if rank_pid == 0:
             if errors_w >= 0:
                 os.close(errors_w)
+            # Init knows its own ranks' pids, not this one's (its pid inside the cell): told
+            # before any snippet code runs, so the snippet cannot change it. Init samples the
+            # rank's CPU time by it at a time-out (stacks.py).
+            started = {"rank": order["rank"], "pid": os.getpid()}
+            with contextlib.suppress(OSError):
+                os.write(hello, (json.dumps(started) + "\n").encode())
             os.close(hello)
             # Its parent is outside the run (getppid() says 0), so kill(0, ...) would reach the
             # sibling's process group: a session of its own keeps that to the rank itself.
@@ -274,13 +280,14 @@ def _enter_and_fork_rank(
                     stdout_fd=stdout,
                     stderr_fd=stderr,
                     result_fd=result,
+                    stack_fd=stack,
                     budget=budget,
                     plan=plan,
                     exception_chars=context.limits.exception_message_chars,
                     delay_s=rank_module.delay_of(order, order["rank"]),
                 )
             )
-        for fd in (errors_w, stdout, stderr, result):
+        for fd in (errors_w, stdout, stderr, result, stack):
             if fd >= 0:
                 os.close(fd)
     except BaseException as error:

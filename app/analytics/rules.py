@@ -44,6 +44,7 @@ class ItemTotals:
     seconds: float = 0.0  # their seconds to answer, a time-out counting as its limit
     timeouts: int = 0
     hints: int = 0
+    first_try: int = 0  # right at the first try
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,10 @@ class ItemStatistics:
     timeouts: int
     hints: int
     option_counts: dict[str, int] = field(default_factory=dict)
+    # The percentage right at the first try: with options shuffled, the share a retry cannot
+    # lift (a guess that the key was "the other one" shows in facility, not here).
+    first_try_facility: float | None = None
+    label_mismatch: str | None = None  # the facility contradicts the difficulty label
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,36 @@ def pearson_from_sums(
     return covariance / math.sqrt(spread_x * spread_y)
 
 
+# A difficulty label is checked against the facility once this many finished attempts answered
+# the item: below that, one class's luck decides (with 20, one answer moves the facility 5 points).
+MIN_ANSWERS_FOR_LABEL = 20
+# The facility (percent right) each label allows. Classical item analysis calls an item easy
+# above 80 % and hard below 30 %; a label is contradicted when the item sits at the wrong end:
+# an expert item most learners get right, an advanced one almost all do, a beginner item that
+# fewer get right than guessing among 2-4 options would (25-50 %), an intermediate one at
+# either extreme. Between those ends, a facility says little about which label fits.
+FACILITY_BANDS: dict[str, tuple[float, float]] = {
+    "beginner": (30.0, 100.0),
+    "intermediate": (20.0, 95.0),
+    "advanced": (0.0, 90.0),
+    "expert": (0.0, 80.0),
+}
+
+
+def label_mismatch(difficulty: str | None, facility: float | None, answers: int) -> str | None:
+    """Why an item's facility contradicts its difficulty label, or None (also when fewer than
+    MIN_ANSWERS_FOR_LABEL answered it)."""
+    if difficulty not in FACILITY_BANDS or facility is None or answers < MIN_ANSWERS_FOR_LABEL:
+        return None
+    lowest, highest = FACILITY_BANDS[difficulty]
+    right = f"{facility:.0f} % answer it right"
+    if facility > highest:
+        return f"labelled {difficulty}, but {right} (over {highest:.0f} %)"
+    if facility < lowest:
+        return f"labelled {difficulty}, but only {right} (under {lowest:.0f} %)"
+    return None
+
+
 def option_counts(answers: Mapping[str, int], option_ids: Sequence[str] = ()) -> dict[str, int]:
     """Count how often each option was chosen, from each answer's number of submissions.
 
@@ -130,12 +165,14 @@ def item_statistics(
     item_order: Sequence[str] = (),
     options: Mapping[str, Sequence[str]] | None = None,
     answers: Mapping[str, Mapping[str, int]] | None = None,
+    difficulty: Mapping[str, str] | None = None,
 ) -> list[ItemStatistics]:
     """Compute every item's statistics from its sums over finished attempts only.
 
     Items come in item_order, then any others seen in the totals (an item since removed from
     the set still has history). options maps an item to its option letters (choice items);
-    answers maps an item to how often each answer was submitted.
+    answers maps an item to how often each answer was submitted; difficulty maps an item to
+    its label, checked against its facility.
     """
     by_item = {total.item_id: total for total in totals}
     order = list(item_order) + sorted(set(by_item) - set(item_order))
@@ -155,7 +192,7 @@ def item_statistics(
             ItemStatistics(
                 item_id=item_id,
                 attempts=n,
-                facility=100 * total.correct / n if n else None,
+                facility=(facility := 100 * total.correct / n if n else None),
                 discrimination=None if r is None else 100 * r,
                 mean_seconds=total.seconds / total.timed if total.timed else None,
                 timeouts=total.timeouts,
@@ -163,6 +200,8 @@ def item_statistics(
                 option_counts=option_counts(
                     (answers or {}).get(item_id, {}), (options or {}).get(item_id, ())
                 ),
+                first_try_facility=100 * total.first_try / n if n else None,
+                label_mismatch=label_mismatch((difficulty or {}).get(item_id), facility, n),
             )
         )
     return result

@@ -243,6 +243,9 @@ def item_totals(
     """Add up each item's questions in finished attempts: (set id, item id) -> ItemTotals."""
     item = ItemAttempt
     x = case((col(item.status) == ItemStatus.CORRECT, 1), else_=0)
+    first = case(
+        (and_(col(item.status) == ItemStatus.CORRECT, col(item.attempts_used) == 1), 1), else_=0
+    )
     finished_in = [FINISHED] if set_id is None else [FINISHED, col(SetAttempt.set_id) == set_id]
     scores = (
         select(col(item.set_attempt_id).label("attempt_id"), func.sum(x).label("total"))
@@ -284,6 +287,7 @@ def item_totals(
             func.coalesce(func.sum(case((known, capped))), 0.0),
             func.sum(case((col(item.status) == ItemStatus.TIMED_OUT, 1), else_=0)),
             func.count(col(item.hint_shown_at)),
+            func.sum(first),
         )
         .join(SetAttempt, col(SetAttempt.id) == col(item.set_attempt_id))
         .join(scores, scores.c.attempt_id == col(item.set_attempt_id))
@@ -292,7 +296,7 @@ def item_totals(
     )
     totals = {}
     for row in session.execute(statement):
-        row_set, item_id, n, sx, sy, sxy, syy, timed, seconds, timeouts, hints = row
+        row_set, item_id, n, sx, sy, sxy, syy, timed, seconds, timeouts, hints, firsts = row
         totals[(row_set, item_id)] = rules.ItemTotals(
             item_id=item_id,
             attempts=int(n),
@@ -304,6 +308,7 @@ def item_totals(
             seconds=float(seconds),
             timeouts=int(timeouts),
             hints=int(hints),
+            first_try=int(firsts),
         )
     return totals
 
@@ -362,6 +367,7 @@ def item_rows(
         list(known),
         options,
         {item_id: counts for (row_set, item_id), counts in answers.items() if row_set == set_id},
+        {item.id: item.difficulty.value for item in items},
     )
     rows = []
     for stats in statistics:

@@ -65,8 +65,9 @@ def _redirect(url: str) -> RedirectResponse:
 
 
 def _question_context(
-    catalog: Catalog, attempt: SetAttempt, row: ItemAttempt, grace_s: float, now: Any
+    catalog: Catalog, attempt: SetAttempt, row: ItemAttempt, settings: Settings, now: Any
 ) -> dict[str, Any]:
+    grace_s = settings.grace_seconds
     item = attempts.catalog_item(catalog, attempt, row)
     view = rules.public_question(
         item,
@@ -75,6 +76,7 @@ def _question_context(
         row.attempts_used,
         row.attempts_allowed,
         row.hint_shown_at is not None,
+        rules.attempt_seed(settings.secret_key, attempt.id, attempt.user_id),
     )
     loaded = catalog.get(attempt.set_id)
     clock = attempts.clock(row, grace_s) if row.started_at else None
@@ -185,7 +187,7 @@ async def question(page: Page, attempt_id: int, number: int) -> Response:
         with write_session(engine) as session:
             close = attempts.close_if_expired
             await _write(page.request, session, close, session, row, grace_s, now)
-    context = _question_context(catalog, attempt, row, grace_s, now)
+    context = _question_context(catalog, attempt, row, page.settings, now)
     item, loaded = context["item"], context["loaded"]
     if row.status.closed and loaded is not None:  # the key is shown: say where it was proven
         with read_session(engine) as session:
@@ -209,7 +211,7 @@ def question_json(
     if row.status is rules.ItemStatus.PENDING:
         raise NotFound("This question is not open yet.")
     attempts.close_if_expired(session, row, settings.grace_seconds, now)
-    context = _question_context(catalog, attempt, row, settings.grace_seconds, now)
+    context = _question_context(catalog, attempt, row, settings, now)
     end_read(session)  # its connection goes back before the response is sent
     return JSONResponse(
         {
@@ -256,7 +258,7 @@ async def answer(
             busy.resend[arrival.FIELD] = arrival.stamp(secret, path, submission, choice or [], when)
         raise
     if "application/json" in request.headers.get("accept", ""):
-        context = _question_context(catalog, attempt, row, grace_s, now)
+        context = _question_context(catalog, attempt, row, settings, now)
         return JSONResponse(
             {
                 "correct": judgement.correct,
@@ -368,7 +370,12 @@ async def next_question(
 
 @router.get("/attempts/{attempt_id}/results", response_class=HTMLResponse)
 async def results(
-    request: Request, attempt_id: RowId, user: CurrentUser, session: SessionDep, catalog: CatalogDep
+    request: Request,
+    attempt_id: RowId,
+    user: CurrentUser,
+    session: SessionDep,
+    catalog: CatalogDep,
+    settings: SettingsDep,
 ) -> Response:
     """Score, time used, a review of every question, and the badge for a perfect set."""
     assert user.id is not None
@@ -389,13 +396,22 @@ async def results(
                 row.attempts_used,
                 row.attempts_allowed,
                 row.hint_shown_at is not None,
+                rules.attempt_seed(settings.secret_key, attempt.id, attempt.user_id),
             )
         used = (
             (row.closed_at - row.started_at).total_seconds()
             if (row.closed_at and row.started_at)
             else None
         )
-        reviews.append({"row": row, "q": view, "seconds": used})
+        reviews.append(
+            {
+                "row": row,
+                "q": view,
+                "seconds": used,
+                "answer": rules.shown_answer(view, row.last_answer) if view else row.last_answer,
+                "key": rules.shown_key(view) if view else None,
+            }
+        )
     loaded = catalog.get(attempt.set_id)
     assert attempt.finished_at is not None
     return request.app.state.templates.TemplateResponse(
@@ -406,6 +422,6 @@ async def results(
             "reviews": reviews,
             "badge": loaded.challenge_set.badge if loaded else None,
             "elapsed": (attempt.finished_at - attempt.started_at).total_seconds(),
-            "score": rules.score(row.status for row in rows),
+            "score": rules.score((row.status, row.attempts_used) for row in rows),
         },
     )

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from app.challenges.schema import ItemBase
-from app.kinds import kind_of
+from app.kinds import kind_of, order
 
 
 class ItemStatus(StrEnum):
@@ -104,28 +104,61 @@ def status_after(correct: bool, attempts_used: int, attempts_allowed: int) -> It
     return ItemStatus.INCORRECT if attempts_used >= attempts_allowed else ItemStatus.OPEN
 
 
+# Scoring rewards knowing, not trying (README, "Scoring"). As in Moodle's adaptive mode, each
+# extra try costs a third of the item's credit; and the badge asks for first tries: with options
+# shuffled, a guesser's first try at a four-option item is right one time in four, so a set of
+# six such items falls to guessing about once in 4,096 attempts (tests/attempts/test_guessing.py
+# plays guessers against every shipped set).
+PENALTY_PER_EXTRA_TRY = 1 / 3
+BADGE_FIRST_TRY_SHARE = 0.9  # and every item right in the end
+
+
+def credit(status: ItemStatus, attempts_used: int) -> float:
+    """An item's credit: 1 for right at the first try, less a penalty for each extra try."""
+    if status is not ItemStatus.CORRECT:
+        return 0.0
+    return max(0.0, 1.0 - PENALTY_PER_EXTRA_TRY * (attempts_used - 1))
+
+
 @dataclass(frozen=True)
 class Score:
     """How an attempt went."""
 
-    correct: int
+    correct: int  # right in the end, at whatever try
     total: int
+    first_try: int = 0  # right at the first try
+    points: float = 0.0  # the sum of the items' credits
 
     @property
     def perfect(self) -> bool:
-        """Every item answered correctly: the badge is earned."""
-        return self.total > 0 and self.correct == self.total
+        """Every item right in the end, and nearly all at the first try: the badge is earned."""
+        return (
+            self.total > 0
+            and self.correct == self.total
+            and self.first_try >= BADGE_FIRST_TRY_SHARE * self.total
+        )
 
     @property
     def percent(self) -> int:
-        """The score as a whole percentage."""
-        return round(100 * self.correct / self.total) if self.total else 0
+        """The score as a whole percentage of the credit an all-first-try attempt gets."""
+        return round(100 * self.points / self.total) if self.total else 0
 
 
-def score(statuses: Iterable[ItemStatus]) -> Score:
-    """Count correct items among all items of an attempt."""
-    listed = list(statuses)
-    return Score(sum(status is ItemStatus.CORRECT for status in listed), len(listed))
+def score(results: Iterable[tuple[ItemStatus, int]]) -> Score:
+    """Score an attempt from each item's (status, tries used)."""
+    listed = list(results)
+    return Score(
+        correct=sum(status is ItemStatus.CORRECT for status, _ in listed),
+        total=len(listed),
+        first_try=sum(status is ItemStatus.CORRECT and used == 1 for status, used in listed),
+        points=sum(credit(status, used) for status, used in listed),
+    )
+
+
+def attempt_seed(secret: str, attempt_id: int | None, user_id: int) -> str:
+    """The order seed of a timed attempt: its own, so each attempt (and learner) gets its own
+    order, and a reload or a resume the same one."""
+    return order.seed(secret, "attempt", attempt_id, user_id)
 
 
 def public_question(
@@ -135,11 +168,13 @@ def public_question(
     attempts_used: int,
     attempts_allowed: int,
     hint_shown: bool,
+    seed: str | None = None,
 ) -> dict[str, object]:
     """What the learner may see of an item now: the key, feedback and explanation only once closed.
 
     Everything a page or the JSON API shows of a question goes through here, so that a key can
-    never reach the browser before the learner has answered.
+    never reach the browser before the learner has answered. `seed` orders the options for this
+    learner and showing (app.kinds.order; None: file order, for authors' previews).
     """
     kind = kind_of(item)
     view: dict[str, object] = {
@@ -158,7 +193,26 @@ def public_question(
         "hint": item.hint if hint_shown else None,
         "last_answer": last_answer,
     }
-    view.update(kind.view(item, last_answer, status.closed))
+    view.update(kind.view(item, last_answer, status.closed, order.item_seed(seed, item.id)))
     if status.closed:
         view["explanation"] = item.explanation
     return view
+
+
+def shown_answer(view: dict[str, object], answer: str | None) -> str | None:
+    """An answer as the learner saw it: option ids turned into the letters of their showing."""
+    letters = view.get("letters")
+    if answer is None or not isinstance(letters, dict):
+        return answer
+    return ",".join(sorted(letters.get(part, part) for part in answer.split(",")))
+
+
+def shown_key(view: dict[str, object]) -> str | None:
+    """A closed question's key as the learner saw it: the letters of its showing, or the value."""
+    letters = view.get("answer_letters")
+    if isinstance(letters, list):
+        return ",".join(letters)
+    answer = view.get("answer")
+    if answer is None:
+        return None
+    return ",".join(map(str, answer)) if isinstance(answer, list) else str(answer)

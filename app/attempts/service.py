@@ -366,7 +366,7 @@ def advance(
             opened = opened_at or now
             _open(session, attempt.id, next_position, challenge_set, opened, time_multiplier)
     else:
-        result = rules.score(item.status for item in rows)
+        result = rules.score((item.status, item.attempts_used) for item in rows)
         session.execute(
             update(SetAttempt)
             .where(col(SetAttempt.id) == attempt.id, col(SetAttempt.finished_at).is_(None))

@@ -9,9 +9,17 @@ from __future__ import annotations
 import difflib
 import re
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from app.challenges import icons
 
@@ -252,12 +260,36 @@ class Option(Strict):
         default=None,
         description="For executable items: what running the snippet shows if this option is true.",
     )
+    # Left out of dumps (exclude): where an option is shown changes no proof, so pinning one
+    # keeps its item's content hash, and verify's record of it, as they were.
+    pin: Literal["first", "last"] | None = Field(
+        default=None,
+        exclude=True,
+        description="Keep this option in place while the others are shuffled for each learner: "
+        '"last" for "none of the above" and the like, "first" rarely.',
+    )
 
 
 class ItemBase(Strict):
     """Fields every item has, whatever its kind."""
 
     id: str = Field(pattern=SLUG, description="Stable id within the set; attempts refer to it.")
+    fact: str | None = Field(
+        default=None,
+        pattern=SLUG,
+        max_length=100,
+        description="A slug naming the one fact this asks about; global across topics, so no "
+        "quiz, review or flashcard day asks the same fact twice.",
+    )
+    proof: ProofRef | None = Field(
+        default=None,
+        description="A run that proves what this states beyond its key: the id of a named "
+        "proof of the topic, or an inline proof (code or code_file, launch, outcome).",
+    )
+    source: Source | None = Field(
+        default=None,
+        description="A citation: a docs url or a torch source path, with the torch version read.",
+    )
     category: Category = Field(description="What the item exercises.")
     difficulty: Difficulty = Field(description="beginner, intermediate, advanced or expert.")
     title: str = Field(min_length=1, description="A short heading for the question.")
@@ -306,6 +338,10 @@ class ChoiceBase(ItemBase):
         unknown = sorted(self.answer_ids - set(ids))
         if unknown:
             raise ValueError(f"answer names unknown option(s) {unknown}; options are {ids}")
+        if sum(option.pin is None for option in self.options) < 2:
+            raise ValueError("pin at most all but two options: the rest are shuffled for each learner")
+        if len(self.answer_ids) == len(ids):
+            raise ValueError("every option is a key: ticking them all would win; add a distractor")
         if isinstance(self.answer, list) and len(self.answer) < 2:
             raise ValueError("a list answer needs at least two letters; use a single letter")
         return self
@@ -335,3 +371,74 @@ class ExecutableMixin(Strict):
         if (self.code is None) == (self.code_file is None):
             raise ValueError("give exactly one of code or code_file")
         return self
+
+
+class Source(Strict):
+    """A citation for a claim no run shows: a docs page or a file of the torch source tree,
+    with the torch version it was read at."""
+
+    url: str | None = Field(
+        default=None,
+        pattern=r"^https?://\S+$",
+        description="A docs page, e.g. https://docs.pytorch.org/docs/2.13/distributed.html",
+    )
+    path: str | None = Field(
+        default=None,
+        pattern=r"^[\w.-]+(/[\w.-]+)*$",
+        description="A path in the torch source tree, e.g. torch/distributed/distributed_c10d.py",
+    )
+    torch: str = Field(
+        pattern=r"^\d+\.\d+(\.\d+)?\S*$",
+        description='The torch version the source was read at, e.g. "2.13.0" (required).',
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _torch_required(cls, data: Any) -> Any:
+        # A citation without the version read cannot be re-checked when torch changes.
+        if isinstance(data, dict) and "torch" not in data:
+            raise ValueError('a source needs the torch version it was read at: torch: "2.13.0"')
+        return data
+
+    @model_validator(mode="after")
+    def _one_place(self) -> Source:
+        if (self.url is None) == (self.path is None):
+            raise ValueError("a source gives exactly one of url or path")
+        return self
+
+
+class InlineProof(ExecutableMixin):
+    """A snippet and the outcome it must show: `ranklab verify` runs it as it runs a key."""
+
+    outcome: Outcome = Field(
+        description="What every run must show, in the form of a predict_output option's outcome."
+    )
+
+    @model_validator(mode="after")
+    def _checkable(self) -> InlineProof:
+        if not self.outcome.ranks and not self.outcome.hangs:
+            raise ValueError("a proof's outcome must claim something a run can show")
+        return self
+
+
+class NamedProof(InlineProof):
+    """A proof in a topic's `proofs:`, named by its cards, items and cheat-sheet lines."""
+
+    id: str = Field(pattern=SLUG, max_length=100, description="Unique within the topic.")
+
+
+def _proof_form(value: Any) -> str:
+    return "inline" if isinstance(value, dict | InlineProof) else "id"
+
+
+# A card's or item's `proof:`: the id of a named proof of its topic, or a proof inline. The
+# discriminator keeps a broken inline proof's errors to the inline form.
+ProofRef = Annotated[
+    Annotated[str, Tag("id"), Field(pattern=SLUG)] | Annotated[InlineProof, Tag("inline")],
+    Discriminator(_proof_form),
+]
+
+# ItemBase names Source and ProofRef, defined after it so that they sit beside the snippet
+# fields they reuse: complete the models that were built before them.
+ItemBase.model_rebuild()
+ChoiceBase.model_rebuild()

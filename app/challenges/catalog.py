@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.challenges import cheatsheet
 from app.challenges.loader import LoadedLab, LoadedSet, LoadedTopic, LoadError, load_path
 from app.challenges.schema import ChallengeSet, ItemBase
 from app.kinds import kind_of
@@ -77,6 +78,7 @@ class TopicView:
     path: str | None  # its topic.yaml, if it has one
     labs: tuple[LoadedLab, ...] = ()
     loaded_sets: tuple[LoadedSet, ...] = ()  # its sets as loaded, with their snippets
+    loaded_topic: LoadedTopic | None = None  # its topic.yaml as loaded (proofs, claims)
 
 
 def _slug(text: str) -> str:
@@ -141,10 +143,12 @@ def _view(
         else (),
         practice=tuple(e for e in set_items + own if e.kind != "explain"),
         explain=tuple(e for e in set_items + own if e.kind == "explain"),
-        cheat_sheet=loaded.cheat_sheet if loaded else None,
+        # Claim markers are for authors and `ranklab content`; learners never see them.
+        cheat_sheet=cheatsheet.strip(loaded.cheat_sheet) if loaded and loaded.cheat_sheet else None,
         path=loaded.path if loaded else None,
         labs=tuple(labs),
         loaded_sets=tuple(sets),
+        loaded_topic=loaded,
     )
 
 

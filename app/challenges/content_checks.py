@@ -77,6 +77,38 @@ def author_notes(markdown: str) -> list[str]:
     return [match.group(0) for match in _AUTHOR_NOTE.finditer(markdown)]
 
 
+# Options are shuffled for each learner (app.kinds.order), so a letter or a place names a
+# different option for each of them; items are drawn alone too (quizzes, review), so "the next
+# item" may not come next. Code is blanked out first: `B = x` or `A or B` in code is not prose.
+_CODE = re.compile(r"```.*?```|~~~.*?~~~|`[^`\n]*`", re.S)
+_LETTER = r"[A-H]"
+_ALONE = r"(?<![\w.`'’-])"  # a letter standing alone, not part of a word or a name
+_PLACE = r"first|second|third|fourth|fifth|last|next|previous|preceding|following|later|earlier"
+_OPTION_REFERENCE = re.compile(
+    # "option B", "answer (C)", "choices A"
+    r"(?i:\b(?:options?|choices?|answers?))\s+\(?" + _LETTER + r"\)?(?![\w'’-])"
+    # "B is wrong", "C would be the trap"
+    r"|" + _ALONE + _LETTER + r"\s+(?:is|was|would be)\s+(?i:right|wrong|correct|incorrect"
+    r"|true|false|the\s+(?:key|answer|trap|distractor))\b"
+    # "A and B", "C or D"
+    r"|" + _ALONE + _LETTER + r"\s+(?:and|or|nor)\s+" + _LETTER + r"(?![\w'’-])"
+    # "the first option", "a later item", "the next question"
+    r"|(?i:\b(?:the|a|an|this|that)\s+(?:" + _PLACE + r")\s+(?:options?|choices?|items?"
+    r"|questions?)\b)"
+    # "the option above", "questions below"
+    r"|(?i:\b(?:options?|choices?|items?|questions?)\s+(?:above|below)\b)"
+    # "the first two options"
+    r"|(?i:\b(?:first|last)\s+(?:two|three|four)\s+(?:options|choices)\b)"
+)
+
+
+def option_references(markdown: str) -> list[str]:
+    """Return each phrase of this learner-facing Markdown that names an option by its letter or
+    place, or another item by its place: neither is the same for every learner."""
+    prose = _CODE.sub(lambda match: " " * len(match.group(0)), markdown)
+    return [match.group(0) for match in _OPTION_REFERENCE.finditer(prose)]
+
+
 def markdown_fields(model: BaseModel) -> Iterator[tuple[tuple[str | int, ...], str]]:
     """Yield (path, text) for every field documented as Markdown, however deep, in YAML order."""
     for name, field in type(model).model_fields.items():

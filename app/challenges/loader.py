@@ -8,6 +8,7 @@ before it is loaded, so hostile content costs a second at most and the other fil
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,11 +20,11 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.reader import ReaderError
 
-from app.challenges import claim_checks, content_checks, limits
-from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet, Topic
-from app.labs.schema import Lab
+from app.challenges import cheatsheet, claim_checks, content_checks, limits
+from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet, InlineProof, Topic
 from app.kinds import KINDS
 from app.kinds.spec import Kind
+from app.labs.schema import Lab
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -50,6 +51,10 @@ class LoadedSet:
     code: dict[str, str] = field(default_factory=dict)
     fixed_code: dict[str, str] = field(default_factory=dict)  # debug items' proven fixes
     warnings: list[LoadError] = field(default_factory=list)  # worth a look; not errors
+    proof_code: dict[str, str] = field(default_factory=dict)  # item id -> its inline proof's
+    # Where each `proof: ID` of an item is written, to report an id its topic lacks.
+    proof_refs: dict[str, tuple[int, int]] = field(default_factory=dict)
+    fact_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # item id -> its `fact:`
 
 
 @dataclass
@@ -58,7 +63,11 @@ class LoadedTopic:
 
     topic: Topic
     path: str
-    cheat_sheet: str | None = None
+    cheat_sheet: str | None = None  # as written, claim markers included
+    proof_code: dict[str, str] = field(default_factory=dict)  # named proof id -> code
+    entry_proof_code: dict[str, str] = field(default_factory=dict)  # card/item id -> inline's
+    claims: list[cheatsheet.Claim] = field(default_factory=list)  # the cheat sheet's claims
+    fact_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # entry id -> `fact:`
 
 
 @dataclass
@@ -92,8 +101,8 @@ class LoadReport:
     topics: list[LoadedTopic] = field(default_factory=list)
     labs: list[LoadedLab] = field(default_factory=list)
     errors: list[LoadError] = field(default_factory=list)
+    warnings: list[LoadError] = field(default_factory=list)  # reported; the content still loads
     files: list[str] = field(default_factory=list)
-    warnings: list[LoadError] = field(default_factory=list)  # reported; they fail nothing
 
     @property
     def ok(self) -> bool:
@@ -118,6 +127,7 @@ def load_path(root: Path, display_root: Path | None = None) -> LoadReport:
     seen_ids: dict[str, str] = {}
     seen_topics: dict[str, str] = {}
     seen_labs: dict[str, str] = {}
+    broken_topic = False
     for path in challenge_files(root):
         shown = _display(path, display_root)
         report.files.append(shown)
@@ -138,6 +148,7 @@ def load_path(root: Path, display_root: Path | None = None) -> LoadReport:
             topic, errors = load_topic_file(path, shown)
             report.errors.extend(errors)
             if topic is None:
+                broken_topic = True
                 continue
             if topic.topic.id in seen_topics:
                 where = seen_topics[topic.topic.id]
@@ -178,6 +189,8 @@ def load_path(root: Path, display_root: Path | None = None) -> LoadReport:
                 )
             )
             report.topics.remove(topic)
+    report.errors.extend(_set_proof_ref_errors(report, broken_topic))
+    report.warnings.extend(_duplicate_facts(report))
     report.errors.sort()
     report.warnings.sort()
     return report
@@ -217,6 +230,21 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
     code, errors = _resolve_snippets(path, shown, document, challenge_set, "code")
     fixed_code, fixed_errors = _resolve_snippets(path, shown, document, challenge_set, "fixed_code")
     image_errors = _external_image_errors(shown, text, document, challenge_set)
+    proof_code: dict[str, str] = {}
+    proof_refs: dict[str, tuple[int, int]] = {}
+    fact_at: dict[str, tuple[int, int]] = {}
+    for index, item in enumerate(challenge_set.items):
+        if isinstance(item.proof, str):
+            proof_refs[item.id] = _value_position(document, ("items", index, "proof"))
+        if item.fact is not None:
+            fact_at[item.id] = _value_position(document, ("items", index, "fact"))
+        if isinstance(item.proof, InlineProof):
+            snippet, problem = _proof_code(path, item.proof)
+            if problem is not None:
+                where = ("items", index, "proof", "code_file")
+                image_errors.append(_at(shown, document, where, problem))
+            elif snippet is not None:
+                proof_code[item.id] = snippet
     if errors or fixed_errors or image_errors:
         return None, errors + fixed_errors + image_errors
     warnings = [
@@ -224,7 +252,10 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
         for index, item in enumerate(challenge_set.items)
         for where, message in claim_checks.item_warnings(item, _nproc(item))
     ]
-    return LoadedSet(challenge_set, shown, code, fixed_code, warnings), []
+    loaded = LoadedSet(
+        challenge_set, shown, code, fixed_code, warnings, proof_code, proof_refs, fact_at
+    )
+    return loaded, []
 
 
 def load_topic_file(path: Path, shown: str) -> tuple[LoadedTopic | None, list[LoadError]]:
@@ -237,16 +268,172 @@ def load_topic_file(path: Path, shown: str) -> tuple[LoadedTopic | None, list[Lo
     except ValidationError as error:
         return None, [_locate(shown, document, item) for item in error.errors()]
     errors = _external_image_errors(shown, text, document, topic)
-    cheat_sheet = topic.cheat_sheet
+    loaded = LoadedTopic(topic, shown, topic.cheat_sheet)
     if topic.cheat_sheet_file is not None:
         cheat_sheet, problem = _read_beside(path, topic.cheat_sheet_file, "cheat_sheet_file")
         if problem is not None:
             errors.append(_at(shown, document, ("cheat_sheet_file",), problem))
         elif cheat_sheet is not None:
             errors += _markdown_errors(shown, cheat_sheet, 1, "cheat_sheet_file")
+            loaded.cheat_sheet = cheat_sheet
+            sheet_shown = str(Path(shown).parent / topic.cheat_sheet_file)
+            errors += _claim_errors(loaded, sheet_shown, 0)
+    elif topic.cheat_sheet is not None:
+        line, _column = _value_position(document, ("cheat_sheet",))
+        errors += _claim_errors(loaded, shown, line)  # a block scalar starts a line below
+    errors += _resolve_topic_proofs(path, shown, document, loaded)
+    for list_name, entries in (("cards", topic.cards), ("items", topic.items)):
+        for index, entry in enumerate(entries):
+            if entry.fact is not None:
+                loaded.fact_at[entry.id] = _value_position(document, (list_name, index, "fact"))
     if errors:
         return None, errors
-    return LoadedTopic(topic, shown, cheat_sheet), []
+    return loaded, []
+
+
+def _did_you_mean(name: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _unknown_proof(name: str, known: Sequence[str], topic: str) -> str:
+    if not known:
+        return f"proof {name!r}: topic {topic!r} has no `proofs:`"
+    return f"proof {name!r} is not a proof of topic {topic!r}{_did_you_mean(name, known)}"
+
+
+def _claim_errors(loaded: LoadedTopic, shown: str, first_line: int) -> list[LoadError]:
+    """Parse the cheat sheet's claims; place each bad marker in the file that holds it."""
+    assert loaded.cheat_sheet is not None
+    claims, problems = cheatsheet.claims(loaded.cheat_sheet)
+    loaded.claims = claims
+    known = [proof.id for proof in loaded.topic.proofs]
+    errors = [
+        LoadError(shown, first_line + problem.line, problem.column, problem.message)
+        for problem in problems
+    ]
+    errors += [
+        LoadError(
+            shown,
+            first_line + claim.marker_line,
+            claim.marker_column,
+            _unknown_proof(claim.proof, known, loaded.topic.id),
+        )
+        for claim in claims
+        if claim.proof is not None and claim.proof not in known
+    ]
+    return errors
+
+
+def _resolve_topic_proofs(
+    path: Path, shown: str, document: CommentedMap, loaded: LoadedTopic
+) -> list[LoadError]:
+    """Read named and inline proofs' code files; check that every named reference exists."""
+    topic = loaded.topic
+    errors: list[LoadError] = []
+    for index, proof in enumerate(topic.proofs):
+        code, problem = _proof_code(path, proof)
+        if problem is not None:
+            errors.append(_at(shown, document, ("proofs", index, "code_file"), problem))
+        elif code is not None:
+            loaded.proof_code[proof.id] = code
+    known = [proof.id for proof in topic.proofs]
+    for list_name, entries in (("cards", topic.cards), ("items", topic.items)):
+        for index, entry in enumerate(entries):
+            where = (list_name, index, "proof")
+            if isinstance(entry.proof, str) and entry.proof not in known:
+                line, column = _value_position(document, where)
+                message = _unknown_proof(entry.proof, known, topic.id)
+                errors.append(LoadError(shown, line, column, f"{list_name}.{index}: {message}"))
+            elif isinstance(entry.proof, InlineProof):
+                code, problem = _proof_code(path, entry.proof)
+                if problem is not None:
+                    errors.append(_at(shown, document, (*where, "code_file"), problem))
+                elif code is not None:
+                    loaded.entry_proof_code[entry.id] = code
+    return errors
+
+
+def _proof_code(path: Path, proof: InlineProof) -> tuple[str | None, str | None]:
+    """A proof's snippet, inline or from its code_file beside the YAML: (code, problem)."""
+    if proof.code_file is None:
+        return proof.code, None
+    return _read_beside(path, proof.code_file, "code_file")
+
+
+def _topics_by_name(topics: list[LoadedTopic]) -> dict[str, LoadedTopic]:
+    """Topics by id and by title whatever its case, as a set's `topic:` names them."""
+    by_name = {t.topic.id: t for t in topics}
+    by_name.update({t.topic.title.casefold(): t for t in topics})
+    return by_name
+
+
+def _set_proof_ref_errors(report: LoadReport, broken_topic: bool) -> list[LoadError]:
+    """A set item's `proof: ID` names a proof of the set's topic (by the topic's id or title)."""
+    topics = _topics_by_name(report.topics)
+    errors: list[LoadError] = []
+    for loaded in report.sets:
+        name = loaded.challenge_set.topic
+        topic = topics.get(name) or topics.get(name.casefold())
+        if topic is None and broken_topic:
+            continue  # a broken topic file has errors of its own: the references wait for it
+        known = [proof.id for proof in topic.topic.proofs] if topic else []
+        for index, item in enumerate(loaded.challenge_set.items):
+            if isinstance(item.proof, str) and item.proof not in known:
+                line, column = loaded.proof_refs[item.id]
+                message = _unknown_proof(item.proof, known, loaded.challenge_set.topic)
+                errors.append(LoadError(loaded.path, line, column, f"items.{index}: {message}"))
+    return errors
+
+
+def _duplicate_facts(report: LoadReport) -> list[LoadError]:
+    """Warn where one `fact:` is asked in two topics: a duplicate to merge."""
+    topics = _topics_by_name(report.topics)
+    places: dict[str, list[_FactPlace]] = {}
+    for loaded_topic in report.topics:
+        topic = loaded_topic.topic
+        for entry in [*topic.cards, *topic.items]:
+            if entry.fact is not None:
+                line, column = loaded_topic.fact_at.get(entry.id, (1, 1))
+                place = _FactPlace(topic.id, loaded_topic.path, line, column, entry.id)
+                places.setdefault(entry.fact, []).append(place)
+    for loaded in report.sets:
+        name = loaded.challenge_set.topic
+        named = topics.get(name) or topics.get(name.casefold())
+        set_topic = named.topic.id if named else name
+        for item in loaded.challenge_set.items:
+            if item.fact is not None:
+                line, column = loaded.fact_at.get(item.id, (1, 1))
+                entry_id = f"{loaded.challenge_set.id}/{item.id}"
+                place = _FactPlace(set_topic, loaded.path, line, column, entry_id)
+                places.setdefault(item.fact, []).append(place)
+    warnings = []
+    for fact, found in sorted(places.items()):
+        first = found[0]
+        for other in found[1:]:
+            if other.topic != first.topic:
+                warnings.append(
+                    LoadError(
+                        other.path,
+                        other.line,
+                        other.column,
+                        f"warning: fact {fact!r} of {other.entry} (topic {other.topic}) is also "
+                        f"asked by {first.entry} (topic {first.topic}, {first.path}:{first.line})"
+                        ": merge the duplicate",
+                    )
+                )
+    return warnings
+
+
+@dataclass(frozen=True)
+class _FactPlace:
+    """Where a `fact:` is asked: the topic, the file and position, the card or item."""
+
+    topic: str
+    path: str
+    line: int
+    column: int
+    entry: str
 
 
 def load_lab_file(path: Path, shown: str) -> tuple[LoadedLab | None, list[LoadError]]:
@@ -334,6 +521,11 @@ def _external_image_errors(
             (phrase, f"{phrase!r} speaks to authors, not learners: say where an item came from "
              "in a YAML comment")
             for phrase in content_checks.author_notes(markdown)
+        ] + [
+            (phrase, f"{phrase!r} names an option by its letter or place, or an item by its "
+             "place: options are shuffled for each learner and items drawn alone; name what "
+             "it says instead")
+            for phrase in content_checks.option_references(markdown)
         ]  # fmt: skip
         for needle, problem in problems:
             found = text.find(needle, search_from)
@@ -460,6 +652,8 @@ def _keep_yaml_path(location: Sequence[Any]) -> tuple[Any, ...]:
     for part in location:
         if isinstance(part, str) and kept and isinstance(kept[-1], int) and part in _KIND_TAGS:
             continue
+        if kept and kept[-1] == "proof" and part in ("id", "inline"):
+            continue  # the tags of a `proof:`'s two forms
         kept.append(part)
     return tuple(kept)
 

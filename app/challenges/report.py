@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.challenges import prose
 from app.challenges.catalog import Catalog, TopicView
-from app.challenges.schema import EXECUTABLE_KINDS
+from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet, ChoiceBase
 from app.verification import proofs as proof_file
 
 CONTENT_PATH = Path(__file__).resolve().parents[2] / "CONTENT.md"
@@ -31,8 +32,11 @@ class TopicCounts:
     concepts: int
     cheat_sheet: bool
     labs: int
-    # What the proofs file says of the topic's executable items and lab steps, by status.
+    # What the proofs file says of the topic's executable items, lab steps and proofs.
     verify: Counter[str] = field(default_factory=Counter)
+    # What its cards and cheat-sheet claims rest on: proven, sourced, neither (and no fact).
+    card_basis: Counter[str] = field(default_factory=Counter)
+    claim_basis: Counter[str] = field(default_factory=Counter)
 
     @classmethod
     def of(
@@ -40,7 +44,9 @@ class TopicCounts:
     ) -> TopicCounts:
         """Count a topic's content, and its verify statuses by the given proofs."""
         items = [item for facts in topic.sets for item in facts.set.items]
-        hashes = proof_file.current_hashes(topic.loaded_sets, topic.labs)
+        topics = [topic.loaded_topic] if topic.loaded_topic else []
+        hashes = proof_file.current_hashes(topic.loaded_sets, topic.labs, topics)
+        card_basis, claim_basis = prose.tally(topic.loaded_topic, topic.loaded_sets, proofs or {})
         return cls(
             id=topic.id,
             title=topic.title,
@@ -52,11 +58,13 @@ class TopicCounts:
             cheat_sheet=topic.cheat_sheet is not None,
             labs=len(topic.labs),
             verify=proof_file.tally(proofs or {}, hashes),
+            card_basis=card_basis,
+            claim_basis=claim_basis,
         )
 
     @property
     def proven(self) -> bool:
-        """Whether every executable item and lab step passed verify (or needs GPUs) as it is."""
+        """Whether every executable item, lab step and proof passed verify (or needs GPUs)."""
         return all(status in proof_file.PROVEN for status in +self.verify)
 
     @property
@@ -85,6 +93,74 @@ def verify_cell(verify: Counter[str]) -> str:
     return ", ".join(part for part in parts if not part.startswith("0 ")) or "nothing to run"
 
 
+def key_spread(challenge_set: ChallengeSet) -> str:
+    """Where a set's keys sit in file order, e.g. "A 5, B 2, C 1" (each key of a multi-select
+    item counted): learners see the options shuffled, but a lopsided spread is worth a look."""
+    keys: Counter[str] = Counter()
+    for item in challenge_set.items:
+        if isinstance(item, ChoiceBase):
+            places = {option.id: place for place, option in enumerate(item.options)}
+            keys.update("ABCDEFGHIJKLMNOPQRSTUVWXYZ"[places[key]] for key in item.answer_ids)
+    return ", ".join(f"{letter} {keys[letter]}" for letter in sorted(keys)) or "no options"
+
+
+def _key_spread_lines(catalog: Catalog) -> list[str]:
+    lines = [
+        "## Where the keys sit",
+        "",
+        "Each set's keys by their place among the options in the file (A: listed first). "
+        "Learners see each item's options shuffled (pinned ones excepted), so this is about "
+        "authoring habits, not what a guesser can exploit.",
+        "",
+        "| set | keys by place in the file |",
+        "|---|---|",
+    ]
+    for topic in catalog.topics():
+        for loaded in topic.loaded_sets:
+            lines.append(f"| `{loaded.challenge_set.id}` | {key_spread(loaded.challenge_set)} |")
+    return [*lines, ""]
+
+
+def basis_cell(basis: Counter[str], total_of: tuple[str, ...] = prose.KINDS) -> str:
+    """What a topic's cards or claims rest on, e.g. "5 / 3 / 0"."""
+    return " / ".join(str(basis[kind]) for kind in total_of)
+
+
+def _prose_lines(counts: list[TopicCounts]) -> list[str]:
+    """The proven-prose table: per topic, cards and cheat-sheet claims proven by a run, sourced
+    or neither, then the totals against the goal."""
+    cards: Counter[str] = sum((c.card_basis for c in counts), Counter())
+    claims: Counter[str] = sum((c.claim_basis for c in counts), Counter())
+    lines = [
+        "",
+        "## Proven prose",
+        "",
+        "What each card and cheat-sheet claim rests on: **proven** by a run (its `proof:` passed "
+        "`ranklab verify` as it is now), **sourced** (a docs URL or torch source path with the "
+        "torch version read), or **neither**. Cheat-sheet lines marked `nofact` state no torch "
+        "behaviour. Goal: at least half of all cards proven by a run, and none neither.",
+        "",
+        "| topic | cards proven / sourced / neither | cheat-sheet claims proven / sourced / "
+        "neither | no fact |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| `{c.id}` | {basis_cell(c.card_basis)} | {basis_cell(c.claim_basis)} "
+        f"| {c.claim_basis[prose.NO_FACT]} |"
+        for c in counts
+    ]
+    all_cards = sum(cards[kind] for kind in prose.KINDS)
+    met = 2 * cards[prose.PROVEN] >= all_cards and not cards[prose.NEITHER] + claims[prose.NEITHER]
+    lines += [
+        f"| **total** | {basis_cell(cards)} | {basis_cell(claims)} | {claims[prose.NO_FACT]} |",
+        "",
+        f"{cards[prose.PROVEN]} of {all_cards} cards proven by a run, "
+        f"{cards[prose.NEITHER]} cards and {claims[prose.NEITHER]} cheat-sheet claims resting on "
+        f"neither: goal {'met' if met else 'not yet met'}.",
+    ]
+    return lines
+
+
 def render(catalog: Catalog, proofs: Mapping[str, proof_file.Proof] | None = None) -> str:
     """CONTENT.md: a table of every topic, then the totals (stable for the same content)."""
     counts = [TopicCounts.of(topic, proofs) for topic in catalog.topics()]
@@ -97,11 +173,11 @@ def render(catalog: Catalog, proofs: Mapping[str, proof_file.Proof] | None = Non
         f"executable (proved by `ranklab verify`), ≥ {FLOORS['cards']} flashcards, "
         f"≥ {FLOORS['explain']} explain-it items and a cheat sheet.",
         "The verify column is what `ranklab verify --proofs challenges/proofs.json challenges` "
-        "last observed for the topic's executable items and lab steps, on CPU ranks (gloo); "
-        "an item edited since shows as not verified.",
+        "last observed for the topic's executable items, lab steps and proofs, on CPU ranks "
+        "(gloo); an item edited since shows as not verified.",
         "",
         "| topic | set items | executable | cards | explain (concepts) | cheat sheet | labs "
-        "| verify (items + lab steps) | floors |",
+        "| verify (items, lab steps, proofs) | floors |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for c in counts:
@@ -117,6 +193,8 @@ def render(catalog: Catalog, proofs: Mapping[str, proof_file.Proof] | None = Non
         f"({sum(c.executable for c in counts)} executable), "
         f"{sum(c.cards for c in counts)} cards, {sum(c.explain for c in counts)} explain items, "
         f"{sum(c.labs for c in counts)} labs. Verify: {verify_cell(total)}.",
+        *_prose_lines(counts),
         "",
     ]
+    lines += _key_spread_lines(catalog)
     return "\n".join(lines)

@@ -18,13 +18,16 @@ from app.challenges.base import (
     ChoiceBase,
     Difficulty,
     ExecutableMixin,
+    InlineProof,
     ItemBase,
     Launch,
     Launcher,
+    NamedProof,
     Option,
     Outcome,
     RankExpectation,
     RankOutcome,
+    Source,
     Strict,
     parse_time_limit,
 )
@@ -53,16 +56,19 @@ __all__ = [
     "ExecutableMixin",
     "ExplainItem",
     "FlashcardItem",
+    "InlineProof",
     "Item",
     "ItemBase",
     "Launch",
     "Launcher",
+    "NamedProof",
     "NumericItem",
     "Option",
     "Outcome",
     "PredictOutputItem",
     "RankExpectation",
     "RankOutcome",
+    "Source",
     "Strict",
     "Topic",
     "TopicItem",
@@ -118,6 +124,12 @@ class Topic(Strict):
         description="Untimed items for practice, quick quizzes and explain-it. Executable "
         "items belong in a challenge set, where `ranklab verify` proves them.",
     )
+    proofs: list[NamedProof] = Field(
+        default_factory=list,
+        max_length=200,
+        description="Named proofs: a snippet and the outcome it must show, run by `ranklab "
+        "verify`; cards, items and cheat-sheet lines name them in `proof:`.",
+    )
     cheat_sheet: str | None = Field(
         default=None, description="A one-page summary (Markdown), inline."
     )
@@ -134,6 +146,10 @@ class Topic(Strict):
             if entry.id in seen:
                 raise ValueError(f"id {entry.id!r} is used twice in this topic")
             seen.add(entry.id)
+        proof_ids = [proof.id for proof in self.proofs]
+        twice = sorted({proof_id for proof_id in proof_ids if proof_ids.count(proof_id) > 1})
+        if twice:
+            raise ValueError(f"proof id(s) {twice} used twice in this topic")
         if self.cheat_sheet is not None and self.cheat_sheet_file is not None:
             raise ValueError("give at most one of cheat_sheet or cheat_sheet_file")
         return self

@@ -30,9 +30,9 @@ class Kind:
     # it is not a valid answer (a 4xx, never a wrong answer).
     parse_answer: Callable[[Any, Sequence[str]], str | None]
     is_correct: Callable[[Any, str], bool]
-    # The kind's own fields of the public view of a question: (item, last answer, closed). The
-    # key and what reveals it may appear only when closed.
-    view: Callable[[Any, str | None, bool], dict[str, object]]
+    # The kind's own fields of the public view of a question: (item, last answer, closed, the
+    # showing's order seed, app.kinds.order). The key and what reveals it appear only when closed.
+    view: Callable[[Any, str | None, bool, str | None], dict[str, object]]
     # For analytics: the labels answers are counted under, in order (option letters), or () to
     # count each distinct answer as given.
     answer_labels: Callable[[Any], tuple[str, ...]] = _no_labels

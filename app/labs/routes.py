@@ -46,6 +46,7 @@ from app.deps import (
 )
 from app.errors import BadRequest, Conflict, NotFound, TooManyRequests, Unavailable
 from app.executor_client import ExecutorBusy, ExecutorClient, ExecutorUnavailable
+from app.kinds import order
 from app.labs import service as labs
 from app.labs.live import Frames, LiveRuns, RunLog, StopOutcome
 from app.labs.models import LabRun
@@ -141,6 +142,7 @@ async def step_page(
     catalog: CatalogDep,
     user: CurrentUser,
     session: SessionDep,
+    settings: SettingsDep,
     show_solution: bool = False,
 ):
     """One step: instructions, the editor (your draft), rank count, Run and Stop, each rank's
@@ -162,6 +164,7 @@ async def step_page(
                 0,
                 0,
                 False,
+                order.seed(settings.secret_key, "lab", loaded.lab.id, user.id),
             ),
         }
         for question in step.questions

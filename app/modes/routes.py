@@ -18,6 +18,7 @@ from app.attempts import rules
 from app.attempts import service as attempts
 from app.attempts.rules import ItemStatus
 from app.challenges.catalog import Catalog, Entry, TopicView
+from app.config import Settings
 from app.db import run_reads
 from app.deps import (
     CatalogDep,
@@ -33,7 +34,7 @@ from app.deps import (
     signed_in,
 )
 from app.errors import BadRequest, Conflict, NotFound
-from app.kinds import kind_of
+from app.kinds import kind_of, order
 from app.modes import MODES
 from app.modes import service as modes
 from app.modes.models import ModeAnswer
@@ -74,8 +75,11 @@ def _parse(entry: Entry, choice: list[str] | None) -> str:
     return answer
 
 
-def _view(entry: Entry, answer: ModeAnswer | None, reveal: bool, hinted: bool) -> dict[str, Any]:
-    """The public view of an entry after `answer` (or none): closed once right or revealed."""
+def _view(
+    entry: Entry, answer: ModeAnswer | None, reveal: bool, hinted: bool, seed: str | None = None
+) -> dict[str, Any]:
+    """The public view of an entry after `answer` (or none): closed once right or revealed;
+    its options in the order `seed` gives (_seed)."""
     if answer is not None and answer.correct:
         status = ItemStatus.CORRECT
     elif reveal:
@@ -86,7 +90,13 @@ def _view(entry: Entry, answer: ModeAnswer | None, reveal: bool, hinted: bool) -
     if answer is not None and entry.kind == "explain":
         status = ItemStatus.CORRECT if answer.correct else ItemStatus.INCORRECT
     last = answer.answer if answer is not None else None
-    return rules.public_question(entry.item, status, last, 0, 0, hinted)
+    return rules.public_question(entry.item, status, last, 0, 0, hinted, seed)
+
+
+def _seed(settings: Settings, mode: str, *ids: object) -> str:
+    """The order seed of an untimed showing (app.kinds.order): per learner (practice, review) or
+    per quiz, so that a reload shows the same order."""
+    return order.seed(settings.secret_key, mode, *ids)
 
 
 def _owned_answer(session: Session, answer_id: int | None, user_id: int | None, entry: Entry):
@@ -170,6 +180,7 @@ async def practice_item(
     catalog: CatalogDep,
     user: OptionalUser,
     session: SessionDep,
+    settings: SettingsDep,
     last: LastId = None,
     reveal: bool = False,
     hint: bool = False,
@@ -191,7 +202,10 @@ async def practice_item(
         {
             "topic": topic,
             "entry": entry,
-            "q": _view(entry, answer, reveal, hinted),
+            # A visitor's first answer makes them a guest learner, with an order of their own.
+            "q": _view(
+                entry, answer, reveal, hinted, _seed(settings, "practice", user and user.id)
+            ),
             "code": entry.code,
             "hinted": hinted,
             "action": here + "/answer",
@@ -323,13 +337,15 @@ async def review_page(
     user: CurrentUser,
     session: SessionDep,
     now: NowDep,
+    settings: SettingsDep,
     last: LastId = None,
     topic: Annotated[str | None, Query(max_length=100)] = None,
 ):
     """The learner's due mistakes across topics (or one topic), one at a time."""
     assert user.id is not None
+    seed = _seed(settings, "review", user.id)
     queue, shown, upcoming = await run_reads(
-        session, _review_state, session, catalog, user.id, now, last, topic
+        session, _review_state, session, catalog, user.id, now, last, topic, seed
     )
     per_topic: dict[str, int] = {}
     for entry in queue:
@@ -343,7 +359,7 @@ async def review_page(
             "per_topic": per_topic,
             "topics": {t.id: t for t in catalog.topics()},
             "current": current,
-            "q": _view(current, None, reveal=False, hinted=False) if current else None,
+            "q": _view(current, None, reveal=False, hinted=False, seed=seed) if current else None,
             "shown": shown,
             "filter": topic,
             "next_due": upcoming,
@@ -358,6 +374,7 @@ def _review_state(
     now: datetime,
     last: int | None,
     topic: str | None,
+    seed: str,
 ) -> tuple[list[Entry], dict[str, Any] | None, datetime | None]:
     """The due queue (of one topic, or all), the answer just given with its card, and when the
     next card falls due if none is due now."""
@@ -370,7 +387,7 @@ def _review_state(
     if row is not None and entry is not None:
         card = modes.card_of(session, user_id, entry)
         shown = {"entry": entry, "answer": row, "card": card,
-                 "q": _view(entry, row, reveal=True, hinted=False)}  # fmt: skip
+                 "q": _view(entry, row, reveal=True, hinted=False, seed=seed)}  # fmt: skip
         queue = [e for e in queue if e != entry]
     upcoming = None
     if not queue:
@@ -449,6 +466,7 @@ async def quiz_page(
     catalog: CatalogDep,
     user: CurrentUser,
     session: SessionDep,
+    settings: SettingsDep,
     show: Annotated[int | None, Query(ge=1, le=100)] = None,
 ):
     """The current question of a quiz, an answered one (?show=N) with its feedback, or the
@@ -457,12 +475,13 @@ async def quiz_page(
     state = await run_reads(session, modes.quiz_for_user, session, quiz_id, user.id)
     topic = catalog.topic(state.quiz.topic)
     entries = modes.entries_of(catalog, state.questions)
+    seed = _seed(settings, "quiz", quiz_id, user.id)
     position = state.current if show is None else show - 1
     if position >= len(state.questions):
         reviews = []
         for index, entry in enumerate(entries):
             row = state.answers.get(index)
-            q = _view(entry, row, reveal=True, hinted=False) if entry is not None else None
+            q = _view(entry, row, reveal=True, hinted=False, seed=seed) if entry else None
             reviews.append({"entry": entry, "answer": row, "q": q})
         return _render(
             request, "quiz_results.html", {"state": state, "topic": topic, "reviews": reviews}
@@ -478,7 +497,7 @@ async def quiz_page(
             "entry": entry,
             "position": position,
             "answered": answered,
-            "q": _view(entry, answered, reveal=answered is not None, hinted=False)
+            "q": _view(entry, answered, reveal=answered is not None, hinted=False, seed=seed)
             if entry is not None
             else None,
             "code": entry.code if entry else None,

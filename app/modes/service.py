@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, time, timedelta
 
 from sqlalchemy import func, update
 from sqlalchemy.exc import IntegrityError
@@ -20,6 +20,7 @@ from sqlmodel import Session, col, select
 from app.challenges.catalog import Catalog, Entry, TopicView
 from app.db import begin_write
 from app.errors import Conflict, NotFound
+from app.modes import rules
 from app.modes.models import ModeAnswer, Quiz
 from app.review import service as review
 from app.review.models import CardSource, ReviewCard
@@ -125,12 +126,13 @@ def explain_best(session: Session, user_id: int, topic_id: str) -> dict[str, int
 def start_quiz(
     session: Session, user_id: int, topic: TopicView, now: datetime, rng: random.Random
 ) -> Quiz:
-    """Draw 5-10 questions from the topic's items and cards (all of them if fewer); commit."""
+    """Draw 5-10 questions from the topic's items and cards (all of them if fewer), never two
+    asking the same fact; commit."""
     pool = [*topic.practice, *topic.cards]
     if not pool:
         raise NotFound(f"The topic {topic.title!r} has nothing to quiz on yet.")
-    size = min(len(pool), QUIZ_MAX)
-    drawn = rng.sample(pool, size)
+    drawn = rules.draw_quiz(pool, QUIZ_MAX, rng)
+    size = len(drawn)
     begin_write(session)
     quiz = Quiz(
         user_id=user_id,
@@ -245,12 +247,24 @@ class Deck:
 
 
 def deck(session: Session, user_id: int, topic: TopicView, now: datetime, new_per_day: int) -> Deck:
-    """The topic's due cards and today's new ones."""
+    """The topic's due cards and today's new ones, no fact twice: a due card's fact is not
+    asked again by another due card, and a new card whose fact the learner already studies
+    (under another card) is not new to them."""
     by_id = {entry.item.id: entry for entry in topic.cards}
+    today = review.reviewed_since(session, user_id, CardSource.FLASHCARD, _midnight(now), topic.id)
+    asked = _facts_asked(by_id.get(row.card_id) for row in today)
     due_rows = review.due_cards(session, user_id, now + LEARN_AHEAD, CardSource.FLASHCARD, topic.id)
-    due = [by_id[row.card_id] for row in due_rows if row.card_id in by_id]
+    due = rules.one_per_fact(
+        rules.not_asked_elsewhere(
+            (by_id[row.card_id] for row in due_rows if row.card_id in by_id), asked
+        )
+    )
     known = review.known_cards(session, user_id, CardSource.FLASHCARD, topic.id)
-    unseen = [entry for entry in topic.cards if entry.item.id not in known]
+    studied = (rules.fact_of(by_id[card]) for card in known if card in by_id)
+    unseen = rules.one_per_fact(
+        (entry for entry in topic.cards if entry.item.id not in known),
+        asked=[fact for fact in studied if fact is not None],
+    )
     left = max(0, new_per_day - review.new_cards_today(session, user_id, topic.id, now))
     return Deck(due, unseen[:left], len(unseen))
 
@@ -271,10 +285,27 @@ def review_queue(
     session: Session, user_id: int, now: datetime, catalog: Catalog, limit: int = 200
 ) -> list[Entry]:
     """The learner's missed items due for review, across topics, most overdue first (items no
-    longer served are left out)."""
+    longer served are left out), each fact once: its most overdue item."""
     rows = review.due_cards(session, user_id, now + LEARN_AHEAD, CardSource.ITEM, limit=limit)
     found = (catalog.entry(row.deck_id, row.card_id) for row in rows)
-    return [entry for entry in found if entry is not None]
+    today = review.reviewed_since(session, user_id, CardSource.ITEM, _midnight(now))
+    asked = _facts_asked(catalog.entry(row.deck_id, row.card_id) for row in today)
+    due = [entry for entry in found if entry is not None]
+    return rules.one_per_fact(rules.not_asked_elsewhere(due, asked))
+
+
+def _midnight(now: datetime) -> datetime:
+    """The start of the learner's day (UTC), as the new-card limit counts it."""
+    return datetime.combine(now.date(), time(0), tzinfo=now.tzinfo)
+
+
+def _facts_asked(entries: Iterable[Entry | None]) -> dict[str, set[tuple[str, str]]]:
+    """fact -> the (deck, id) of each of these entries that asks it."""
+    asked: dict[str, set[tuple[str, str]]] = {}
+    for entry in entries:
+        if entry is not None and entry.item.fact is not None:
+            asked.setdefault(entry.item.fact, set()).add((entry.deck, entry.item.id))
+    return asked
 
 
 @dataclass(frozen=True)

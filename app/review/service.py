@@ -123,6 +123,20 @@ def known_cards(session: Session, user_id: int, source: CardSource, deck_id: str
     return set(session.exec(query))
 
 
+def reviewed_since(
+    session: Session, user_id: int, source: CardSource, since: datetime, topic: str | None = None
+) -> list[ReviewCard]:
+    """The learner's cards of this source last reviewed at or after `since` (of one topic)."""
+    query = select(ReviewCard).where(
+        ReviewCard.user_id == user_id,
+        ReviewCard.source == source,
+        col(ReviewCard.last_review) >= since,
+    )
+    if topic is not None:
+        query = query.where(ReviewCard.topic == topic)
+    return list(session.exec(query))
+
+
 def new_cards_today(session: Session, user_id: int, deck_id: str, now: datetime) -> int:
     """How many flashcards of this deck the learner first saw today (UTC): the new-card limit."""
     midnight = datetime.combine(now.date(), time(0), tzinfo=now.tzinfo)

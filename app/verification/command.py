@@ -23,7 +23,7 @@ from app.labs import verify as lab_verify
 from app.verification import batch, evidence, incremental, proofs, records
 from app.verification import service as verification
 from app.verification.batch import Verified
-from app.verification.rules import Verdict
+from app.verification.rules import ItemReport, Verdict
 
 
 def verify(
@@ -77,7 +77,7 @@ def verify(
         # Nothing to run: no executor is started (a course with nothing changed takes seconds).
         with (
             _executor(executor_url, trusted, jobs)
-            if selection.sets or selection.labs
+            if selection.sets or selection.labs or selection.proof_runs
             else contextlib.nullcontext(None)
         ) as url:
             client = HttpExecutorClient(url or "", token=Settings().executor_token)
@@ -109,6 +109,14 @@ def verify(
                     print(_json_line(_item_record(verified)), flush=True)
                 else:
                     _print_human(verified)
+            # Proofs of cards, cheat-sheet lines and explanations run as keys do, after them.
+            for done in batch.verify_proofs_in_order(client, selection.proof_runs, repeats, jobs):
+                counts[done.report.verdict.value] += 1
+                observed[done.run.key] = proofs.Proof(done.report.verdict.value, done.run.hash)
+                if as_json:
+                    print(_json_line(_proof_record(done)), flush=True)
+                else:
+                    _print_proof(done)
     finally:
         if engine is not None:
             engine.dispose()
@@ -150,7 +158,8 @@ def _select(
         )
     else:
         now = incremental.local_stamp()
-    return incremental.select(report.sets, report.labs, items, proven, then, now, run_all)
+    runs = proofs.proof_runs(report.topics, report.sets)
+    return incremental.select(report.sets, report.labs, items, proven, then, now, run_all, runs)
 
 
 def _write_proofs(
@@ -159,7 +168,7 @@ def _write_proofs(
     """Merge what was observed into the proofs file, dropping items that no longer exist
     under the file's folder."""
     everything = loader.load_path(path.parent)
-    current = proofs.current_hashes(everything.sets, everything.labs)
+    current = proofs.current_hashes(everything.sets, everything.labs, everything.topics)
     try:
         old = proofs.load(path)
     except ValueError as error:
@@ -196,6 +205,29 @@ def _item_record(verified: Verified) -> dict[str, Any]:
     )
 
 
+def _proof_record(done: batch.VerifiedProof) -> dict[str, Any]:
+    report = done.report
+    return {
+        "type": "proof",
+        "key": done.run.key,
+        "path": done.run.path,
+        "proof": done.run.label,
+        "verdict": report.verdict.value,
+        "reasons": list(report.problems),
+        "notes": list(report.notes),
+        "environment": evidence.environment_of(report),
+        "duration_ms": done.duration_ms,
+        "content_hash": done.run.hash,
+    }
+
+
+def _print_proof(done: batch.VerifiedProof) -> None:
+    """Print one proof's verdict, its reasons and, for a failure, what the runs showed."""
+    label = {"pass": "PASS", "fail": "FAIL", "needs_gpus": "GPU "}[done.report.verdict.value]
+    print(f"{label} {done.run.path} {done.run.label}", flush=True)
+    _print_reasons_and_evidence(done.report)
+
+
 def _step_record(step: lab_verify.StepReport, digest: str) -> dict[str, Any]:
     return {
         "type": "lab_step",
@@ -228,6 +260,10 @@ def _print_human(verified: Verified) -> None:
         return
     label = {"pass": "PASS", "fail": "FAIL", "needs_gpus": "GPU "}[item_report.verdict]
     print(f"{label} {verified.loaded.path} {item_report.item_id}", flush=True)
+    _print_reasons_and_evidence(item_report)
+
+
+def _print_reasons_and_evidence(item_report: ItemReport) -> None:
     for line in item_report.problems + item_report.notes:
         print(f"     {line}")
     if item_report.verdict is Verdict.FAIL and item_report.observations:

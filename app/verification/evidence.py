@@ -20,16 +20,36 @@ if TYPE_CHECKING:
     from app.challenges.schema import ItemBase
 
 ENVIRONMENT_FIELDS = ("torch", "backend", "device", "nproc", "python")
+# What an item says about its own provenance (its fact tag, a proof of its explanation, a
+# citation) is not what its key's runs prove: tagging an item leaves its key proven. An
+# item's `proof:` is verified and hashed on its own.
+PROVENANCE_FIELDS = frozenset({"fact", "proof", "source"})
 
 
 def content_hash(item: BaseModel, code: str | None, fixed_code: str | None = None) -> str:
     """Hash an item's full schema dump, its code and any fixed code: any edit changes it."""
-    dump = json.dumps(item.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+    own = set(PROVENANCE_FIELDS.intersection(type(item).model_fields))
+    fields = _without_unset_provenance(item.model_dump(mode="json", exclude=own))
+    dump = json.dumps(fields, sort_keys=True, ensure_ascii=False)
     digest = hashlib.sha256(dump.encode())
     for snippet in (code, fixed_code):
         digest.update(b"\0")
         digest.update((snippet or "").encode())
     return digest.hexdigest()
+
+
+def _without_unset_provenance(value: Any) -> Any:
+    """Drop the provenance fields a nested item leaves unset (a lab step's questions), so
+    that content written before they existed keeps its hash."""
+    if isinstance(value, dict):
+        return {
+            key: _without_unset_provenance(inner)
+            for key, inner in value.items()
+            if not (key in PROVENANCE_FIELDS and inner is None)
+        }
+    if isinstance(value, list):
+        return [_without_unset_provenance(inner) for inner in value]
+    return value
 
 
 def item_hash(loaded: LoadedSet, item: ItemBase) -> str:

@@ -1,9 +1,9 @@
 """What `ranklab verify` runs: the items asked for (`--item`), less those already proven.
 
-An item (or a lab's step) is skipped when the proofs file holds a proof of it (pass, or needs
-GPUs) for its content hash as it is now, observed on the same torch and backend as the executor
-that would run it now. `--all` runs everything. Nothing here runs anything, so a course with
-nothing changed is checked without starting an executor.
+An item (a lab's step, a topic's or a card's proof) is skipped when the proofs file holds a
+proof of it (pass, or needs GPUs) for its content hash as it is now, observed on the same torch
+and backend as the executor that would run it now. `--all` runs everything. Nothing here runs
+anything, so a course with nothing changed is checked without starting an executor.
 
 Pure: the standard library, the loader's types and the proofs file's helpers.
 """
@@ -59,6 +59,7 @@ class Selection:
 
     sets: list[LoadedSet] = field(default_factory=list)
     labs: list[LoadedLab] = field(default_factory=list)
+    proof_runs: list[proofs.ProofRun] = field(default_factory=list)  # topics', cards', items'
     skipped: int = 0
     unknown: list[str] = field(default_factory=list)  # --item ids that name nothing
     suggestions: dict[str, str] = field(default_factory=dict)
@@ -82,6 +83,7 @@ def select(
     then: Stamp | None,
     now: Stamp,
     force: bool,
+    proof_runs: Sequence[proofs.ProofRun] = (),
 ) -> Selection:
     """Choose what to verify. `wanted` holds item ids, `set/item` keys or lab ids (empty:
     everything); `proven` and `then` are the proofs file's entries and stamp."""
@@ -118,6 +120,17 @@ def select(
             selection.skipped += len(keys)
             continue
         selection.labs.append(lab)
+    for run in proof_runs:
+        # A key reads "topic:ID/proof:PID": the run answers to it, to each part, and to the ids.
+        parts = run.key.split("/")
+        aliases = {run.key, *parts, *(part.split(":", 1)[-1] for part in parts)}
+        if not _wanted(wanted, *aliases):
+            continue
+        seen.update(aliases)
+        if _is_proven(trusted, run.key, run.hash):
+            selection.skipped += 1
+            continue
+        selection.proof_runs.append(run)
     names = sorted(seen | _all_names(sets, labs))
     for name in wanted:
         if name not in seen:

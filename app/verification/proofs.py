@@ -1,5 +1,6 @@
 """The proofs file (`challenges/proofs.json`): what `ranklab verify --proofs` last observed for
-every executable item and lab step, keyed by content hash.
+every executable item, lab step and proof (a topic's named proofs, the inline proofs of cards and
+items), keyed by content hash.
 
 CONTENT.md reads it to show each topic's verify status without running anything; an edit to an
 item changes its hash, so the item shows as unproven until it is verified again. The test that
@@ -17,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.challenges.loader import LoadedLab, LoadedSet
-from app.challenges.schema import EXECUTABLE_KINDS
+from app.challenges.loader import LoadedLab, LoadedSet, LoadedTopic
+from app.challenges.schema import EXECUTABLE_KINDS, InlineProof
 from app.verification.evidence import content_hash, item_hash
 
 FILE_NAME = "proofs.json"
@@ -45,14 +46,65 @@ def step_key(lab_id: str, step_id: str) -> str:
     return f"lab:{lab_id}/{step_id}"
 
 
+def proof_key(owner: str, name: str) -> str:
+    """The proofs key of a proof: `topic:<topic>:proof:<id>` for a named proof of a topic,
+    `topic:<topic>:card:<id>` for a card's (or topic item's) inline proof, and
+    `set:<set>:item:<id>` for a set item's inline proof."""
+    return f"{owner}:{name}"
+
+
+@dataclass(frozen=True)
+class ProofRun:
+    """A proof to run: its proofs key, the file it is written in, how to name it, its code."""
+
+    key: str
+    path: str
+    label: str
+    proof: InlineProof
+    code: str
+
+    @property
+    def hash(self) -> str:
+        """The proof's content hash: its fields and its code."""
+        return content_hash(self.proof, self.code)
+
+
+def proof_runs(topics: Iterable[LoadedTopic], sets: Iterable[LoadedSet]) -> list[ProofRun]:
+    """Every proof to run: each topic's named proofs and inline ones, then the sets' inline
+    ones (a `proof: ID` names a named proof, which runs once for all that name it)."""
+    runs: list[ProofRun] = []
+    for loaded in topics:
+        topic = loaded.topic
+        for proof in topic.proofs:
+            key = proof_key(f"topic:{topic.id}", f"proof:{proof.id}")
+            code = loaded.proof_code[proof.id]
+            runs.append(ProofRun(key, loaded.path, f"proof {proof.id}", proof, code))
+        for entry in [*topic.cards, *topic.items]:
+            if isinstance(entry.proof, InlineProof):
+                key = proof_key(f"topic:{topic.id}", f"card:{entry.id}")
+                code = loaded.entry_proof_code[entry.id]
+                runs.append(ProofRun(key, loaded.path, f"{entry.id} proof", entry.proof, code))
+    for loaded_set in sets:
+        set_id = loaded_set.challenge_set.id
+        for item in loaded_set.challenge_set.items:
+            if isinstance(item.proof, InlineProof):
+                key = proof_key(f"set:{set_id}", f"item:{item.id}")
+                code = loaded_set.proof_code[item.id]
+                runs.append(ProofRun(key, loaded_set.path, f"{item.id} proof", item.proof, code))
+    return runs
+
+
 def step_hash(loaded: LoadedLab, step_id: str) -> str:
     """Hash a lab step as it is now: its schema dump, the code it opens with and its solution."""
     step = next(step for step in loaded.lab.steps if step.id == step_id)
     return content_hash(step, loaded.starter_for_verify(step_id), loaded.solutions[step_id])
 
 
-def current_hashes(sets: Iterable[LoadedSet], labs: Iterable[LoadedLab]) -> dict[str, str]:
-    """The key and hash of every executable item and lab step, as the content is now."""
+def current_hashes(
+    sets: Iterable[LoadedSet], labs: Iterable[LoadedLab], topics: Iterable[LoadedTopic] = ()
+) -> dict[str, str]:
+    """The key and hash of every executable item, lab step and proof, as the content is now."""
+    sets = list(sets)
     hashes = {
         item_key(loaded.challenge_set.id, item.id): item_hash(loaded, item)
         for loaded in sets
@@ -66,6 +118,7 @@ def current_hashes(sets: Iterable[LoadedSet], labs: Iterable[LoadedLab]) -> dict
             for step in loaded.lab.steps
         }
     )
+    hashes.update({run.key: run.hash for run in proof_runs(topics, sets)})
     return hashes
 
 

@@ -26,6 +26,7 @@ from app.challenges.schema import (
     RankExpectation,
     RankOutcome,
 )
+from app.verification.hangs import where_stuck
 from executor.contract import RankResult, RankStatus, RunResult, RunStatus
 
 
@@ -45,6 +46,7 @@ class Observation:
     result: RunResult
     first_output_order: tuple[int, ...] = ()
     long_limit: bool = False  # the re-run with a much longer limit that tells a hang from slowness
+    hang_proof: str | None = None  # a time-out proven a hang by its ranks' stacks (hangs.py)
     fixed: bool = False  # a run of a debug item's fixed code
 
 
@@ -97,6 +99,8 @@ def _describe(observed: RankResult) -> str:
         return f"raises {observed.exception.type}"
     if observed.status is RankStatus.KILLED and observed.exit_code is not None:
         return f"is killed (exit {observed.exit_code})"
+    if ended == "hangs" and observed.stuck is not None:
+        return f"is blocked at the time limit (stuck at {observed.stuck.describe()})"
     return {"hangs": "is blocked at the time limit", "killed": "is killed"}.get(ended, ended)
 
 
@@ -177,9 +181,10 @@ def run_mismatches(outcome: Outcome, result: RunResult) -> list[str]:
     if outcome.hangs is True and not hung:
         problems.append(f"expected a hang, but the run ended with status {result.status.value}")
     if outcome.hangs is False and hung:
+        stuck = where_stuck(result)
         problems.append(
-            f"the run hung (rank(s) {_blocked(result)} blocked at the time limit), "
-            "but the claim is that it ends (hangs: false)"
+            f"the run hung (rank(s) {_blocked(result)} blocked at the time limit"
+            f"{'; ' + stuck if stuck else ''}), but the claim is that it ends (hangs: false)"
         )
     ranks = peers_by_rank(result.ranks)
     for key in outcome.ranks:
@@ -321,13 +326,7 @@ def judge(item: ItemBase, observations: Sequence[Observation]) -> ItemReport:
             for option in item.options
             if option.id not in item.answer_ids and not is_checkable(option.outcome)
         )
-    usable: list[Observation] = []
-    for index, observation in enumerate(observations, start=1):
-        result = observation.result
-        if result.status in (RunStatus.REJECTED, RunStatus.INTERNAL_ERROR):
-            report.problems.append(f"run {index}: executor {result.status.value}: {result.message}")
-        else:
-            usable.append(observation)
+    usable = _usable(observations, report)
     runs = [o for o in usable if not o.fixed]
     report.problems.extend(_hang_problems(runs, report.notes))
     for label, outcome in keyed:
@@ -350,21 +349,54 @@ def judge(item: ItemBase, observations: Sequence[Observation]) -> ItemReport:
     return report
 
 
+def judge_proof(proof_id: str, outcome: Outcome, observations: Sequence[Observation]) -> ItemReport:
+    """Prove (or refute) a card's or cheat sheet's proof as a key is proven: its outcome must
+    hold in every run. A proof claims exactly what it states (a rank it names, `all`, a hang),
+    so it need not describe every rank."""
+    report = ItemReport(proof_id, Verdict.PASS, observations=list(observations))
+    runs = _usable(observations, report)
+    report.problems.extend(_hang_problems(runs, report.notes))
+    report.problems.extend(f"proof: {problem}" for problem in claim_problems(outcome, runs))
+    if not runs:
+        report.problems.append("proof: no run was observed")
+    _note_order_and_randomness([("proof", outcome)], runs, report.notes)
+    if report.problems:
+        report.verdict = Verdict.FAIL
+    return report
+
+
+def _usable(observations: Sequence[Observation], report: ItemReport) -> list[Observation]:
+    """The runs the executor did run; a refused or broken run is a problem of the report."""
+    usable: list[Observation] = []
+    for index, observation in enumerate(observations, start=1):
+        result = observation.result
+        if result.status in (RunStatus.REJECTED, RunStatus.INTERNAL_ERROR):
+            report.problems.append(f"run {index}: executor {result.status.value}: {result.message}")
+        else:
+            usable.append(observation)
+    return usable
+
+
 def _hang_problems(runs: Sequence[Observation], notes: list[str]) -> list[str]:
     """A time-out is a hang only if a much longer re-run is still blocked."""
     timed_out = [o for o in runs if o.result.status is RunStatus.TIMEOUT and not o.long_limit]
     if not timed_out:
         return []
     long_runs = [o for o in runs if o.long_limit]
+    proofs = [o.hang_proof for o in timed_out if o.hang_proof]
+    if proofs and not long_runs:
+        notes.append(f"hang proven by the ranks' stacks: {proofs[0]}")
+        return []
     if not long_runs:
         return ["the run timed out, but no longer re-run proved that it hangs"]
     problems = []
     for long_run in long_runs:
         seconds = long_run.result.duration_ms / 1000
         if long_run.result.status is RunStatus.TIMEOUT:
+            stuck = where_stuck(long_run.result)
             notes.append(
                 f"hang confirmed: still blocked after {seconds:.0f} s; blocked rank(s) "
-                f"{_blocked(long_run.result)}"
+                f"{_blocked(long_run.result)}{' (' + stuck + ')' if stuck else ''}"
             )
         else:
             problems.append(

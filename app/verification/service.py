@@ -7,11 +7,12 @@ from typing import Any
 
 from app import metrics
 from app.challenges.loader import LoadedSet
-from app.challenges.schema import EXECUTABLE_KINDS, ItemBase
+from app.challenges.schema import EXECUTABLE_KINDS, InlineProof, ItemBase
 from app.executor_client import ExecutorClient, ExecutorUnavailable
 from app.runs.service import gpus_needed, run_request
 from app.verification import infra
-from app.verification.rules import ItemReport, Observation, Verdict, judge
+from app.verification.hangs import proven_hang
+from app.verification.rules import ItemReport, Observation, Verdict, judge, judge_proof
 from executor.contract import OutputEvent, RankResult, RankStatus, RunResult, RunStatus
 
 # A time-out is re-run with a much longer limit before it counts as a hang: a slow rank that
@@ -124,14 +125,77 @@ def verify_item(
             Verdict.NEEDS_GPUS,
             notes=[f"needs {needed} GPU(s); this executor has {cuda_devices}"],
         )
-    code = loaded.code[item.id]
+    try:
+        observations = _observe_runs(
+            client, loaded.code[item.id], loaded.fixed_code.get(item.id), item, repeats,
+            max_timeout_s,
+        )  # fmt: skip
+    except _Unavailable as error:
+        return _executor_failed(item.id, error)
+    return judge(item, observations)
+
+
+def verify_proof(
+    client: ExecutorClient,
+    proof_id: str,
+    proof: InlineProof,
+    code: str,
+    repeats: int,
+    cuda_devices: int,
+    max_timeout_s: float = DEFAULT_MAX_TIMEOUT_S,
+) -> ItemReport:
+    """Verify a proof as a key is verified: the same runs, hang proof and randomness probe."""
+    needed = gpus_needed(proof)
+    if needed > cuda_devices:
+        return ItemReport(
+            proof_id,
+            Verdict.NEEDS_GPUS,
+            notes=[f"needs {needed} GPU(s); this executor has {cuda_devices}"],
+        )
+    try:
+        observations = _observe_runs(client, code, None, proof, repeats, max_timeout_s)
+    except _Unavailable as error:
+        return _executor_failed(proof_id, error)
+    return judge_proof(proof_id, proof.outcome, observations)
+
+
+def _executor_failed(report_id: str, error: _Unavailable) -> ItemReport:
+    """The executor's failure, not the snippet's: no run is shown as what the snippet does, and
+    the verdict is not recorded as a proof (see ItemReport.executor_failed)."""
+    return ItemReport(report_id, Verdict.FAIL, problems=[str(error.cause)], executor_failed=True)
+
+
+class _Unavailable(Exception):
+    """The executor went away mid-way: the cause and what was observed before."""
+
+    def __init__(self, cause: ExecutorUnavailable, observations: list[Observation]) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.observations = observations
+
+
+def _observe_runs(
+    client: ExecutorClient,
+    code: str,
+    fixed: str | None,
+    item: Any,
+    repeats: int,
+    max_timeout_s: float,
+) -> list[Observation]:
+    """Run an item's (or a proof's) snippet `repeats` times, prove any hang with a longer
+    limit, probe randomness with more runs, then run the fixed code (if any)."""
     observations: list[Observation] = []
     try:
-        for run in range(repeats):
-            observations.append(observe(client, code, item, run=run))
+        for number in range(repeats):
+            observations.append(observe(client, code, item, run=number))
             if observations[-1].result.status is RunStatus.TIMEOUT:
                 break  # a time-out takes the whole limit: prove it once, with a longer one
-        if any(o.result.status is RunStatus.TIMEOUT for o in observations):
+        proof = proven_hang(observations[-1].result) if observations else None
+        if proof is not None:
+            # Every rank waits for a peer and none works: a deadlock, proven from its stacks
+            # in the run itself, without the re-run at a much longer limit.
+            observations[-1] = dataclasses.replace(observations[-1], hang_proof=proof)
+        elif any(o.result.status is RunStatus.TIMEOUT for o in observations):
             longer = long_limit(item.launch.timeout_s, max_timeout_s)
             rerun = observe(client, code, item, timeout_s=longer)
             observations.append(dataclasses.replace(rerun, long_limit=True))
@@ -140,18 +204,15 @@ def verify_item(
                 if _output_varied(observations):
                     break
                 observations.append(observe(client, code, item, run=len(observations)))
-        fixed = loaded.fixed_code.get(item.id)
         if fixed is not None:
-            for index in range(repeats):
-                run = observe(client, fixed, item, run=index)
-                observations.append(dataclasses.replace(run, fixed=True))
-                if run.result.status is not RunStatus.OK:
+            for number in range(repeats):
+                fixed_run = observe(client, fixed, item, run=number)
+                observations.append(dataclasses.replace(fixed_run, fixed=True))
+                if fixed_run.result.status is not RunStatus.OK:
                     break
     except ExecutorUnavailable as error:
-        # The executor's failure, not the snippet's: no run is shown as what the snippet does,
-        # and the verdict is not recorded as a proof (see ItemReport.executor_failed).
-        return ItemReport(item.id, Verdict.FAIL, problems=[str(error)], executor_failed=True)
-    return judge(item, observations)
+        raise _Unavailable(error, observations) from error
+    return observations
 
 
 def describe_rank(rank: RankResult) -> str:
@@ -161,6 +222,8 @@ def describe_rank(rank: RankResult) -> str:
         parts.append(f"exit {rank.exit_code}")
     if rank.exception is not None:
         parts.append(f"{rank.exception.type}: {rank.exception.message.splitlines()[0][:200]}")
+    if rank.stuck is not None:
+        parts.append(f"stuck at {rank.stuck.describe()}")
     if rank.stdout:
         parts.append(f"stdout {rank.stdout!r}")
     return ", ".join(parts)

@@ -47,7 +47,8 @@
       box.dataset.testid = `rank-${rank}`;
       box.innerHTML =
         '<header><strong></strong> <span class="pill" data-testid="rank-status">running</span></header>' +
-        '<pre class="out" tabindex="0"></pre><pre class="err" tabindex="0" hidden></pre>';
+        '<pre class="out" tabindex="0"></pre><pre class="err" tabindex="0" hidden></pre>' +
+        '<p class="stuck" hidden></p>';
       box.querySelector("strong").textContent = `rank ${rank}`;
       const boxes = [...panes.children];
       const after = boxes.find((other) => Number(other.dataset.testid.slice(5)) > rank);
@@ -103,6 +104,11 @@
       const result = JSON.parse(event.data);
       for (const rank of result.ranks) {
         pane(rank.rank).querySelector("[data-testid=rank-status]").textContent = rank.status;
+        const stuck = pane(rank.rank).querySelector("p.stuck");
+        if (stuck) {
+          stuck.textContent = window.stuckAt ? window.stuckAt(rank.stuck) : "";
+          stuck.hidden = !stuck.textContent;
+        }
       }
       summary.textContent = `Run ${result.status}, ${result.duration_ms} ms.`;
       state.textContent = "";

@@ -1,4 +1,12 @@
 // "Run it": open the app's SSE stream and show each rank's output side by side as it arrives.
+
+// Where a rank that hung was stuck when the time limit killed it ("" when it did not hang).
+window.stuckAt = (stuck) => {
+  if (!stuck) return "";
+  const where = stuck.line ? `line ${stuck.line}` : "an unknown line";
+  const call = stuck.call ? `, waiting in ${stuck.call}` : "";
+  return `Stuck at ${where}${call} when the time limit stopped it.`;
+};
 document.addEventListener("alpine:init", () => {
   window.Alpine.data("runIt", (url, nproc) => ({
     running: false,
@@ -9,7 +17,7 @@ document.addEventListener("alpine:init", () => {
       this.running = true;
       this.started = true;
       this.summary = "Running…";
-      this.ranks = Array.from({ length: nproc }, (_, rank) => ({ rank, status: "running", stdout: "", stderr: "" }));
+      this.ranks = Array.from({ length: nproc }, (_, rank) => ({ rank, status: "running", stdout: "", stderr: "", stuck: "" }));
       const source = new EventSource(url);
       source.addEventListener("output", (message) => {
         const chunk = JSON.parse(message.data);
@@ -25,6 +33,7 @@ document.addEventListener("alpine:init", () => {
           // The final result is authoritative (a cached run streams nothing before it).
           rank.stdout = observed.stdout;
           rank.stderr = observed.exception ? `${observed.exception.type}: ${observed.exception.message}` : observed.stderr;
+          rank.stuck = window.stuckAt(observed.stuck);
         }
         const env = result.environment || {};
         const when = result.observed_at ? ` · observed ${result.observed_at}` : "";

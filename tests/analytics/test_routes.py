@@ -76,6 +76,7 @@ def test_the_set_page_shows_the_hand_computed_statistics(admin):
     assert cells(page, "q1") == {
         "attempts": "5",
         "facility": "80.0",
+        "first-try": "80.0",
         "discrimination": "0.0",
         "mean-time": "30.0",
         "timeouts": "0",
@@ -85,6 +86,7 @@ def test_the_set_page_shows_the_hand_computed_statistics(admin):
     q2 = cells(page, "q2")
     assert (q2["facility"], q2["discrimination"], q2["mean-time"]) == ("60.0", "-32.7", "32.0")
     assert q2["options"] == "A ✓: 5 · B: 2 · C ✓: 3 · D: 0"
+    assert q2["first-try"] == "40.0"  # bob's right answer came at his second try
     q3 = cells(page, "q3")
     assert (q3["facility"], q3["discrimination"], q3["timeouts"]) == ("40.0", "16.7", "2")
     assert q3["hints"] == "no hint"  # q3 has none to show
@@ -153,11 +155,11 @@ def test_the_items_csv_has_the_hand_computed_statistics(admin):
     response = admin.get("/admin/export/items.csv")
     assert response.headers["content-disposition"] == 'attachment; filename="items.csv"'
     expected = [
-        "set_id,item_id,item_title,kind,finished_attempts,facility_index,discrimination_index,"
-        "mean_seconds,timeouts,hints_shown,option_counts",
-        "test-analysis,q1,One answer,choice,5,80.0,0.0,30.0,0,2,A=4;B=1;C=0",
-        "test-analysis,q2,Two answers,choice,5,60.0,-32.7,32.0,1,1,A=5;B=2;C=3;D=0",
-        "test-analysis,q3,A number,numeric,5,40.0,16.7,22.0,2,0,4.0=2;5.0=1",
+        "set_id,item_id,item_title,kind,finished_attempts,facility_index,first_try_facility,"
+        "discrimination_index,mean_seconds,timeouts,hints_shown,option_counts",
+        "test-analysis,q1,One answer,choice,5,80.0,80.0,0.0,30.0,0,2,A=4;B=1;C=0",
+        "test-analysis,q2,Two answers,choice,5,60.0,40.0,-32.7,32.0,1,1,A=5;B=2;C=3;D=0",
+        "test-analysis,q3,A number,numeric,5,40.0,40.0,16.7,22.0,2,0,4.0=2;5.0=1",
     ]
     assert read_csv(response) == [line.split(",") for line in expected]
     assert response.text.endswith("\r\n")  # RFC 4180 line endings

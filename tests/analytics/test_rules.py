@@ -180,3 +180,47 @@ def test_no_attempts_means_no_days_and_an_empty_summary():
     assert rules.daily_activity({}, {}, {}) == []
     empty = rules.learner_summary(rules.NO_ATTEMPTS, None)
     assert (empty.attempts, empty.mean_score, empty.last_active) == (0, None, None)
+
+
+@pytest.mark.parametrize(
+    ("difficulty", "facility", "answers", "flag"),
+    [
+        ("expert", 85.0, 20, "labelled expert, but 85 % answer it right (over 80 %)"),
+        ("expert", 80.0, 20, None),  # at the band's edge: not a contradiction
+        ("expert", 95.0, 19, None),  # too few answers to judge the label
+        ("advanced", 92.0, 40, "labelled advanced, but 92 % answer it right (over 90 %)"),
+        ("intermediate", 97.0, 20, "labelled intermediate, but 97 % answer it right (over 95 %)"),
+        (
+            "intermediate",
+            15.0,
+            20,
+            "labelled intermediate, but only 15 % answer it right (under 20 %)",
+        ),
+        ("beginner", 25.0, 20, "labelled beginner, but only 25 % answer it right (under 30 %)"),
+        ("beginner", 100.0, 20, None),  # easy is what beginner means
+        ("expert", 5.0, 20, None),  # hard is what expert means
+        ("expert", None, 0, None),
+    ],
+)
+def test_a_facility_at_the_wrong_end_for_the_label_is_flagged_after_20_answers(
+    difficulty, facility, answers, flag
+):
+    assert rules.label_mismatch(difficulty, facility, answers) == flag
+
+
+def test_item_statistics_check_each_item_against_its_label():
+    totals = [
+        rules.ItemTotals("easy-expert", 20, 18, 0, 0, 0),  # 90 %
+        rules.ItemTotals("hard-beginner", 20, 4, 0, 0, 0),  # 20 %
+        rules.ItemTotals("fine", 20, 10, 0, 0, 0),  # 50 %
+    ]
+    labels = {"easy-expert": "expert", "hard-beginner": "beginner", "fine": "advanced"}
+    stats = {s.item_id: s for s in rules.item_statistics(totals, difficulty=labels)}
+    assert stats["easy-expert"].label_mismatch == (
+        "labelled expert, but 90 % answer it right (over 80 %)"
+    )
+    assert stats["hard-beginner"].label_mismatch == (
+        "labelled beginner, but only 20 % answer it right (under 30 %)"
+    )
+    assert stats["fine"].label_mismatch is None
+    assert fixture_statistics()["q1"].label_mismatch is None  # five answers: too few

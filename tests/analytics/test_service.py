@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
+from app.analytics import rules
 from app.analytics import service as analytics
 from app.challenges.catalog import Catalog
 from app.db import make_engine
@@ -60,6 +61,12 @@ def test_the_statistics_match_the_hand_computed_values(session, catalog):
     }
     q1, q2, q3 = (rows[item].statistics for item in ("q1", "q2", "q3"))
     assert (q1.facility, q2.facility, q3.facility) == (80.0, 60.0, 40.0)
+    # Right at the first try: q2's bob got it at his second (and cy never), so 2 of 5.
+    assert (q1.first_try_facility, q2.first_try_facility, q3.first_try_facility) == (
+        80.0,
+        40.0,
+        40.0,
+    )
     assert q1.discrimination == 0.0
     assert q2.discrimination == pytest.approx(-300 / 84**0.5)
     assert q3.discrimination == pytest.approx(100 / 6)
@@ -137,3 +144,14 @@ def test_an_unknown_set_or_user_is_not_found(session, catalog):
         analytics.set_title(session, catalog, "no-such-set")
     with pytest.raises(NotFound):
         analytics.user_or_404(session, 999)
+
+
+def test_an_item_whose_facility_contradicts_its_label_is_flagged_from_20_answers(session, catalog):
+    # q1 is labelled beginner: 5 of 20 right (25 %) contradicts it; 5 of 19 is too few to say.
+    def flag(attempts: int) -> str | None:
+        totals = {("test-analysis", "q1"): rules.ItemTotals("q1", attempts, 5, 0, 0, 0)}
+        rows = analytics.item_rows(session, catalog, "test-analysis", totals, {})
+        return rows[0].statistics.label_mismatch
+
+    assert flag(20) == "labelled beginner, but only 25 % answer it right (under 30 %)"
+    assert flag(19) is None

@@ -2,15 +2,19 @@
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from app.attempts.rules import (
     Clock,
     ItemStatus,
     Refusal,
+    credit,
     is_correct,
     parse_answer,
     public_question,
     refusal,
     score,
+    shown_answer,
     status_after,
 )
 from app.challenges.schema import ChoiceItem, NumericItem
@@ -118,10 +122,51 @@ def test_numeric_answers_use_the_tolerance():
     assert parse_answer(item, ["nan"]) is None
 
 
+RIGHT_FIRST = (ItemStatus.CORRECT, 1)
+RIGHT_SECOND = (ItemStatus.CORRECT, 2)
+
+
 def test_the_badge_needs_every_item_correct():
-    assert score([ItemStatus.CORRECT] * 5).perfect
-    assert not score([ItemStatus.CORRECT] * 4 + [ItemStatus.TIMED_OUT]).perfect
-    assert score([ItemStatus.CORRECT, ItemStatus.INCORRECT]).percent == 50
+    assert score([RIGHT_FIRST] * 5).perfect
+    assert not score([RIGHT_FIRST] * 4 + [(ItemStatus.TIMED_OUT, 0)]).perfect
+    assert score([RIGHT_FIRST, (ItemStatus.INCORRECT, 2)]).percent == 50
+
+
+def test_a_second_try_is_worth_two_thirds_and_a_third_one_third():
+    assert credit(ItemStatus.CORRECT, 1) == 1
+    assert credit(ItemStatus.CORRECT, 2) == pytest.approx(2 / 3)
+    assert credit(ItemStatus.CORRECT, 3) == pytest.approx(1 / 3)
+    assert credit(ItemStatus.CORRECT, 5) == 0
+    assert credit(ItemStatus.INCORRECT, 1) == 0
+    assert score([RIGHT_FIRST, RIGHT_SECOND]).percent == 83
+
+
+def test_the_badge_needs_nine_in_ten_items_right_at_the_first_try():
+    """A set of fewer than ten items needs every one at the first try; ten allow one retry."""
+    assert not score([RIGHT_FIRST] * 6 + [RIGHT_SECOND]).perfect
+    assert score([RIGHT_FIRST] * 9 + [RIGHT_SECOND]).perfect
+    assert not score([RIGHT_FIRST] * 8 + [RIGHT_SECOND] * 2).perfect
+    result = score([RIGHT_FIRST] * 9 + [RIGHT_SECOND])
+    assert (result.correct, result.first_try, result.total) == (10, 9, 10)
+
+
+def test_the_options_are_shown_in_the_seeds_order_lettered_as_shown_with_their_own_ids():
+    item = choice(options=[{"id": letter, "text": letter.lower()} for letter in "ABCD"], answer="B")
+    views = [
+        public_question(item, ItemStatus.INCORRECT, "A", 2, 2, False, seed=f"attempt {n}")
+        for n in range(40)
+    ]
+    orders = {tuple(option["id"] for option in view["options"]) for view in views}
+    assert len(orders) > 1
+    for view in views:
+        assert [option["letter"] for option in view["options"]] == list("ABCD")
+        key_letter = view["letters"]["B"]
+        assert view["answer"] == ["B"] and view["answer_letters"] == [key_letter]
+        assert shown_answer(view, "A") == view["letters"]["A"]
+    again = public_question(item, ItemStatus.OPEN, None, 0, 2, False, seed="attempt 0")
+    assert again["options"] == [
+        {key: option[key] for key in ("id", "letter", "text")} for option in views[0]["options"]
+    ]
 
 
 def test_an_open_question_shows_no_key_feedback_or_explanation():
@@ -134,7 +179,7 @@ def test_an_open_question_shows_no_key_feedback_or_explanation():
 
 def test_after_a_wrong_try_only_the_chosen_options_feedback_shows():
     view = public_question(choice(), ItemStatus.OPEN, "A", 1, 2, hint_shown=True)
-    assert view["chosen_feedback"] == [{"id": "A", "feedback": "SECRET-A"}]
+    assert view["chosen_feedback"] == [{"id": "A", "letter": "A", "feedback": "SECRET-A"}]
     assert "SECRET-B" not in repr(view)
     assert "SECRET-EXPLANATION" not in repr(view)
     assert view["hint"] == "H"

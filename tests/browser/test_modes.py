@@ -81,7 +81,9 @@ def test_practice_gives_feedback_until_right_and_never_touches_badges(page):
 
     answer_choice(page, "A")  # wrong: one more try, and what was wrong with that option
     expect(page.get_by_test_id("verdict")).to_have_text("✗ Not quite — try again.")
-    expect(page.get_by_test_id("feedback")).to_contain_text("Your choice, A:")
+    # Options are shuffled: option A's feedback carries the letter it was shown under.
+    shown_as = page.locator('[data-option="A"]').get_attribute("data-letter")
+    expect(page.get_by_test_id("feedback")).to_contain_text(f"Your choice, {shown_as}:")
     expect(page.get_by_test_id("feedback")).to_contain_text("One process would be no distribution")
     assert page.get_by_test_id("explanation").count() == 0
     assert page.get_by_test_id("key-mark").count() == 0

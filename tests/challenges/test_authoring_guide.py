@@ -39,3 +39,20 @@ def test_the_tours_topic_example_validates(tmp_path: Path):
     assert [card.id for card in topic.topic.cards] == ["what-is-ddp"]
     assert [item.kind for item in topic.topic.items] == ["explain"]
     assert topic.cheat_sheet == "# DDP on one page\n"
+
+
+def test_the_guides_proofs_example_validates(tmp_path: Path):
+    guide = (ROOT / "docs" / "authoring.md").read_text()
+    example = re.search(r"```yaml\n# proofs-example.*?\n(.*?)```", guide, re.DOTALL)
+    assert example is not None
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    (folder / "topic.yaml").write_text(example[1])
+    (folder / "all_reduce_sum.py").write_text("import torch.distributed as dist\n")
+    report = load_path(tmp_path)
+    assert report.errors == []
+    (topic,) = report.topics
+    assert [proof.id for proof in topic.topic.proofs] == ["sum-on-every-rank"]
+    sourced = topic.topic.cards[1].source
+    assert topic.topic.cards[0].proof == "sum-on-every-rank"
+    assert sourced is not None and sourced.torch == "2.13.0"

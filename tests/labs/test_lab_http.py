@@ -205,3 +205,29 @@ def test_hostile_lab_code_is_contained(learner: Learner, secret_dir: Path):
     assert result["status"] == "timeout"  # the step's limit ends it; the pids cgroup caps it
     after = events(learner, run(learner, STEP1, SOLUTION1).json()["events"])
     assert after[-2][2]["passed"] is True  # and the next run works
+
+
+DEADLOCK = (
+    "import torch, torch.distributed as dist\n"
+    "dist.init_process_group('gloo')\n"
+    "if dist.get_rank() == 0:\n"
+    "    dist.all_reduce(torch.ones(1))\n"
+    "else:\n"
+    "    dist.barrier()\n"
+)
+
+
+def test_a_run_that_hangs_shows_where_each_rank_was_stuck(app_factory, sqlite_url, content,
+                                                          executor_url):  # fmt: skip
+    lab = content / "hello" / "lab.yaml"
+    lab.write_text(lab.read_text().replace("timeout_s: 20}", "timeout_s: 3}", 1))
+    app = app_factory(sqlite_url, executor=HttpExecutorClient(executor_url), challenges_dir=content)
+    with TestClient(app) as client:
+        person = Learner(client)
+        person.start_as_guest()
+        seen = events(person, run(person, STEP1, DEADLOCK).json()["events"])
+        result = next(payload for _, name, payload in seen if name == "result")
+        assert result["status"] == "timeout"
+        page = person.get(STEP1).text  # the panes of the last run, as the page shows them
+    assert "Stuck at line 4, waiting in dist.all_reduce when the time limit stopped it." in page
+    assert "Stuck at line 6, waiting in dist.barrier when the time limit stopped it." in page

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# A topic, a set and a second topic whose cards, items and cheat sheet carry proofs, sources
+# and facts (kept out of tests/fixtures, which other tests load whole).
+PROVEN_CONTENT = Path(__file__).parent / "proven"
+
 
 def edit(path: Path, old: str, new: str) -> None:
     """Replace the first `old` in the file with `new` (which must be there)."""

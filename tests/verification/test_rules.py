@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from app.challenges.schema import DebugItem, PredictOutputItem
-from app.verification.rules import Observation, Verdict, judge, normalise, stdout_matches
+from app.challenges.schema import DebugItem, Outcome, PredictOutputItem
+from app.verification.rules import (
+    Observation,
+    Verdict,
+    judge,
+    judge_proof,
+    normalise,
+    stdout_matches,
+)
 from executor.contract import Environment, ExceptionInfo, RankResult, RunResult
 from tests.support.items import debug_item, predict_item
 
@@ -219,3 +226,18 @@ def test_a_stdout_regex_still_matches_the_whole_output():
     # The output ends in exactly what the regex says: no implicit newline is added before it.
     assert stdout_matches(r"x\n", "x\n\n") and not stdout_matches(r"x\n\n\n", "x\n")
     assert not stdout_matches(r"\n", "")
+
+
+def test_a_proof_holds_when_what_it_states_holds_in_every_run_even_about_one_rank():
+    about_rank_one = Outcome.model_validate(rank_outcome(r1="sum 3\n"))
+    runs = [Observation(run("partial 1\n", "sum 3\n"), (0, 1))] * 3
+    report = judge_proof("proof rank-one", about_rank_one, runs)
+    assert report.verdict is Verdict.PASS and report.problems == []
+
+
+def test_a_proof_that_one_run_contradicts_fails_naming_the_run():
+    claim = Outcome.model_validate(rank_outcome(rall="3\n"))
+    runs = [Observation(run("3\n", "3\n"), (0, 1)), Observation(run("3\n", "4\n"), (0, 1))]
+    report = judge_proof("proof sum", claim, runs)
+    assert report.verdict is Verdict.FAIL
+    assert report.problems[0] == "proof: run 2: rank 1 printed '4\\n', expected '3\\n'"

@@ -19,6 +19,7 @@ from app.db import make_engine
 from app.verification import proofs
 from app.verification.models import VerificationRecord
 from tests.conftest import TEST_CHALLENGES
+from tests.support.content import PROVEN_CONTENT, edit
 
 pytestmark = pytest.mark.executor
 
@@ -68,6 +69,8 @@ def test_every_shipped_key_is_proven_as_the_committed_proofs_say(executor_url):
         (
             proofs.step_key(r["lab"], r["step"])
             if r["type"] == "lab_step"
+            else r["key"]
+            if r["type"] == "proof"
             else proofs.item_key(r["set_id"], r["item_id"])
         ): proofs.Proof(r["verdict"], r["content_hash"])
         for r in records
@@ -124,6 +127,37 @@ def test_a_copy_with_one_wrong_key_fails_with_the_observed_output(executor_url, 
     assert "key B:" in result.stdout and "distractor A also matches" in result.stdout
     assert "rank 0: ok" in result.stdout  # the evidence
     assert "PASS " in result.stdout  # the other executable item still passes
+
+
+def test_a_true_proof_passes_a_false_one_fails_with_what_ran_and_a_gpu_one_waits(
+    executor_url, tmp_path
+):
+    folder = tmp_path / "proven"
+    shutil.copytree(PROVEN_CONTENT, folder)
+    topic = folder / "topic.yaml"
+    edit(topic, 'all: {stdout: "sum 3.0\\n"}', 'all: {stdout: "sum 4.0\\n"}')  # false
+    edit(topic, "      launch: {nproc: 2}\n", "      launch: {nproc: 2, gpus: 1}\n")
+    proofs_file = folder / proofs.FILE_NAME
+    result = verify(folder, executor_url, "--proofs", str(proofs_file))
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    shown = str(topic)
+    assert f"FAIL {shown} proof all-reduce-sums" in lines
+    assert "     proof: runs 1, 2, 3: rank 0 printed 'sum 3.0\\n', expected 'sum 4.0\\n'" in lines
+    assert "       rank 1: ok, stdout 'sum 3.0\\n'" in lines  # the observed output
+    assert f"PASS {shown} proof all-reduce-returns-none" in lines  # a true proof
+    assert f"GPU  {shown} world-size-card proof" in lines
+    assert "     needs 1 GPU(s); this executor has 0" in lines
+    assert lines[-1] == "verify: 1 fail, 1 needs_gpus, 1 not_executable, 1 pass; 0 file error(s)"
+    written = proofs.load(proofs_file)
+    assert {key: proof.verdict for key, proof in written.items()} == {
+        "topic:proven:proof:all-reduce-sums": "fail",
+        "topic:proven:proof:all-reduce-returns-none": "pass",
+        "topic:proven:card:world-size-card": "needs_gpus",
+    }
+    loaded = loader.load_path(folder)
+    current = proofs.current_hashes(loaded.sets, loaded.labs, loaded.topics)
+    assert all(written[key].hash == current[key] for key in written)
 
 
 def test_an_item_needing_gpus_is_reported_not_passed_or_failed(executor_url, tmp_path):

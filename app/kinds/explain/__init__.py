@@ -87,7 +87,9 @@ def is_correct(item: ExplainItem, answer: str) -> bool:
     return sum(match.covered for match in item.score(answer)) >= item.needed
 
 
-def view(item: ExplainItem, last_answer: str | None, closed: bool) -> dict[str, object]:
+def view(
+    item: ExplainItem, last_answer: str | None, closed: bool, seed: str | None = None
+) -> dict[str, object]:
     """How many concepts there are; once answered, what covered each and the model answer."""
     shown: dict[str, object] = {"concept_count": len(item.concepts), "needed": item.needed}
     if last_answer is not None and closed:

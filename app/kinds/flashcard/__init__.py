@@ -66,7 +66,9 @@ def is_correct(item: FlashcardItem, answer: str) -> bool:
     return answer == KNEW
 
 
-def view(item: FlashcardItem, last_answer: str | None, closed: bool) -> dict[str, object]:
+def view(
+    item: FlashcardItem, last_answer: str | None, closed: bool, seed: str | None = None
+) -> dict[str, object]:
     """The front always (as the prompt); the back is the explanation, shown once closed, and
     also here so that the widget can flip the card before the learner judges themself."""
     return {"back": item.explanation}

@@ -38,7 +38,9 @@ def is_correct(item: NumericItem, answer: str) -> bool:
     return abs(float(answer) - item.answer) <= item.tolerance + 1e-12
 
 
-def view(item: NumericItem, last_answer: str | None, closed: bool) -> dict[str, object]:
+def view(
+    item: NumericItem, last_answer: str | None, closed: bool, seed: str | None = None
+) -> dict[str, object]:
     """The unit always; the key and its tolerance once closed."""
     shown: dict[str, object] = {"unit": item.unit}
     if closed:

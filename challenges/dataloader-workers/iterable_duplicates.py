@@ -1,0 +1,15 @@
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, IterableDataset
+
+
+class Shard(IterableDataset):  # this rank's share of 8 samples
+    def __iter__(self):
+        return iter(range(dist.get_rank(), 8, dist.get_world_size()))
+
+
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+loader = DataLoader(Shard(), batch_size=None, num_workers=2)
+print(f"rank {dist.get_rank()} saw {[int(x) for x in loader]}")
+dist.destroy_process_group()

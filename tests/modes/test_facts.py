@@ -1,0 +1,143 @@
+"""No session asks the same fact twice: a quick quiz draws one entry per fact, a flashcard day
+and a review session skip an entry whose fact another one already asked today (real database;
+the clock is an argument)."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session
+
+from app.accounts.models import User
+from app.challenges.catalog import Catalog, TopicView
+from app.db import make_engine, write_session
+from app.modes import rules
+from app.modes import service as modes
+from app.review import service as review
+from app.review.scheduling import Grade
+from tests.conftest import FIXTURES
+from tests.support.content import edit
+
+YESTERDAY = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
+TODAY = YESTERDAY + timedelta(days=1)
+TOMORROW = TODAY + timedelta(days=1)
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Catalog:
+    """The drill topic with two facts each asked twice: by two cards, and by two set items."""
+    content = tmp_path / "challenges"
+    shutil.copytree(FIXTURES / "modes", content / "drill")
+    topic, items = content / "drill" / "topic.yaml", content / "drill" / "set.yaml"
+    edit(topic, "  - id: what-is-rank\n", "  - id: what-is-rank\n    fact: rank-meaning\n")
+    edit(
+        topic,
+        "  - id: what-is-world-size\n",
+        "  - id: what-is-world-size\n    fact: rank-meaning\n",
+    )
+    edit(items, "  - id: world-size\n", "  - id: world-size\n    fact: rank-count\n")
+    edit(items, "  - id: all-reduce-sum\n", "  - id: all-reduce-sum\n    fact: rank-count\n")
+    loaded = Catalog.load(content)
+    assert loaded.errors == []
+    return loaded
+
+
+@pytest.fixture
+def drill(catalog: Catalog) -> TopicView:
+    topic = catalog.topic("drill")
+    assert topic is not None
+    return topic
+
+
+@pytest.fixture
+def session(database_url: str) -> Iterator[Session]:
+    engine = make_engine(database_url)
+    with write_session(engine) as db:
+        yield db
+    engine.dispose()
+
+
+@pytest.fixture
+def learner(session: Session) -> int:
+    user = User(created_at=YESTERDAY)
+    session.add(user)
+    session.commit()
+    assert user.id is not None
+    return user.id
+
+
+def ids(entries: list) -> list[str]:
+    return [entry.item.id for entry in entries]
+
+
+def test_a_quick_quiz_asks_each_fact_once_and_every_entry_can_be_drawn(drill: TopicView) -> None:
+    pool = [*drill.practice, *drill.cards]
+    assert len(pool) == 6  # two set items, the topic's own item, three cards
+    drawn_ever: set[str] = set()
+    for seed in range(40):
+        drawn = rules.draw_quiz(pool, modes.QUIZ_MAX, random.Random(seed))
+        facts = [entry.item.fact for entry in drawn if entry.item.fact is not None]
+        assert sorted(facts) == ["rank-count", "rank-meaning"], ids(drawn)
+        assert len(drawn) == 4
+        drawn_ever.update(ids(drawn))
+    assert drawn_ever == {entry.item.id for entry in pool}  # either twin may be the one asked
+
+
+def test_a_pool_with_no_shared_fact_is_drawn_as_before() -> None:
+    catalog = Catalog.load(FIXTURES / "modes")
+    topic = catalog.topic("drill")
+    assert topic is not None
+    pool = [*topic.practice, *topic.cards]
+    assert rules.draw_quiz(pool, 10, random.Random(7)) == random.Random(7).sample(pool, 6)
+
+
+def test_a_flashcard_day_asks_a_fact_once_even_when_both_cards_fall_due(
+    session: Session, learner: int, drill: TopicView
+) -> None:
+    rank, world, _zero = drill.cards  # what-is-rank and what-is-world-size share a fact
+    for card in (rank, world):
+        review.grade(session, learner, modes.card_key(card), Grade.AGAIN, "flashcards", YESTERDAY)
+    deck = modes.deck(session, learner, drill, TODAY, new_per_day=10)
+    assert ids(deck.due) == ["what-is-rank"] and ids(deck.new) == ["who-is-rank-zero"]
+    review.grade(session, learner, modes.card_key(rank), Grade.EASY, "flashcards", TODAY)
+    # The twin is still due, but its fact was asked today: not again before tomorrow.
+    assert ids(modes.deck(session, learner, drill, TODAY + timedelta(hours=1), 10).due) == []
+    assert ids(modes.deck(session, learner, drill, TOMORROW, 10).due) == ["what-is-world-size"]
+
+
+def test_a_new_card_whose_fact_the_learner_studies_is_not_new_to_them(
+    session: Session, learner: int, drill: TopicView
+) -> None:
+    rank = drill.cards[0]
+    assert ids(modes.deck(session, learner, drill, YESTERDAY, 10).new) == [
+        "what-is-rank", "who-is-rank-zero"
+    ]  # fmt: skip
+    review.grade(session, learner, modes.card_key(rank), Grade.GOOD, "flashcards", YESTERDAY)
+    deck = modes.deck(session, learner, drill, TODAY, 10)
+    assert ids(deck.new) == ["who-is-rank-zero"] and deck.unseen == 1
+
+
+def test_a_review_session_asks_a_fact_once_and_a_miss_of_the_same_item_comes_back(
+    session: Session, learner: int, catalog: Catalog
+) -> None:
+    world_size = catalog.entry("modes-drill", "world-size")
+    all_reduce = catalog.entry("modes-drill", "all-reduce-sum")
+    assert world_size is not None and all_reduce is not None
+    for entry in (world_size, all_reduce):
+        modes.feed_review(session, learner, entry, False, False, "practice", YESTERDAY)
+    assert ids(modes.review_queue(session, learner, TODAY, catalog)) == ["world-size"]
+    modes.feed_review(session, learner, world_size, False, False, "review", TODAY)  # missed again
+    assert ids(modes.review_queue(session, learner, TODAY + timedelta(minutes=2), catalog)) == [
+        "world-size"
+    ]  # the same item comes back; its twin waits
+    modes.feed_review(session, learner, world_size, True, False, "review", TODAY)
+    # Still learning it, the item may come back today; its twin may not.
+    assert "all-reduce-sum" not in ids(
+        modes.review_queue(session, learner, TODAY + timedelta(hours=1), catalog)
+    )
+    assert ids(modes.review_queue(session, learner, TOMORROW, catalog)) == ["all-reduce-sum"]

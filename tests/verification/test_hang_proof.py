@@ -1,0 +1,96 @@
+"""A deadlock proven from its ranks' stacks in the run itself, without the long re-run.
+
+Real executor, real gloo ranks. Every rank blocked in a collective with no CPU progress is a
+hang; ranks that spend the limit inside collectives while still working are slow, not stuck,
+and keep the re-run at a much longer limit that shows them finishing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.challenges import loader
+from app.executor_client import HttpExecutorClient
+from app.verification import service
+from app.verification.rules import ItemReport, Verdict
+
+pytestmark = pytest.mark.executor
+
+SET = """\
+id: hang-proofs
+title: Hang proofs
+topic: Verification
+description: A deadlock and a slow loop of collectives, both claimed to hang.
+badge: {name: Stuck}
+items:
+  - id: ITEM
+    kind: predict_output
+    category: Predict Output
+    difficulty: advanced
+    title: Does it hang?
+    prompt: What happens?
+    explanation: See the ranks.
+    code: |
+CODE
+    launch: {nproc: 2, backend: gloo, timeout_s: 2}
+    options:
+      - id: A
+        text: It hangs.
+        outcome: {hangs: true}
+      - id: B
+        text: Both print done.
+        outcome: {ranks: {all: {stdout: "done\\n"}}}
+    answer: A
+"""
+
+DEADLOCK = """\
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+if dist.get_rank() == 0:
+    dist.all_reduce(torch.ones(1))
+else:
+    dist.barrier()
+print("done")
+"""
+
+# Both ranks spend the limit inside all_reduce, working: about 6 s of collectives, then done.
+BUSY_COLLECTIVES = """\
+import time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+end = time.time() + 6
+going = torch.ones(1)
+while going.item():
+    going.fill_(float(time.time() < end))
+    dist.all_reduce(going, op=dist.ReduceOp.MIN)
+print("done")
+"""
+
+
+def verify(executor_url: str, folder: Path, item_id: str, code: str) -> ItemReport:
+    indented = "\n".join("      " + line for line in code.splitlines())
+    (folder / "set.yaml").write_text(SET.replace("ITEM", item_id).replace("CODE", indented))
+    report = loader.load_path(folder)
+    assert report.ok, report.errors
+    (loaded,) = report.sets
+    (item,) = loaded.challenge_set.items
+    client = HttpExecutorClient(executor_url)
+    return service.verify_item(client, loaded, item, 3, cuda_devices=0)
+
+
+def test_a_deadlock_is_proven_from_its_stacks_without_the_long_rerun(executor_url, tmp_path):
+    report = verify(executor_url, tmp_path, "deadlock", DEADLOCK)
+    assert report.verdict is Verdict.PASS, report.problems
+    assert [o.long_limit for o in report.observations] == [False]  # one run at the item's limit
+    (proof,) = [note for note in report.notes if note.startswith("hang proven")]
+    assert "rank 0: line 4, `dist.all_reduce`; rank 1: line 6, `dist.barrier`" in proof
+
+
+def test_ranks_working_inside_collectives_are_not_proven_stuck(executor_url, tmp_path):
+    report = verify(executor_url, tmp_path, "busy", BUSY_COLLECTIVES)
+    assert report.observations[0].result.status.value == "timeout"
+    assert any(o.long_limit for o in report.observations)  # the re-run tells slow from stuck
+    assert report.verdict is Verdict.FAIL
+    assert any("a slow rank, not a hang" in problem for problem in report.problems)
+    assert not any(note.startswith("hang proven") for note in report.notes)

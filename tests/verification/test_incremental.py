@@ -64,3 +64,17 @@ def test_item_picks_items_by_id_or_key_and_names_what_it_cannot_find():
     missing = incremental.select(sets, labs, ["all-reduse"], {}, None, NOW, False)
     assert missing.unknown == ["all-reduse"]
     assert missing.suggestions == {"all-reduse": "all-reduce"}
+
+
+def test_proofs_of_topics_are_skipped_when_proven_and_picked_by_topic_id():
+    from app.config import ROOT
+
+    report = load_path(ROOT / "challenges")
+    runs = proofs.proof_runs(report.topics, report.sets)
+    assert runs
+    proven = {run.key: proofs.Proof("pass", run.hash) for run in runs}
+    everything = incremental.select([], [], [], proven, NOW, NOW, False, runs)
+    assert everything.proof_runs == [] and everything.skipped == len(runs)
+    topic = runs[0].key.split("/")[0].removeprefix("topic:").removeprefix("set:")
+    picked = incremental.select([], [], [topic], {}, None, NOW, False, runs)
+    assert picked.proof_runs and all(topic in run.key for run in picked.proof_runs)

@@ -244,9 +244,12 @@ async def answer(
     attempt, row, number, item = asked.attempt, asked.row, asked.number, asked.item
     grace_s, secret, path = settings.grace_seconds, settings.secret_key, request.url.path
     when = arrival.judged_at(secret, path, submission, choice or [], first_sent, now)
+    seed = rules.attempt_seed(secret, attempt.id, attempt.user_id)  # the one it was shown with
 
     def judge() -> attempts.Judgement:
-        judgement = attempts.submit(session, row, item, choice or [], grace_s, when, submission)
+        judgement = attempts.submit(
+            session, row, item, choice or [], grace_s, when, submission, seed
+        )
         if judgement.status.closed and not judgement.replayed:  # a miss enters the review
             _feed_review(session, catalog, attempt, row, judgement.correct, now)  # queue
         return judgement
@@ -408,7 +411,7 @@ async def results(
                 "row": row,
                 "q": view,
                 "seconds": used,
-                "answer": rules.shown_answer(view, row.last_answer) if view else row.last_answer,
+                "answer": rules.shown_answer(view) if view else row.last_answer,
                 "key": rules.shown_key(view) if view else None,
             }
         )

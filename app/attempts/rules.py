@@ -87,9 +87,12 @@ def refusal(
     return None
 
 
-def parse_answer(item: ItemBase, raw: Iterable[str]) -> str | None:
-    """Normalise what the learner sent into the stored answer text, or None if it is invalid."""
-    return kind_of(item).parse_answer(item, [value.strip() for value in raw if value.strip()])
+def parse_answer(item: ItemBase, raw: Iterable[str], seed: str | None = None) -> str | None:
+    """Normalise what the learner sent into the stored answer text, or None if it is invalid.
+    `seed` is the one the question was shown with (public_question): options are sent as its
+    tokens (app.kinds.order), and a token of another showing is invalid."""
+    values = [value.strip() for value in raw if value.strip()]
+    return kind_of(item).parse_answer(item, values, order.item_seed(seed, item.id))
 
 
 def is_correct(item: ItemBase, answer: str) -> bool:
@@ -199,12 +202,14 @@ def public_question(
     return view
 
 
-def shown_answer(view: dict[str, object], answer: str | None) -> str | None:
-    """An answer as the learner saw it: option ids turned into the letters of their showing."""
-    letters = view.get("letters")
-    if answer is None or not isinstance(letters, dict):
-        return answer
-    return ",".join(sorted(letters.get(part, part) for part in answer.split(",")))
+def shown_answer(view: dict[str, object]) -> str | None:
+    """The learner's last answer as they saw it: the letters of the options they picked, or the
+    value they gave."""
+    letters = view.get("last_letters")
+    if isinstance(letters, list):
+        return ",".join(letters)
+    answer = view.get("last_answer")
+    return None if answer is None else str(answer)
 
 
 def shown_key(view: dict[str, object]) -> str | None:

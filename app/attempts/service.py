@@ -234,18 +234,21 @@ def submit(
     grace_s: float,
     now: datetime,
     token: str | None = None,
+    seed: str | None = None,
 ) -> Judgement:
     """Judge an answer, counting the attempt atomically; refuse late or surplus answers.
 
     `token` names this submission (the question page renders a fresh one with each form): the
     same token sent again, a retry after a time-out, gets its first outcome back and counts
-    nothing more, whenever it comes (a unique index decides between two arriving together)."""
+    nothing more, whenever it comes (a unique index decides between two arriving together).
+    `seed` is the order seed the question was shown with (rules.attempt_seed): the options'
+    values are its tokens."""
     begin_write(session)
     if token is not None:
         first = _judged(session, row, token)
         if first is not None:
             return first
-    answer = rules.parse_answer(item, raw_answer)
+    answer = rules.parse_answer(item, raw_answer, seed)
     if answer is None:
         raise BadRequest(Refusal.INVALID.value)
     if row.status is ItemStatus.PENDING:

@@ -5,6 +5,8 @@ let "always pick A" win badges. Each showing is shuffled instead, from a seed th
 of the secret and the ids of what is being answered (an attempt, a quiz, a learner's practice),
 so a reload or a resume shows the same order and nothing has to be stored. The letters the learner
 sees are assigned after shuffling; answers, analytics and exports keep the options' own ids.
+The page never carries those ids (most keys are option "A"): each option is sent as a token of
+the showing's seed and its id, decoded back to the id when the answer arrives.
 Pure: the standard library only.
 """
 
@@ -16,6 +18,9 @@ from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# Hex digits of an option's token: 40 bits, so two of an item's (at most 8) options share one
+# with a chance of about 2**-35.
+TOKEN_LENGTH = 10
 
 
 class Pinnable(Protocol):
@@ -62,6 +67,22 @@ def _shuffle(options: list[OptionT], item_seed: str) -> None:
 def item_seed(base: str | None, item_id: str) -> str | None:
     """The seed of one item within a showing (each item of an attempt gets its own order)."""
     return None if base is None else f"{base}:{item_id}"
+
+
+def token(item_seed: str | None, option_id: str) -> str:
+    """The value a page sends for an option: opaque and this showing's own, since the seed is a
+    keyed hash; the id itself when there is no seed (authoring previews)."""
+    if item_seed is None:
+        return option_id
+    return hashlib.sha256(f"{item_seed}|{option_id}".encode()).hexdigest()[:TOKEN_LENGTH]
+
+
+def decode(values: Sequence[str], options: Sequence[Pinnable], item_seed: str | None) -> list[str]:
+    """The option ids of values a page sent: a token of this showing becomes its option's id;
+    anything else is passed on as sent, so an option's own id (an API client, a test) is read as
+    itself and a token of another showing stays unknown, for the caller to refuse."""
+    ids = {token(item_seed, option.id): option.id for option in options}
+    return [ids.get(value, value) for value in values]
 
 
 def letters(ordered: Sequence[OptionT]) -> dict[str, str]:

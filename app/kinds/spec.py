@@ -27,8 +27,9 @@ class Kind:
     title: str  # for people: "Multiple choice"
     model: type[ItemBase]
     # What the learner sent (every `choice` value) normalised to the stored answer, or None if
-    # it is not a valid answer (a 4xx, never a wrong answer).
-    parse_answer: Callable[[Any, Sequence[str]], str | None]
+    # it is not a valid answer (a 4xx, never a wrong answer): (item, values, the order seed of
+    # the showing that was answered, so that its option tokens can be read; app.kinds.order).
+    parse_answer: Callable[[Any, Sequence[str], str | None], str | None]
     is_correct: Callable[[Any, str], bool]
     # The kind's own fields of the public view of a question: (item, last answer, closed, the
     # showing's order seed, app.kinds.order). The key and what reveals it appear only when closed.

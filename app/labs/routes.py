@@ -29,6 +29,7 @@ from app.attempts import rules
 from app.attempts.rules import ItemStatus
 from app.challenges.catalog import Catalog
 from app.challenges.loader import LoadedLab
+from app.config import Settings
 from app.db import run_reads, utcnow, write_session
 from app.deps import (
     CatalogDep,
@@ -81,6 +82,12 @@ def _step(loaded: LoadedLab, step_id: str) -> tuple[int, LabStep]:
 
 class Locked(Conflict):
     """A step whose previous step is not passed yet."""
+
+
+def _question_seed(settings: Settings, lab_id: str, user_id: int) -> str:
+    """The order seed of a lab's questions for one learner (app.kinds.order): the page shows
+    them with it and an answer is read with it."""
+    return order.seed(settings.secret_key, "lab", lab_id, user_id)
 
 
 def _progress(session: Session, user_id: int | None, loaded: LoadedLab) -> dict[str, Any]:
@@ -164,7 +171,7 @@ async def step_page(
                 0,
                 0,
                 False,
-                order.seed(settings.secret_key, "lab", loaded.lab.id, user.id),
+                _question_seed(settings, loaded.lab.id, user.id),
             ),
         }
         for question in step.questions
@@ -455,6 +462,7 @@ def answer_question(
     catalog: CatalogDep,
     user: CurrentUser,
     session: SessionDep,
+    settings: SettingsDep,
     now: NowDep,
     choice: Annotated[list[str] | None, Form()] = None,
 ) -> Response:
@@ -465,7 +473,7 @@ def answer_question(
     question = next((q for q in step.questions if q.id == question_id), None)
     if question is None:
         raise NotFound(f"No question {question_id!r} in this step.")
-    answer = rules.parse_answer(question, choice or [])
+    answer = rules.parse_answer(question, choice or [], _question_seed(settings, lab_id, user.id))
     if answer is None:
         raise BadRequest(rules.Refusal.INVALID.value)
     topic = catalog.topic_of_lab(lab_id)

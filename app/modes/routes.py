@@ -68,8 +68,9 @@ def _entry(catalog: Catalog, deck: str, item_id: str, topic: TopicView | None = 
     return entry
 
 
-def _parse(entry: Entry, choice: list[str] | None) -> str:
-    answer = rules.parse_answer(entry.item, choice or [])
+def _parse(entry: Entry, choice: list[str] | None, seed: str | None) -> str:
+    """The answer to `entry` as stored; `seed` is the one its page was shown with (_seed)."""
+    answer = rules.parse_answer(entry.item, choice or [], seed)
     if answer is None:
         raise BadRequest(rules.Refusal.INVALID.value)
     return answer
@@ -236,7 +237,8 @@ def practice_answer(
     """Judge a practice answer; it never touches badges or totals, and feeds review."""
     topic = _topic(catalog, topic_id)
     entry = _entry(catalog, deck, item_id, topic)
-    answer = _parse(entry, choice)
+    # Read with the seed the page was shown with: a visitor's, before they become a guest.
+    answer = _parse(entry, choice, _seed(settings, "practice", user and user.id))
     user, token = learner_or_guest(request, session, user, settings, now)
     assert user.id is not None
     correct = rules.is_correct(entry.item, answer)
@@ -415,6 +417,7 @@ def review_answer(
     catalog: CatalogDep,
     user: CurrentUser,
     session: SessionDep,
+    settings: SettingsDep,
     now: NowDep,
     choice: AnswerField = None,
     topic: Annotated[str | None, Form(max_length=100)] = None,
@@ -422,7 +425,7 @@ def review_answer(
     """Answer a due mistake: right moves it on (Good), wrong brings it back soon (Again)."""
     assert user.id is not None
     entry = _entry(catalog, deck, item_id)
-    answer = _parse(entry, choice)
+    answer = _parse(entry, choice, _seed(settings, "review", user.id))
     correct = rules.is_correct(entry.item, answer)
     row = modes.record_answer(session, user.id, entry, "review", answer, correct, now)
     query = {"last": row.id, **({"topic": topic} if topic else {})}
@@ -512,6 +515,7 @@ def quiz_answer(
     catalog: CatalogDep,
     user: CurrentUser,
     session: SessionDep,
+    settings: SettingsDep,
     now: NowDep,
     choice: AnswerField = None,
 ) -> Response:
@@ -526,7 +530,7 @@ def quiz_answer(
     entry = modes.entries_of(catalog, [state.questions[position]])[0]
     if entry is None:  # removed from the course since the quiz began: counts as skipped
         raise NotFound("This question is no longer available.")
-    answer = _parse(entry, choice)
+    answer = _parse(entry, choice, _seed(settings, "quiz", quiz_id, user.id))
     correct = rules.is_correct(entry.item, answer)
     modes.answer_quiz(session, state, position, entry, answer, correct, now)
     return _redirect(f"/quizzes/{quiz_id}?show={number}")
@@ -598,7 +602,7 @@ def explain_answer(
     entry = next((e for e in topic.explain if e.item.id == item_id), None)
     if entry is None:
         raise NotFound(f"No explain-it item {item_id!r} in this topic.")
-    answer = _parse(entry, choice)
+    answer = _parse(entry, choice, None)  # a text: no options, no order
     matches = entry.item.score(answer)  # type: ignore[attr-defined]
     covered = sum(match.covered for match in matches)
     correct = kind_of(entry.item).is_correct(entry.item, answer)

@@ -23,6 +23,7 @@ from app.attempts.rules import ItemStatus
 from app.challenges.loader import load_path
 from app.challenges.schema import ChallengeSet, ChoiceBase
 from app.config import ROOT
+from app.kinds import order
 
 ATTEMPTS = 10_000
 BADGE_CHANCE_LIMIT = 0.01
@@ -84,7 +85,10 @@ def shown_orders(challenge_set: ChallengeSet, attempt_id: int) -> list[list[str]
             orders.append(None)
             continue
         view = rules.public_question(item, ItemStatus.OPEN, None, 0, item.attempts, False, seed)
-        orders.append([option["id"] for option in view["options"]])  # type: ignore[attr-defined]
+        # The page sends tokens; read back to ids here (as the server does) so that verdicts
+        # can be remembered per item and pick across attempts.
+        values = [option["value"] for option in view["options"]]  # type: ignore[attr-defined]
+        orders.append(order.decode(values, item.options, order.item_seed(seed, item.id)))
     return orders
 
 

@@ -150,22 +150,28 @@ def test_the_badge_needs_nine_in_ten_items_right_at_the_first_try():
     assert (result.correct, result.first_try, result.total) == (10, 9, 10)
 
 
-def test_the_options_are_shown_in_the_seeds_order_lettered_as_shown_with_their_own_ids():
+def test_the_options_are_shown_in_the_seeds_order_lettered_as_shown_as_tokens_of_the_showing():
     item = choice(options=[{"id": letter, "text": letter.lower()} for letter in "ABCD"], answer="B")
-    views = [
-        public_question(item, ItemStatus.INCORRECT, "A", 2, 2, False, seed=f"attempt {n}")
-        for n in range(40)
-    ]
-    orders = {tuple(option["id"] for option in view["options"]) for view in views}
+    seeds = [f"attempt {n}" for n in range(40)]
+    views = [public_question(item, ItemStatus.INCORRECT, "A", 2, 2, False, seed) for seed in seeds]
+    orders = {tuple(option["text"] for option in view["options"]) for view in views}
     assert len(orders) > 1
-    for view in views:
+    for number, (seed, view) in enumerate(zip(seeds, views, strict=True)):
         assert [option["letter"] for option in view["options"]] == list("ABCD")
-        key_letter = view["letters"]["B"]
-        assert view["answer"] == ["B"] and view["answer_letters"] == [key_letter]
-        assert shown_answer(view, "A") == view["letters"]["A"]
+        letter = {option["text"]: option["letter"] for option in view["options"]}
+        value = {option["text"]: option["value"] for option in view["options"]}
+        assert not set(value.values()) & set("ABCD")  # no option's id reaches the page
+        assert "letters" not in view and "id" not in repr(view["options"])
+        assert view["answer"] == [value["b"]] and view["answer_letters"] == [letter["b"]]
+        assert view["last_answer"] == value["a"] and shown_answer(view) == letter["a"]
+        assert parse_answer(item, [value["b"]], seed) == "B"  # a token reads as its option's id
+        assert parse_answer(item, ["B"], seed) == "B"  # and an id as itself (API clients)
+        other = views[(number + 1) % len(views)]["options"][0]["value"]
+        assert parse_answer(item, [other], seed) is None  # another showing's token is unknown
     again = public_question(item, ItemStatus.OPEN, None, 0, 2, False, seed="attempt 0")
-    assert again["options"] == [
-        {key: option[key] for key in ("id", "letter", "text")} for option in views[0]["options"]
+    fields = ("value", "letter", "text")
+    assert [{key: option[key] for key in fields} for option in again["options"]] == [
+        {key: option[key] for key in fields} for option in views[0]["options"]
     ]
 
 
@@ -179,7 +185,7 @@ def test_an_open_question_shows_no_key_feedback_or_explanation():
 
 def test_after_a_wrong_try_only_the_chosen_options_feedback_shows():
     view = public_question(choice(), ItemStatus.OPEN, "A", 1, 2, hint_shown=True)
-    assert view["chosen_feedback"] == [{"id": "A", "letter": "A", "feedback": "SECRET-A"}]
+    assert view["chosen_feedback"] == [{"letter": "A", "feedback": "SECRET-A"}]
     assert "SECRET-B" not in repr(view)
     assert "SECRET-EXPLANATION" not in repr(view)
     assert view["hint"] == "H"

@@ -1,5 +1,6 @@
 """Shuffled options over HTTP: the learner's order is their attempt's, stable on reload, lettered
-as shown; the answer is stored and judged by the option's own id; the badge asks for first tries."""
+as shown; the token sent is stored and judged as the option's own id; the badge asks for first
+tries."""
 
 from __future__ import annotations
 
@@ -10,23 +11,20 @@ from sqlmodel import Session, select
 
 from app.attempts.models import Submission
 from app.db import make_engine
+from tests.conftest import TEST_CHALLENGES
 from tests.support.learner import Learner
+from tests.support.options import choice_item, plain, shown_options
 
-# The option labels of the question page: the option's own id, the letter shown, its text.
-OPTION = re.compile(
-    r'data-option="([A-Z])" data-letter="([A-Z])">.*?<span class="letter">([A-Z])</span>\s*'
-    r'<span class="text">(.*?)</span>',
-    re.S,
-)
-KEY_TEXT = "The number of ranks in the group"  # option B of test-basics' first question
+ITEM = choice_item(TEST_CHALLENGES, "test-basics")  # test-basics' first question, keyed B
 
 
 def shown(learner: Learner, url: str) -> list[tuple[str, str, str]]:
-    """(id, letter shown, text) of each option, top to bottom."""
+    """(option id, letter shown, value sent) of each option, top to bottom. The page carries no
+    ids: each is found by the option's text."""
+    by_text = {plain(option.text): option.id for option in ITEM.options}
     found = [
-        (option_id, letter, re.sub(r"<[^>]+>", "", text).strip())
-        for option_id, letter, label, text in OPTION.findall(learner.get(url).text)
-        if letter == label
+        (by_text[label.text], label.letter, label.value)
+        for label in shown_options(learner.get(url).text)
     ]
     assert found, "no options on the page"
     return found
@@ -39,9 +37,9 @@ def test_the_learner_picks_the_key_by_its_shown_letter_and_the_option_id_is_stor
     options = shown(learner, f"{attempt}/q/1")
     assert [letter for _, letter, _ in options] == ["A", "B", "C"]  # lettered after shuffling
     assert shown(learner, f"{attempt}/q/1") == options  # a reload shows the same order
-    key_id, key_letter, _ = next(option for option in options if option[2] == KEY_TEXT)
-    assert key_id == "B"  # the author's id, whatever its place
-    assert learner.answer(attempt, 1, key_id).status_code == 303
+    _, key_letter, key_value = next(option for option in options if option[0] == "B")
+    assert key_value != "B"  # a token of this showing, not the option's id
+    assert learner.answer(attempt, 1, key_value).status_code == 303
     closed = learner.get(f"{attempt}/q/1").text
     assert "✓ Correct" in closed
     assert shown(learner, f"{attempt}/q/1") == options  # answered: still the same order

@@ -16,6 +16,8 @@ from app.challenges.loader import load_path
 from app.challenges.schema import ChoiceBase
 from app.config import ROOT
 from tests.browser.conftest import watch_csp
+from tests.conftest import FIXTURES, TEST_CHALLENGES
+from tests.support.options import check, choice_item
 
 pytestmark = pytest.mark.browser
 
@@ -42,7 +44,7 @@ def open_question(page: Page) -> None:
 def closed_question(page: Page) -> None:
     """A question answered correctly: verdict, key, explanation and Run it."""
     start_as_guest(page, "test-runs")
-    page.locator('[data-option="A"] input').check()
+    check(page, choice_item(TEST_CHALLENGES / "runs", "test-runs"), "A")
     page.get_by_test_id("submit").click()
     expect(page.get_by_test_id("explanation")).to_be_visible()
 
@@ -76,13 +78,13 @@ def guest_logout(page: Page) -> None:
     expect(page.get_by_test_id("guest-warning")).to_be_visible()
 
 
-def shipped_wrong_answer() -> tuple[str, str]:
+def shipped_wrong_answer() -> tuple[ChoiceBase, str]:
     """The first question of the shipped set and one of its wrong options."""
     report = load_path(ROOT / "challenges")
     shipped = next(s.challenge_set for s in report.sets if s.challenge_set.id == "ddp-mastery")
     item = next(i for i in shipped.items if isinstance(i, ChoiceBase))
     wrong = next(o.id for o in item.options if o.id not in item.answer_ids)
-    return item.id, wrong
+    return item, wrong
 
 
 def practice_question(page: Page) -> None:
@@ -94,9 +96,9 @@ def practice_question(page: Page) -> None:
 
 def practice_wrong(page: Page) -> None:
     """A shipped practice question after a wrong try: the verdict and that option's feedback."""
-    item_id, wrong = shipped_wrong_answer()
-    page.goto(f"/topics/ddp/practice/ddp-mastery/{item_id}")
-    page.locator(f'[data-option="{wrong}"] input').check()
+    item, wrong = shipped_wrong_answer()
+    page.goto(f"/topics/ddp/practice/ddp-mastery/{item.id}")
+    check(page, item, wrong)
     page.get_by_test_id("submit").click()
     expect(page.get_by_test_id("feedback")).to_be_visible()
     expect(page.get_by_test_id("review-count")).to_be_visible()  # htmx has filled the nav
@@ -118,7 +120,7 @@ def flashcard_flipped(page: Page) -> None:
 def review_due(page: Page) -> None:
     """Review with one missed question due."""
     page.goto("/topics/drill/practice/modes-drill/world-size")
-    page.locator('[data-option="A"] input').check()
+    check(page, choice_item(FIXTURES / "modes", "modes-drill", "world-size"), "A")
     page.get_by_test_id("submit").click()
     expect(page.get_by_test_id("verdict")).to_be_visible()
     page.goto("/review")

@@ -11,11 +11,13 @@ from playwright.sync_api import expect
 from app.challenges.loader import load_path
 from app.challenges.schema import ChoiceBase, NumericItem
 from app.config import ROOT
-from tests.conftest import FakeClock
+from tests.conftest import TEST_CHALLENGES, FakeClock
 from tests.support.live import serving
+from tests.support.options import check, choice_item
 
 pytestmark = pytest.mark.browser
 SET_ID = "ddp-mastery"
+RUNS_ITEM = choice_item(TEST_CHALLENGES / "runs", "test-runs")  # keyed A
 
 
 def shipped_set():
@@ -57,8 +59,7 @@ def test_a_learner_takes_a_whole_set_and_earns_the_badge(page):
             page.get_by_test_id("numeric-input").fill(str(item.answer))
         else:
             assert isinstance(item, ChoiceBase)
-            for letter in sorted(item.answer_ids):
-                page.locator(f'[data-option="{letter}"] input').check()
+            check(page, item, *sorted(item.answer_ids))
         page.get_by_test_id("submit").click()
         expect(page.get_by_test_id("verdict")).to_have_text(re.compile("^✓ Correct"))
         expect(page.get_by_test_id("explanation")).to_be_visible()
@@ -120,7 +121,7 @@ def test_after_answering_the_learner_runs_the_snippet_and_sees_each_rank(page):
     start_set(page, "test-runs")
     page.wait_for_url(re.compile(r"/q/1$"))
     assert page.get_by_test_id("run-it").count() == 0  # not before answering
-    page.locator('[data-option="A"] input').check()
+    check(page, RUNS_ITEM, "A")
     page.get_by_test_id("submit").click()
     page.get_by_test_id("run-button").click()
     expect(page.get_by_test_id("run-summary")).to_contain_text("ok ·", timeout=30_000)

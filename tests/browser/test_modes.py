@@ -16,11 +16,13 @@ from playwright.sync_api import Page, expect
 
 from app.challenges.catalog import Catalog
 from tests.conftest import FIXTURES
+from tests.support.options import check, choice_item, shown_as
 
 pytestmark = pytest.mark.browser
 TOPIC = "drill"
 SET_ID = "modes-drill"
 PRACTICE = f"/topics/{TOPIC}/practice/{SET_ID}"
+WORLD_SIZE = choice_item(FIXTURES / "modes", SET_ID, "world-size")  # keyed B
 # Every mode the drill topic offers, in the picker's order, with a new visitor's state in each.
 FRESH_PICKER = {
     "timed": "1 set",
@@ -49,8 +51,9 @@ def picker_states(page: Page) -> dict[str, str]:
     return states
 
 
-def answer_choice(page: Page, letter: str) -> None:
-    page.locator(f'[data-option="{letter}"] input').check()
+def answer_choice(page: Page, option_id: str) -> None:
+    """Pick the world-size question's option `option_id` by the letter it is shown under."""
+    check(page, WORLD_SIZE, option_id)
     page.get_by_test_id("submit").click()
 
 
@@ -82,8 +85,8 @@ def test_practice_gives_feedback_until_right_and_never_touches_badges(page):
     answer_choice(page, "A")  # wrong: one more try, and what was wrong with that option
     expect(page.get_by_test_id("verdict")).to_have_text("✗ Not quite — try again.")
     # Options are shuffled: option A's feedback carries the letter it was shown under.
-    shown_as = page.locator('[data-option="A"]').get_attribute("data-letter")
-    expect(page.get_by_test_id("feedback")).to_contain_text(f"Your choice, {shown_as}:")
+    letter = shown_as(page.content(), WORLD_SIZE, "A").letter
+    expect(page.get_by_test_id("feedback")).to_contain_text(f"Your choice, {letter}:")
     expect(page.get_by_test_id("feedback")).to_contain_text("One process would be no distribution")
     assert page.get_by_test_id("explanation").count() == 0
     assert page.get_by_test_id("key-mark").count() == 0

@@ -74,3 +74,22 @@ def test_an_item_needs_two_unpinned_options_and_a_distractor():
         item({"A": "first", "B": "first", "C": "last", "D": "last"})
     with pytest.raises(ValidationError, match="every option is a key"):
         item(answer=list("ABCDE"))
+
+
+def test_an_options_token_is_opaque_and_its_showings_own():
+    choice = item()
+    seeds = [order.item_seed(order.seed("s", "attempt", n, 1), "q") for n in range(50)]
+    for seed in seeds:
+        tokens = [order.token(seed, option.id) for option in choice.options]
+        assert len(set(tokens)) == len(tokens) and not set(tokens) & set("ABCDE")
+        assert tokens == [order.token(seed, option.id) for option in choice.options]  # stable
+    # Option A's token says nothing of its id: it differs in every showing.
+    assert len({order.token(seed, "A") for seed in seeds}) == len(seeds)
+    assert order.token(None, "A") == "A"  # no seed (an author's preview): the id itself
+
+
+def test_decoding_reads_this_showings_tokens_and_ids_and_leaves_the_rest_unknown():
+    choice = item()
+    mine, theirs = order.item_seed("mine", "q"), order.item_seed("theirs", "q")
+    sent = [order.token(mine, "C"), "B", order.token(theirs, "A"), "Z"]
+    assert order.decode(sent, choice.options, mine) == ["C", "B", order.token(theirs, "A"), "Z"]

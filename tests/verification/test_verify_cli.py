@@ -58,6 +58,9 @@ def runs_set_with_three_keys(folder: Path) -> Path:
     return set_file
 
 
+# The whole course: every key, lab step and proof (the proofs of cards and cheat sheets add
+# about 100 s of runs at two jobs), longer than the suite's default limit.
+@pytest.mark.timeout(900)
 def test_every_shipped_key_is_proven_as_the_committed_proofs_say(executor_url):
     # Two at a time (the test executor has a slot per core): the hang items wait out their
     # long limit side by side with the others.

@@ -74,7 +74,7 @@ class ExplainItem(ItemBase):
         return score(answer, concepts)
 
 
-def parse_answer(item: ExplainItem, values: Sequence[str]) -> str | None:
+def parse_answer(item: ExplainItem, values: Sequence[str], seed: str | None = None) -> str | None:
     """One non-empty text of at most MAX_ANSWER_CHARS characters."""
     if len(values) != 1:
         return None

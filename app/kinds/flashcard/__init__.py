@@ -56,7 +56,7 @@ class FlashcardItem(ItemBase):
         return self.explanation
 
 
-def parse_answer(item: FlashcardItem, values: Sequence[str]) -> str | None:
+def parse_answer(item: FlashcardItem, values: Sequence[str], seed: str | None = None) -> str | None:
     """ "knew" or "missed", the learner's own verdict once the back is shown."""
     return values[0] if len(values) == 1 and values[0] in (KNEW, MISSED) else None
 

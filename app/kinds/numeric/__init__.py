@@ -22,7 +22,7 @@ class NumericItem(ItemBase):
     unit: str | None = Field(default=None, description="Unit shown beside the input, e.g. x or %.")
 
 
-def parse_answer(item: NumericItem, values: Sequence[str]) -> str | None:
+def parse_answer(item: NumericItem, values: Sequence[str], seed: str | None = None) -> str | None:
     """One finite number (a decimal comma is accepted), stored as Python writes it."""
     if len(values) != 1:
         return None

@@ -596,15 +596,8 @@ class Cell:
                     if fd == hangup_fd:
                         self.orphaned = True  # nobody will read the rest: stop the ranks
                         return
-                    data = os.read(fd, READ_CHUNK)
-                    if not data:
-                        poller.unregister(fd)
+                    if not self._read_ready(fd, poller, sources, send):
                         continue
-                    source = sources[fd]
-                    if source is None:
-                        self.status_buffer = self._status_lines(self.status_buffer + data)
-                    else:
-                        self._take(source[0], source[1], data, send)
                 failed = any(code != 0 for code in self.wait_codes.values())
                 if failed and stop_at is None:
                     stop_at = time.monotonic() + MONITOR_INTERVAL_S
@@ -639,20 +632,33 @@ class Cell:
                 if signalled and dumped and now - last_data >= stacks.DUMP_QUIET_S:
                     break  # every rank has answered, and the dumps have stopped coming
                 for fd, _ in poller.poll(max(1, int(stacks.DUMP_QUIET_S * 1000))):
-                    data = os.read(fd, READ_CHUNK)
-                    if not data:
-                        poller.unregister(fd)
-                        continue
-                    source = sources[fd]
-                    if source is None:
-                        self.status_buffer = self._status_lines(self.status_buffer + data)
-                    else:
-                        self._take(source[0], source[1], data, lambda event: None)
+                    read = self._read_ready(fd, poller, sources, lambda event: None)
+                    if read and sources[fd] is not None:  # a dump, not a status line
                         last_data = time.monotonic()
         except (ProcessLookupError, ValueError):
             pass  # init has ended (or sent a line that is not its own): no stacks
         finally:
             self.wait_codes = wait_codes
+
+    def _read_ready(
+        self,
+        fd: int,
+        poller: select.poll,
+        sources: dict[int, tuple[RankIO, str] | None],
+        send: Send,
+    ) -> bool:
+        """Read a ready pipe: init's status lines, or a rank's output (passed to `send`).
+        False at its end, which is then no longer polled."""
+        data = os.read(fd, READ_CHUNK)
+        if not data:
+            poller.unregister(fd)
+            return False
+        source = sources[fd]
+        if source is None:
+            self.status_buffer = self._status_lines(self.status_buffer + data)
+        else:
+            self._take(source[0], source[1], data, send)
+        return True
 
     def _stop_ranks(self) -> None:
         with contextlib.suppress(ProcessLookupError):

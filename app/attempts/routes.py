@@ -380,7 +380,7 @@ async def results(
     catalog: CatalogDep,
     settings: SettingsDep,
 ) -> Response:
-    """Score, time used, a review of every question, and the badge for a perfect set."""
+    """Score, first tries, time used, a review of every question, and the badge if earned."""
     assert user.id is not None
     attempt, rows = await run_reads(
         session, attempts.attempt_with_items, session, attempt_id, user.id

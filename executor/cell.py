@@ -111,6 +111,7 @@ class Cell:
         self.hello_r, self.hello_w = os.pipe()  # ranks from siblings tell init their pid
         self.status_buffer = b""
         self.isolated = self.started = False
+        self.max_rank_delay_s = 0.0  # verify's perturbation: the longest delay a rank was given
         # Parents drawn when the cell is staged (rank k: entry k modulo its length), and the
         # siblings' ranks staged in it then, by rank: where to write each one's order.
         self.parents: list[int | None] = []
@@ -214,6 +215,7 @@ class Cell:
             "local": [rank for rank, parent in enumerate(parents) if parent is None],
             "rank_delays_s": list(request.get("rank_delays_s") or []),
         }
+        self.max_rank_delay_s = max(order["rank_delays_s"], default=0.0)
         cgroups = self.cgroups
         self.oom_before = cgroups.oom_kills() if cgroups is not None else 0
         try:
@@ -574,6 +576,10 @@ class Cell:
         if hangup_fd is not None:
             poller.register(hangup_fd, select.POLLRDHUP)
         stop_at: float | None = None  # when to stop the ranks, a failure having been seen
+        # A perturbed run delays ranks before the snippet and before their first write: the stop
+        # after a failure counts from when the last of them caught up, as if they had started
+        # together (under torchrun a peer's failure never cuts a rank's start-up short by design).
+        caught_up = time.monotonic() + 2 * self.max_rank_delay_s
         grace_deadline: float | None = None  # when to kill what the stop left running
         try:
             while True:
@@ -600,7 +606,7 @@ class Cell:
                         continue
                 failed = any(code != 0 for code in self.wait_codes.values())
                 if failed and stop_at is None:
-                    stop_at = time.monotonic() + MONITOR_INTERVAL_S
+                    stop_at = max(time.monotonic(), caught_up) + MONITOR_INTERVAL_S
                 if self.setup_error or self.output_exceeded or self.orphaned:
                     return
                 killed = any(code == -signal.SIGKILL for code in self.wait_codes.values())

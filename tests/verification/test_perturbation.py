@@ -51,3 +51,31 @@ def test_a_key_true_only_by_a_lucky_order_fails_and_a_true_one_passes(executor_u
         assert any("order" in problem for problem in failed.problems), failed.problems
         passed = batch.verify_timed(client, loaded, true, 3, facts).report
         assert passed.verdict is Verdict.PASS, passed.problems
+
+
+RAISE_AT_ONCE = """
+import os
+raise RuntimeError(f"rank {os.environ['RANK']} gives up")
+"""
+
+
+@pytest.mark.executor
+def test_a_delayed_rank_still_reaches_its_own_failure_before_the_stop(executor_url):
+    """A perturbed rank starts late by design: a peer's failure must not stop it before it got
+    as far as it would have had they started together (torchrun stops peers 0.1 s after)."""
+    from app.config import Settings
+    from app.executor_client import HttpExecutorClient
+    from executor.contract import RunRequest
+
+    client = HttpExecutorClient(executor_url, token=Settings().executor_token)
+    delays = [0.0, 4 * verification.PERTURB_STEP_S]  # rank 1 starts well after rank 0 fails
+    request = RunRequest(
+        code=RAISE_AT_ONCE, nproc=2, timeout_s=30, use_cache=False, rank_delays_s=delays
+    )
+    result = client.run(request)
+    assert [
+        rank.exception.type if rank.exception else rank.status.value for rank in result.ranks
+    ] == [
+        "RuntimeError",
+        "RuntimeError",
+    ]

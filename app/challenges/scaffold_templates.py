@@ -20,8 +20,8 @@ SET_YAML = Template("""\
 # Written by `ranklab new set`: a working example that passes `ranklab validate` and
 # `ranklab verify` as it is. Edit each item into your own (docs/authoring.md; docs/first-topic.md
 # walks through it); keep the ids stable once learners have answered. The floors of a topic: a
-# set of at least 5 items, at least half of them executable (predict_output, debug), proven
-# by `ranklab verify`.
+# set of at least 5 items, at least half of them run by `ranklab verify` (predict_output,
+# debug, or numeric with `printed:`).
 id: ${id}
 title: ${title}
 topic: ${topic}
@@ -162,16 +162,19 @@ items:
     answer: A
     explanation: The world size counts every rank of the default process group; 4 here.
 
-  # A numeric item: the learner types a number, right within `tolerance`.
+  # A numeric item whose answer is proven by a run: verify runs the snippet and compares the
+  # number rank 0 prints (the regex's one group; without a regex, the whole output) with
+  # `answer`, within `tolerance`. Without `printed:`, a numeric item is not run.
   - id: sum-of-three-ranks
     kind: numeric
     category: Predict Output
     difficulty: intermediate
     title: Three ranks
     prompt: |
-      Three ranks each hold a tensor with their rank + 1 (`1.0`, `2.0` and `3.0`) and call
-      `dist.all_reduce` on it, with the default operation. What value does rank 0's tensor
-      hold afterwards?
+      Three ranks run this snippet with the gloo backend. What number does rank 0 print?
+    code_file: sum_three_ranks.py
+    launch: {nproc: 3, backend: gloo, timeout_s: 20}
+    printed: {rank: 0, regex: 'sum ([-\\d.]+)'}
     answer: 6
     tolerance: 0
     explanation: |
@@ -238,6 +241,7 @@ SET_FILES = {
     "broadcast_src1.py": BROADCAST_SRC1,
     "missing_init.py": MISSING_INIT,
     "missing_init_fixed.py": MISSING_INIT_FIXED,
+    "sum_three_ranks.py": SUM_THREE_RANKS,
 }
 
 # ── a topic: 8 cards, 2 explain-it items, a cheat sheet and a named proof ─────────────────────

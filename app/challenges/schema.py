@@ -31,12 +31,12 @@ from app.challenges.base import (
     Strict,
     parse_time_limit,
 )
-from app.kinds import EXECUTABLE_KINDS, Item, TopicItem
+from app.kinds import EXECUTABLE_KINDS, Item, TopicItem, proven_by_run
 from app.kinds.choice import ChoiceItem
 from app.kinds.debug import DebugItem
 from app.kinds.explain import ConceptSpec, ExplainItem
 from app.kinds.flashcard import FlashcardItem
-from app.kinds.numeric import NumericItem
+from app.kinds.numeric import NumericItem, PrintedValue
 from app.kinds.predict_output import PredictOutputItem
 
 __all__ = [
@@ -66,6 +66,7 @@ __all__ = [
     "Option",
     "Outcome",
     "PredictOutputItem",
+    "PrintedValue",
     "RankExpectation",
     "RankOutcome",
     "Source",
@@ -73,6 +74,7 @@ __all__ = [
     "Topic",
     "TopicItem",
     "parse_time_limit",
+    "proven_by_run",
 ]
 
 

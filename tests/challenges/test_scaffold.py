@@ -57,7 +57,12 @@ def test_the_files_start_with_the_schema_line_and_the_folder_gets_the_schemas(tm
         assert (tmp_path / name).is_file()
     # Every snippet the YAML names is written beside it.
     loaded = loader.load_path(tmp_path)
-    assert set(loaded.sets[0].code) == {"all-reduce-sum", "broadcast-from-rank-1", "missing-init"}
+    assert set(loaded.sets[0].code) == {
+        "all-reduce-sum",
+        "broadcast-from-rank-1",
+        "missing-init",
+        "sum-of-three-ranks",
+    }
 
 
 def test_a_scaffolded_topic_and_set_meet_the_curriculums_floors(tmp_path, capsys):

@@ -27,6 +27,7 @@ def test_a_scaffolded_topic_set_and_lab_pass_verify_on_real_ranks(tmp_path, exec
         "all-reduce-sum": "pass",
         "broadcast-from-rank-1": "pass",
         "missing-init": "pass",
+        "sum-of-three-ranks": "pass",
         "all-reduce": "pass",
         "proof sum-on-every-rank": "pass",
     }, records

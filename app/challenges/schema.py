@@ -154,6 +154,12 @@ class Topic(Strict):
             raise ValueError(f"proof id(s) {twice} used twice in this topic")
         if self.cheat_sheet is not None and self.cheat_sheet_file is not None:
             raise ValueError("give at most one of cheat_sheet or cheat_sheet_file")
+        ran = [item.id for item in self.items if proven_by_run(item)]
+        if ran:
+            # A topic's items are never run: a printed answer would go unproven there.
+            raise ValueError(
+                f"item(s) {ran} have `printed:`: a numeric item proven by a run belongs in a set"
+            )
         return self
 
     def entry(self, entry_id: str) -> ItemBase | None:

@@ -133,3 +133,22 @@ def test_validate_refuses_a_printed_value_verify_could_not_read(tmp_path, fields
     error = report.errors[0]
     assert message in error.message, error.message
     assert error.line > 6  # at the item, not at the top of the file
+
+
+def test_a_topic_refuses_a_printed_numeric_item_it_would_never_run(tmp_path):
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    item = ITEM.format(
+        id="printed-in-topic",
+        source="    code: print(6)",
+        launch="{nproc: 1}",
+        printed="{}",
+        answer="6",
+        tolerance="0",
+    )
+    (folder / "topic.yaml").write_text("id: demo\ntitle: Demo\nsummary: A topic.\nitems:\n" + item)
+    report = loader.load_path(tmp_path)
+    assert [error.message for error in report.errors] == [
+        "Value error, item(s) ['printed-in-topic'] have `printed:`: a numeric item proven by a "
+        "run belongs in a set"
+    ]

@@ -53,7 +53,7 @@ def scan_ids(root: Path) -> Ids:
         found = document.get("id")
         if not isinstance(found, str):
             continue
-        shown = os.path.relpath(path)
+        shown = str(path)
         if path.name == loader.LAB_FILE:
             ids.labs.setdefault(found, shown)
         elif path.name == loader.TOPIC_FILE:

@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from app.challenges.catalog import Catalog
 from app.challenges.loader import LoadedSet
-from app.challenges.schema import EXECUTABLE_KINDS, ItemBase
+from app.challenges.schema import ItemBase, proven_by_run
 from app.deps import CatalogDep, CsrfDep, ExecutorDep, SlugId, StaffUser, VerifyJobsDep
 from app.errors import NotFound
 from app.executor_client import ExecutorClient
@@ -66,9 +66,7 @@ def preview(
         {
             "loaded": loaded,
             "set": loaded.challenge_set,
-            "executable": {
-                item.id for item in loaded.challenge_set.items if isinstance(item, EXECUTABLE_KINDS)
-            },
+            "executable": {item.id for item in loaded.challenge_set.items if proven_by_run(item)},
             "runs_available": runs.available(executor),
         },
     )
@@ -78,7 +76,7 @@ def _executable_items(loaded: LoadedSet, item_id: str | None) -> list[ItemBase]:
     items: list[ItemBase] = [
         item
         for item in loaded.challenge_set.items
-        if isinstance(item, EXECUTABLE_KINDS) and item_id in (None, item.id)
+        if proven_by_run(item) and item_id in (None, item.id)
     ]
     if item_id is not None and not items:
         raise NotFound(f"No executable item {item_id!r} in this set.")

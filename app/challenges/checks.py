@@ -79,10 +79,9 @@ def _duplicates(node: dict[Any, Any], location: Location) -> Iterator[tuple[Loca
                     continue
                 line = _line_of(entry, "id")
                 if entry_id in first:
-                    what = ID_LISTS[name] if len(names) == 1 else "id"
                     yield (
                         (*location, name, index, "id"),
-                        f"{what} id {entry_id!r} is already used at line {first[entry_id]}: "
+                        f"{ID_LISTS[name]} id {entry_id!r} is already used at line {first[entry_id]}: "
                         "give this one another id",
                     )
                 else:
@@ -163,9 +162,14 @@ def _outcome_ranks(
         elif int(key) >= nproc:
             yield (
                 where,
-                f"rank {key} does not exist: this snippet starts {nproc} rank(s), numbered 0 "
-                f"to {nproc - 1} (launch.nproc): name a lower rank or raise nproc",
+                f"rank {key} does not exist: this snippet starts {nproc} "
+                f"rank{'s' if nproc > 1 else ''} ({_numbered(nproc)}, launch.nproc): "
+                "name a lower rank or raise nproc",
             )
+
+
+def _numbered(nproc: int) -> str:
+    return "rank 0 only" if nproc == 1 else f"numbered 0 to {nproc - 1}"
 
 
 # --- snippets --------------------------------------------------------------------------------

@@ -31,6 +31,10 @@ CASES = [
      "item id 'all-reduce' is already used at line 8: give this one another id"),
     ("duplicate-option", "set.yaml:21:13",
      "option id 'A' is already used at line 18: give this one another id"),
+    ("duplicate-card", "topic.yaml:12:9",
+     "card id 'world-size' is already used at line 6: give this one another id"),
+    ("duplicate-step", "lab.yaml:36:9",
+     "step id 'print-rank' is already used at line 7: give this one another id"),
     ("bad-answer", "set.yaml:24:13", "answer 'D' names no option (this item's options are A, B)"),
     ("rank-beyond-nproc", "set.yaml:23:51",
      "rank 2 does not exist: this snippet starts 2 ranks (numbered 0 to 1, launch.nproc): "
@@ -46,7 +50,7 @@ def test_each_broken_file_is_one_plain_error_at_the_offending_value(
 ) -> None:
     report = load_path(BROKEN / folder, display_root=BROKEN)
     assert [str(error) for error in report.errors] == [f"{folder}/{where}: {words}"]
-    assert report.sets == []
+    assert report.sets == report.topics == report.labs == []
 
 
 def test_no_error_is_pydantic_s_or_the_parser_s_own_text() -> None:

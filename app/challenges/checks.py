@@ -81,8 +81,8 @@ def _duplicates(node: dict[Any, Any], location: Location) -> Iterator[tuple[Loca
                 if entry_id in first:
                     yield (
                         (*location, name, index, "id"),
-                        f"{ID_LISTS[name]} id {entry_id!r} is already used at line {first[entry_id]}: "
-                        "give this one another id",
+                        f"{ID_LISTS[name]} id {entry_id!r} is already used at line "
+                        f"{first[entry_id]}: give this one another id",
                     )
                 else:
                     first[entry_id] = line

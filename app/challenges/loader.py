@@ -384,6 +384,12 @@ def _set_proof_ref_errors(report: LoadReport, broken_topic: bool) -> list[LoadEr
             if isinstance(item.proof, str) and item.proof not in known:
                 line, column = loaded.proof_refs[item.id]
                 message = _unknown_proof(item.proof, known, loaded.challenge_set.topic)
+                if topic is None:  # the set's `topic:` names no topic file: perhaps a typo
+                    names = [t.topic.id for t in report.topics]
+                    message = (
+                        f"proof {item.proof!r}: no topic file has the id or title {name!r}"
+                        f"{plain_errors.did_you_mean(name, names)}"
+                    )
                 errors.append(LoadError(loaded.path, line, column, f"items.{index}: {message}"))
     return errors
 
@@ -702,12 +708,65 @@ def _locate(shown: str, document: CommentedMap, error: Any, model: type[BaseMode
         return _at(shown, document, location, _misplaced_kind(KINDS[error["ctx"]["tag"]]))
     if error["type"] == "union_tag_invalid":
         location = (*location, "kind")
+    if error["type"] == "value_error":
+        location = _point_at(document, location, str(error["msg"]))
     name = next((str(part) for part in reversed(location) if isinstance(part, str)), "")
     holder = plain_errors.model_at(model, document, location)
     said = plain_errors.plain(error, name, holder)
-    if said.at_value and location:
+    scalar_check = error["type"] == "value_error" and _is_scalar(document, location)
+    if (said.at_value or scalar_check) and location:
         return _at_value(shown, document, location, said.message)
     return _at(shown, document, location, said.message)
+
+
+# A model's own check raises at the whole item or step: the fields it is about, first present
+# first, so that the error points at one of them instead of the item's first line.
+_POINT_AT: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("pin at most all but two", ("options",)),
+    ("every option is a key", ("answer",)),
+    ("a list answer needs", ("answer",)),
+    ("give exactly one of code or code_file", ("code_file", "code")),
+    ("give at most one of fixed_code", ("fixed_code_file",)),
+    ("a source gives exactly one of url or path", ("path", "url")),
+    ("give at most one of cheat_sheet", ("cheat_sheet_file",)),
+    ("must be one of nproc_choices", ("nproc",)),
+    ("nproc choice", ("nproc_choices",)),
+    ("give exactly one of starter", ("starter_file", "continue_previous", "starter")),
+    ("give exactly one of solution", ("solution_file", "solution")),
+    ("the first step has no previous step", ((0, "continue_previous"),)),
+)
+
+
+def _point_at(document: CommentedMap, location: tuple[Any, ...], message: str) -> tuple[Any, ...]:
+    """The field a model check's message is about, where the document has it."""
+    for words, fields in _POINT_AT:
+        if words in message:
+            for name in fields:
+                target = (*location, *(name if isinstance(name, tuple) else (name,)))
+                if _has(document, target):
+                    return target
+    return location
+
+
+def _is_scalar(document: CommentedMap, location: tuple[Any, ...]) -> bool:
+    """Whether location holds a plain value (a check of it points at the value, not the key)."""
+    node: Any = document
+    for part in location:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    return not isinstance(node, dict | list)
+
+
+def _has(document: CommentedMap, location: tuple[Any, ...]) -> bool:
+    node: Any = document
+    for part in location:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    return True
 
 
 def _at_value(

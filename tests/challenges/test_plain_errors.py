@@ -39,6 +39,7 @@ CASES = [
     ("rank-beyond-nproc", "set.yaml:23:51",
      "rank 2 does not exist: this snippet starts 2 ranks (numbered 0 to 1, launch.nproc): "
      "name a lower rank or raise nproc"),
+    ("inline-syntax", "set.yaml:21:12", "Python cannot compile this snippet: '(' was never closed"),
     ("snippet-syntax", "all_reduce.py:7:6",
      "Python cannot compile this snippet: '(' was never closed (the code_file of set.yaml:14)"),
 ]  # fmt: skip

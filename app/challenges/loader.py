@@ -658,8 +658,8 @@ def _inline_position(
     value_line, value_column = _value_position(document, where)
     lines = text.splitlines()
     opener = lines[value_line - 1][value_column - 1 :] if value_line <= len(lines) else ""
-    if not opener.startswith(("|", ">")):
-        return value_line, value_column + column
+    if not opener.startswith(("|", ">")):  # a one-line value: past its opening quote, if any
+        return value_line, value_column + column - 1 + opener.startswith(("'", '"'))
     body = value_line + line
     content = lines[body - 1] if body <= len(lines) else ""
     indent = len(content) - len(content.lstrip(" "))

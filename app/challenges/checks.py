@@ -39,6 +39,7 @@ _SCHEMA_WORDS = (
     "proof id(s)",
     "step ids must be unique",
     "question ids must be unique",
+    'must be "all" or a rank number',
 )
 
 
@@ -57,6 +58,7 @@ def _walk(node: Any, location: Location) -> Iterator[tuple[Location, str]]:
     if isinstance(node, dict):
         yield from _duplicates(node, location)
         yield from _answers(node, location)
+        yield from _rank_keys(node, location)
         for key, value in node.items():
             yield from _walk(value, (*location, key))
     elif isinstance(node, list):
@@ -107,6 +109,19 @@ def _answers(node: dict[Any, Any], location: Location) -> Iterator[tuple[Locatio
             f"answer {str(value)!r} names no option{did_you_mean(str(value), ids)} "
             f"(this item's options are {', '.join(ids) or 'none'})",
         )
+
+
+def _rank_keys(node: dict[Any, Any], location: Location) -> Iterator[tuple[Location, str]]:
+    ranks = node.get("ranks")
+    if not isinstance(ranks, dict):
+        return
+    for key in ranks:
+        if str(key) != "all" and not str(key).isdigit():
+            yield (
+                (*location, "ranks", key),
+                f'rank key {str(key)!r} is not a rank: use "all" or a rank number such as "0"'
+                f"{did_you_mean(str(key), ['all'])}",
+            )
 
 
 def _line_of(entry: Any, key: str) -> int:

@@ -164,6 +164,14 @@ def _validate(args: argparse.Namespace) -> int:
     if not path.exists():
         print(f"ranklab validate: {path}: no such file or folder", file=sys.stderr)
         return 2
+    if path.is_file() and path.suffix not in loader.YAML_SUFFIXES:
+        print(
+            f"ranklab validate: {path} is not a YAML file: validate reads challenge folders and "
+            f"their YAML files (give the folder, e.g. {path.parent}); `ranklab verify "
+            f"{path.parent}` runs the snippets",
+            file=sys.stderr,
+        )
+        return 2
     report = loader.load_path(path)
     for error in report.errors:
         print(error, file=sys.stderr)
@@ -174,9 +182,10 @@ def _validate(args: argparse.Namespace) -> int:
     if report.warnings:
         verdict += f", {len(report.warnings)} warning(s)"
     topics, labs = len(report.topics), len(report.labs)
+    shown = f"{path}" if path.is_file() else f"{str(path).rstrip('/')}/"
     print(
-        f"{len(report.files)} file(s), {len(report.sets)} valid set(s), {topics} topic(s), "
-        f"{labs} lab(s), {items} item(s): {verdict}"
+        f"read {shown} ({len(report.files)} file(s): {len(report.sets)} valid set(s), "
+        f"{topics} topic(s), {labs} lab(s), {items} item(s)): {verdict}"
     )
     return 0 if report.ok else 1
 

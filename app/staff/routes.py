@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import PurePosixPath
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -31,12 +32,21 @@ def _loaded(catalog: Catalog, set_id: str) -> LoadedSet:
     return loaded
 
 
+def _owner(path: str, files: list[str]) -> str:
+    """The YAML file an error belongs with: its own, or for a snippet or cheat sheet beside
+    YAML files (an error in all_reduce.py), the first of them, so that file is not "valid"."""
+    if path in files:
+        return path
+    folder = PurePosixPath(path).parent
+    return next((file for file in files if PurePosixPath(file).parent == folder), path)
+
+
 @router.get("/content", response_class=HTMLResponse)
 def content(request: Request, staff: StaffUser, catalog: CatalogDep):
     """Every challenge file with its validation state and errors as file:line:col."""
     errors: dict[str, list[Any]] = defaultdict(list)
     for error in catalog.errors:
-        errors[error.path].append(error)
+        errors[_owner(error.path, catalog.files)].append(error)
     by_file = {loaded.path: loaded for loaded in catalog.sets.values()}
     files = [
         {"path": path, "loaded": by_file.get(path), "errors": errors.get(path, [])}

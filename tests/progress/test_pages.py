@@ -32,8 +32,8 @@ def content(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def site(app_factory, sqlite_url, content):
-    with TestClient(app_factory(sqlite_url, challenges_dir=content)) as client:
+def site(app_factory, database_url, content):
+    with TestClient(app_factory(database_url, challenges_dir=content)) as client:
         yield client
 
 
@@ -87,15 +87,15 @@ def test_continue_resumes_the_open_attempt_then_the_step_worked_on(site):
     assert href(learner.get("/").text, "continue") == attempt
 
 
-def test_the_progress_page_shows_every_mode_of_every_topic(site, sqlite_url, clock, content):
+def test_the_progress_page_shows_every_mode_of_every_topic(site, database_url, clock, content):
     learner = Learner(site)
     learner.start_as_guest()
-    user_id = latest_user(sqlite_url)
+    user_id = latest_user(database_url)
     catalog = Catalog.load(content)
     topic = catalog.topic("drill")
     lab = catalog.lab("hello-ranks")
     assert topic is not None and lab is not None
-    engine = make_engine(sqlite_url)
+    engine = make_engine(database_url)
     with Session(engine, expire_on_commit=False) as session:
         quiz = modes.start_quiz(session, user_id, topic, clock.now, random.Random(1))
         state = modes.quiz_for_user(session, quiz.id or 0, user_id)

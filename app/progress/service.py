@@ -246,7 +246,7 @@ def _practice_step(topic: TopicView, rows: _TopicRows) -> Step:
     """Practice: done when every question was answered right (in practice) at least once."""
     right = sum((e.deck, e.item.id) in rows.practice_right for e in topic.practice)
     total = len(topic.practice)
-    detail = f"{right}/{total} right"
+    detail = f"{right}/{total}"
     started = rows.practice_last is not None
     href = f"/topics/{topic.id}/practice"
     return Step(StepKind.PRACTICE, href, right >= total, started, detail, rows.practice_last)
@@ -257,7 +257,7 @@ def _cards_step(topic: TopicView, rows: _TopicRows) -> Step:
     steps (they may still come back for review)."""
     total = len(topic.cards)
     seen, learned = min(rows.cards_seen, total), min(rows.cards_learned, total)
-    detail = f"{learned}/{total} learned, {seen} studied"
+    detail = f"{learned}/{total}" + (f" ({seen} studied)" if seen else "")
     href = f"/topics/{topic.id}/flashcards"
     return Step(StepKind.FLASHCARDS, href, seen >= total, seen > 0, detail, rows.cards_last)
 
@@ -266,7 +266,7 @@ def _quiz_step(topic: TopicView, rows: _TopicRows) -> Step:
     """Quick quiz: done once a finished quiz scored QUIZ_PASS or more."""
     best = rows.quiz_best
     passed = best is not None and best[0] >= QUIZ_PASS * best[1]
-    detail = f"best {best[0]}/{best[1]}" if best else "not taken"
+    detail = f"{best[0]}/{best[1]}" if best else "not taken"
     started = rows.quiz_last is not None
     return Step(StepKind.QUIZ, f"/topics/{topic.id}/quiz", passed, started, detail, rows.quiz_last)
 
@@ -279,7 +279,7 @@ def _explain_step(topic: TopicView, rows: _TopicRows) -> Step:
         if e.item.id in rows.explain_best
     ]
     done = all(entry.item.id in rows.explain_right for entry in topic.explain)
-    detail = "best " + ", ".join(bests) if bests else "not tried"
+    detail = ", ".join(bests) if bests else "not tried"
     href = f"/topics/{topic.id}/explain"
     return Step(StepKind.EXPLAIN, href, done, bool(bests), detail, rows.explain_last)
 
@@ -301,7 +301,7 @@ def _lab_step(topic: TopicView, standing: Standing | None) -> Step:
     total = len(topic.labs)
     href = f"/labs/{first_open or topic.labs[0].lab.id}"
     return Step(StepKind.LAB, href, passed_labs == total, last is not None,
-                f"{passed_labs}/{total} passed", last)  # fmt: skip
+                f"{passed_labs}/{total}", last)  # fmt: skip
 
 
 def _timed_step(topic: TopicView, standing: Standing | None) -> Step:
@@ -317,7 +317,7 @@ def _timed_step(topic: TopicView, standing: Standing | None) -> Step:
         if found is not None:
             last = _later(last, found.last_started)
     total = len(topic.sets)
-    detail = f"{badges}/{total} badge{'s' if total != 1 else ''}"
+    detail = f"{badges}/{total}"
     href = f"/sets/{first_open or topic.sets[0].set.id}"
     return Step(StepKind.TIMED, href, badges == total, last is not None, detail, last)
 

@@ -152,3 +152,54 @@ def cell(row_html: str, testid: str) -> str:
     assert found is not None, testid
     text = re.sub(r"<[^>]+>", "", found[1])
     return " ".join(text.split())
+
+
+def test_results_and_a_finished_lab_suggest_the_next_step(app_factory, sqlite_url, content, clock):
+    # The hello lab moved into the drill topic: its steps are then lab, then the timed set.
+    lab_file = content / "hello-lab" / "lab.yaml"
+    lab_file.write_text(lab_file.read_text().replace("topic: Collectives", "topic: drill"))
+    with TestClient(app_factory(sqlite_url, challenges_dir=content)) as client:
+        learner = Learner(client)
+        learner.start_as_guest()
+        attempt = learner.start("modes-drill")
+        for number in (1, 2):  # both left to time out: no badge
+            learner.get(f"{attempt}/q/{number}")
+            clock.advance(200)
+            learner.post(f"{attempt}/q/{number}/expire", follow_redirects=False)
+            learner.next(attempt)
+        results = learner.get(f"{attempt}/results").text
+        assert 'data-testid="no-badge"' in results
+        assert href_in(results, "next-suggestion") == "/topics/drill/practice"
+
+        catalog = Catalog.load(content)
+        lab = catalog.lab("hello-ranks")
+        assert lab is not None
+        assert 'data-testid="next-suggestion"' not in learner.get("/labs/hello-ranks").text
+        user_id = latest_user(sqlite_url)
+        engine = make_engine(sqlite_url)
+        with Session(engine, expire_on_commit=False) as session:
+            for step in lab.lab.steps:
+                run = labs.start_run(session, user_id, lab.lab.id, step.id, 2, "code", clock.now)
+                labs.finish_run(session, run, labs.Finished("ok", None, [], True), step, clock.now)
+                for question in step.questions:
+                    labs.answer_question(
+                        session,
+                        user_id,
+                        "drill",
+                        lab.lab.id,
+                        step,
+                        question.id,
+                        "4",
+                        True,
+                        clock.now,
+                    )
+        engine.dispose()
+        finished = learner.get("/labs/hello-ranks").text
+        assert 'data-testid="lab-done"' in finished
+        assert href_in(finished, "next-suggestion") == "/sets/modes-drill"
+
+
+def href_in(page: str, testid: str) -> str:
+    found = re.search(rf'data-testid="{testid}"[^>]*>.*?<a href="([^"]+)"', page, re.S)
+    assert found is not None, f"no {testid}"
+    return found[1]

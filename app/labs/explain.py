@@ -207,12 +207,9 @@ def _output_like(who: str, pattern: str, printed: str) -> Problem:
         return Problem(f"{who} should print a line like {wanted}{number}; it printed nothing.")
     if missing:
         line = missing[0]
-        closest = _closest(line.text, printed)
-        seen = (
-            f"it printed {quote(closest)}"
-            if len(printed.strip().splitlines()) == 1
-            else f"the closest line it printed is {quote(closest or '')}"
-        )
+        closest = quote(_closest(line.text, printed) or "")
+        one_line = len(printed.strip().splitlines()) == 1
+        seen = f"it printed {closest}" if one_line else f"the closest line it printed is {closest}"
         return Problem(f"{who} should print a line like {quote(line.text)}{number}; {seen}.")
     if len(asked.lines) > 1:
         wanted = " then ".join(quote(line.text) for line in asked.lines)

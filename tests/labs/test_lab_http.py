@@ -107,17 +107,45 @@ def test_a_step_runs_on_real_ranks_fails_then_passes_and_unlocks_the_next(learne
     assert "hello from rank {rank} of {world}" in step2  # continues from the learner's code
 
 
-def test_drafts_reset_and_the_solution_after_two_failed_runs(learner: Learner):
+def test_drafts_reset_and_hints_escalate_before_the_solution(learner: Learner):
     learner.get(STEP1)
     assert learner.post(f"{STEP1}/draft", {"code": "print('mine')\n"}).status_code == 204
     assert "print(&#39;mine&#39;)" in learner.get(STEP1).text
     assert 'data-testid="show-solution"' not in learner.get(STEP1).text
-    for _ in range(2):
+    # The step has two hints: one more after each failed run, then the solution.
+    shown = []
+    for _ in range(3):
         events(learner, run(learner, STEP1, "print('mine')\n").json()["events"])
+        page = learner.get(STEP1).text
+        shown.append((page.count('data-testid="lab-hint"'), 'data-testid="show-solution"' in page))
+    assert shown == [(1, False), (2, False), (2, True)]
     page = learner.get(f"{STEP1}?show_solution=1").text
     assert 'data-testid="solution"' in page and "WORLD_SIZE" in page
     learner.post(f"{STEP1}/reset")
     assert "print(&#39;mine&#39;)" not in learner.get(STEP1).text
+
+
+def test_a_run_of_the_starter_as_it_is_does_not_count_as_a_failure(learner: Learner):
+    starter = 'import os\nprint("hello")\n'
+    for _ in range(2):  # "press Run once as it is", and once more
+        started = run(learner, STEP1, starter)
+        assert events(learner, started.json()["events"])[-2][2]["passed"] is False
+    page = learner.get(STEP1).text
+    assert 'data-testid="lab-hint"' not in page and 'data-testid="help-next"' not in page
+    events(learner, run(learner, STEP1, starter + "# mine\n").json()["events"])
+    assert learner.get(STEP1).text.count('data-testid="lab-hint"') == 1  # own code counts
+
+
+def test_a_failed_check_is_said_in_plain_words_on_the_page(learner: Learner):
+    started = run(learner, STEP1, 'print("hello")\n')
+    checks = events(learner, started.json()["events"])[-2][2]["checks"]
+    assert checks[0]["problems"][0] == (
+        "rank 0 should print a line like `hello from rank <n> of <n>` (<n> stands for a "
+        "number); it printed `hello`."
+    )
+    page = learner.get(STEP1).text
+    assert "should print a line like <code>hello from rank &lt;n&gt; of &lt;n&gt;</code>" in page
+    assert "\\d+" not in page and "stdout_regex" not in page
 
 
 def test_limits_refuse_clearly(learner: Learner, app_factory, sqlite_url, content):
@@ -179,7 +207,7 @@ def test_another_learners_run_is_not_theirs_to_read_or_stop(learner: Learner, ap
             f"/labs/runs/{started.json()['run_id']}/stop", headers={"X-CSRF-Token": other.csrf}
         )
         assert stop.status_code == 404
-    assert re.search(r"Last run: ok", learner.get(STEP1).text)
+    assert re.search(r"Last run: finished", learner.get(STEP1).text)
 
 
 def test_hostile_lab_code_is_contained(learner: Learner, secret_dir: Path):

@@ -102,9 +102,12 @@ class LabStep(Strict):
         default=None,
         description="Shown to the learner when a GPU idea is shown on CPU ranks (Markdown).",
     )
+    # Left out of dumps (exclude), as an option's `pin` is: a hint changes no proof, so adding
+    # one keeps the step's content hash, and verify's record of it, as they were.
     hints: list[str] = Field(
         default_factory=list,
         max_length=5,
+        exclude=True,
         description="Hints, from gentle to nearly the answer (Markdown): one more is shown after "
         "each run that fails the checks, and the solution is offered only after the last.",
     )

@@ -63,8 +63,13 @@ def starting_code(loaded: LoadedLab, step: LabStep, found: dict[str, LabStepStat
 
 
 def as_it_is(code: str, start: str) -> bool:
-    """Whether `code` is the step's starting code unchanged (trailing blanks aside)."""
-    return code.rstrip() == start.rstrip()
+    """Whether `code` is the step's starting code unchanged: line endings (a browser posts a
+    textarea's lines with CRLF) and trailing blanks aside."""
+    return _lines(code) == _lines(start)
+
+
+def _lines(code: str) -> list[str]:
+    return [line.rstrip() for line in code.rstrip().splitlines()]
 
 
 def _state(session: Session, user_id: int, lab_id: str, step_id: str, now: datetime):

@@ -8,6 +8,8 @@ from executor.limits import Limits
 
 # The executor's per-rank cut (executor.limits): what "output cut after 64 KiB" refers to.
 OUTPUT_CUT = f"output cut after {Limits().output_bytes_per_rank // 1024} KiB"
+CUT_NOTE = f"Output cut after {Limits().output_bytes_per_rank // 1024} KiB: the rest of what "
+CUT_NOTE += "this rank printed is not kept."
 
 RUN = {
     "running": "still running",
@@ -43,4 +45,4 @@ def rank(status: str) -> str:
 
 def for_script() -> dict[str, object]:
     """The words lab.js needs, as JSON-ready data."""
-    return {"run": RUN, "rank": RANK, "cut": OUTPUT_CUT}
+    return {"run": RUN, "rank": RANK, "cut": CUT_NOTE}

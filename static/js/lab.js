@@ -132,9 +132,7 @@
         if (rank.stderr && err.textContent !== rank.stderr) err.textContent = rank.stderr;
         err.hidden = !err.textContent;
         const cut = box.querySelector("p.cut");
-        cut.textContent = rank.truncated
-          ? `${words.cut.charAt(0).toUpperCase()}${words.cut.slice(1)}: the rest of what this rank printed is not kept.`
-          : "";
+        cut.textContent = rank.truncated ? words.cut : "";
         cut.hidden = !rank.truncated;
         const stuck = box.querySelector("p.stuck");
         stuck.textContent = window.stuckAt ? window.stuckAt(rank.stuck) : "";

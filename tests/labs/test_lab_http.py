@@ -262,3 +262,33 @@ def test_a_run_that_hangs_shows_where_each_rank_was_stuck(app_factory, sqlite_ur
         page = person.get(STEP1).text  # the panes of the last run, as the page shows them
     assert "Stuck at line 4, waiting in dist.all_reduce when the time limit stopped it." in page
     assert "Stuck at line 6, waiting in dist.barrier when the time limit stopped it." in page
+
+
+def test_a_finished_lab_says_what_was_learned_and_leads_on(app_factory, sqlite_url, content):
+    from datetime import UTC, datetime
+
+    from sqlmodel import Session, select
+
+    from app.accounts.models import User
+    from app.labs.models import LabStepState
+
+    app = app_factory(sqlite_url, executor=FakeExecutor(), challenges_dir=content)
+    with TestClient(app) as client:
+        person = Learner(client)
+        person.start_as_guest()
+        assert 'data-testid="lab-done"' not in person.get("/labs/hello-ranks").text
+        now = datetime(2026, 1, 1, tzinfo=UTC)
+        with Session(app.state.engine) as session:
+            (user_id,) = session.exec(select(User.id)).all()
+            assert user_id is not None
+            times = {"updated_at": now, "checks_passed_at": now, "passed_at": now}
+            for step in ("print-rank", "all-reduce"):  # both steps passed
+                session.add(
+                    LabStepState(user_id=user_id, lab_id="hello-ranks", step_id=step, **times)
+                )
+            session.commit()
+        page = person.get("/labs/hello-ranks").text
+    assert 'data-testid="lab-done"' in page and "What you learned" in page
+    learned = page[page.index('data-testid="lab-learned"') :]
+    assert "Every rank says hello" in learned and "Add the ranks up" in learned
+    assert '<a href="/topics/collectives" role="button" data-testid="lab-topic">' in page

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -363,12 +364,16 @@ async def _drive(
     failed run counts towards hints and the solution only when `counts`)."""
     result: RunResult | None = None
     status = "unavailable"
+    printed: dict[int, dict[str, str]] = {}  # what each rank printed, kept if Stop comes
+    started = time.monotonic()
     try:
         waited = 0.0
         while True:
             try:
                 async for event in executor.astream(order):
                     if isinstance(event, OutputEvent):
+                        streams = printed.setdefault(event.rank, {"stdout": "", "stderr": ""})
+                        streams[event.stream] += event.text  # bounded by the executor's cut
                         await live.add("output", event.model_dump(mode="json"))
                     else:
                         result = event
@@ -395,15 +400,27 @@ async def _drive(
             {"says": c.says, "passed": c.passed, "problems": c.problems, "diff": c.diff}
             for c in checks
         ]
-        finished = labs.Finished(
-            status, result.model_dump(mode="json") if result else None, shown, passed, counts
-        )
+        kept = result.model_dump(mode="json") if result else None
+        if status == "stopped" and kept is None and printed:
+            kept = _stopped_result(printed, time.monotonic() - started)
+        finished = labs.Finished(status, kept, shown, passed, counts)
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(_record, engine, run, finished, step)
             if status == "stopped":
                 message = "Stopped by you: every rank was killed; what it printed stays above."
                 await live.add("stopped", {"message": message})
             await live.add("checks", {"checks": shown, "passed": passed})
+
+
+def _stopped_result(printed: dict[int, dict[str, str]], seconds: float) -> dict[str, Any]:
+    """What a stopped run is kept as: each rank's output so far (a reload shows it, as the
+    page did), in the shape of a result, with "stopped" for the run and its ranks."""
+    ranks = [
+        {"rank": rank, "status": "stopped", "stdout": streams["stdout"],
+         "stderr": streams["stderr"], "truncated": False, "stuck": None}
+        for rank, streams in sorted(printed.items())
+    ]  # fmt: skip
+    return {"status": "stopped", "duration_ms": round(seconds * 1000), "ranks": ranks}
 
 
 def _record(engine: Any, run: LabRun, finished: labs.Finished, step: LabStep) -> None:

@@ -141,6 +141,9 @@ def test_stop_ends_a_spinning_run_and_keeps_what_it_printed(page: Page):
         pane = page.get_by_test_id(f"rank-{rank}")
         expect(pane.locator("pre.out")).to_have_text("started\n")
         expect(pane.get_by_test_id("rank-status")).to_have_text("stopped by you")
+    page.reload()  # and is kept with the run
+    expect(page.get_by_test_id("rank-0").locator("pre.out")).to_have_text("started\n")
+    expect(page.get_by_test_id("run-summary")).to_contain_text("Last run: stopped by you")
 
 
 # Far under the 118,185 px that 10,000 printed lines made of the page before panes scrolled.

@@ -206,16 +206,16 @@ def test_an_attempt_started_on_v1_finishes_on_v1_after_v2_is_published(
     set_file.write_text(text.replace("    answer: B", "    answer: C"))
     prove(folder)
     staff.post("/staff/content/reload")
-    assert "live: v2" in content_row(staff, "basics/set.yaml")
+    page = learner.get(f"{attempt}/q/1").text
+    assert "World size" in page and "Ranks in the world" not in page
+    learner.answer(attempt, 1, "B")  # v1's key
+    assert "✓ Correct" in learner.get(f"{attempt}/q/1").text
     with TestClient(app) as client:  # a learner starting now gets v2
         newcomer = Learner(client)
         newcomer.start_as_guest()
         fresh = newcomer.start("test-basics")
         assert "Ranks in the world" in newcomer.get(f"{fresh}/q/1").text
-    page = learner.get(f"{attempt}/q/1").text
-    assert "World size" in page and "Ranks in the world" not in page
-    learner.answer(attempt, 1, "B")  # v1's key
-    assert "✓ Correct" in learner.get(f"{attempt}/q/1").text
+    assert "live: v2" in content_row(staff, "basics/set.yaml")
 
 
 def test_a_restart_serves_the_attempts_version_and_the_last_live_one(staff, learner, folder, build):

@@ -194,7 +194,10 @@ def test_a_typo_keeps_the_open_question_answerable_and_resume_working(staff, lea
     assert f'href="{attempt}"' in progress
     assert learner.get(attempt).status_code == 200  # Resume
     row = content_row(staff, "basics/set.yaml")
-    assert "error(s)" in row and "held: file error; v1 keeps serving" in row
+    assert "error(s)" in row
+    assert (
+        "held: file error at <code>challenges/basics/set.yaml:26:3</code>; v1 keeps serving" in row
+    )
 
 
 def test_an_attempt_started_on_v1_finishes_on_v1_after_v2_is_published(

@@ -267,7 +267,11 @@ def test_an_explicit_unproven_publish_shows_the_mark_to_learners(staff, learner,
         "/staff/content/publish", {"kind": "set", "unit_id": "more-runs", "version": "0" * 64}
     )
     assert refused.status_code == 409
-    staff.post("/staff/content/publish", {"kind": "set", "unit_id": "more-runs", "version": draft})
+    form = {"kind": "set", "unit_id": "more-runs", "version": draft}
+    assert staff.client.post("/staff/content/publish", data=form).status_code == 403  # no CSRF
+    assert learner.post("/staff/content/publish", form).status_code in (401, 403)  # not staff
+    assert learner.get("/sets/more-runs").status_code == 404
+    staff.post("/staff/content/publish", form)
     assert "unproven-mark" in learner.get("/sets/more-runs").text
     attempt = learner.start("more-runs")
     assert "unproven-mark" in learner.get(f"{attempt}/q/1").text

@@ -144,7 +144,17 @@ class Lab(Strict):
 
     id: str = Field(pattern=SLUG, max_length=100, description="Stable id; progress refers to it.")
     title: str = Field(min_length=1, max_length=120, description="Shown on the topic page.")
-    topic: str = Field(min_length=1, max_length=100, description="The topic's id (or title).")
+    topic: str = Field(
+        min_length=1,
+        max_length=100,
+        description="The topic's id (or title); a name no topic.yaml has is an error, unless "
+        "`own_topic: true`.",
+    )
+    own_topic: bool = Field(
+        default=False,
+        description="true: this lab starts a topic of its own, named by `topic:`, that no "
+        "topic.yaml defines (yet).",
+    )
     summary: str = Field(min_length=1, description="What the lab builds (Markdown).")
     steps: list[LabStep] = Field(min_length=1, max_length=MAX_STEPS, description="In order.")
 

@@ -153,6 +153,6 @@ def test_validate_exits_1_with_each_hostile_file_named(hostile: Path):
 
 def test_the_app_serves_the_valid_set_beside_hostile_files(app_factory, sqlite_url, hostile):
     with TestClient(app_factory(sqlite_url, challenges_dir=hostile)) as client:
-        assert "Test basics" in client.get("/").text
+        assert "Test basics" in client.get("/sets/test-basics").text
         assert client.get("/sets/test-basics").status_code == 200
         assert client.get("/sets/laughs").status_code == 404

@@ -41,7 +41,7 @@ def write_set(folder: Path, *items: dict[str, str]) -> Path:
     """A set of numeric items, each a dict of ITEM's fields, with the sum snippet beside it."""
     (folder / "sum_ranks.py").write_text(SNIPPET)
     head = (
-        "id: numeric-printed\ntitle: Printed numbers\ntopic: collectives\n"
+        "id: numeric-printed\ntitle: Printed numbers\ntopic: collectives\nown_topic: true\n"
         "description: Numbers read from a run.\nbadge: {name: Printed}\nitems:\n"
     )
     defaults = {
@@ -149,6 +149,6 @@ def test_a_topic_refuses_a_printed_numeric_item_it_would_never_run(tmp_path):
     (folder / "topic.yaml").write_text("id: demo\ntitle: Demo\nsummary: A topic.\nitems:\n" + item)
     report = loader.load_path(tmp_path)
     assert [error.message for error in report.errors] == [
-        "Value error, item(s) ['printed-in-topic'] have `printed:`: a numeric item proven by a "
+        "item(s) ['printed-in-topic'] have `printed:`: a numeric item proven by a "
         "run belongs in a set"
     ]

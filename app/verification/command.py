@@ -167,7 +167,8 @@ def _record(engine: Engine, verified: Verified) -> bool:
 
 
 def _record_of(outcome: pipeline.Outcome) -> dict[str, Any]:
-    """The JSON record of one outcome (`--json`), with the number of runs it rests on."""
+    """The JSON record of one outcome (`--json`); an item's or proof's with the number of runs
+    its verdict rests on (a lab step's runs are judged one by one, not kept)."""
     report = outcome.report
     if outcome.kind == pipeline.LAB_STEP:
         lab_id, step_id = outcome.key.removeprefix("lab:").split("/", 1)

@@ -1,4 +1,5 @@
-"""Staff verification as background jobs: one per set or item at a time, progress as it goes.
+"""Staff verification as background jobs: one per set, item, topic or lab at a time, progress
+as it goes; each runs what `ranklab verify` runs (pipeline.py).
 
 A job runs in a worker thread of the process that took the click; it talks to the executor and
 writes each result in a short transaction of its own, so no database transaction is open while

@@ -27,7 +27,6 @@ from app.verification.rules import ItemReport, Verdict
 REPEATS = 3
 ITEM, LAB_STEP, PROOF = "item", "lab_step", "proof"
 LABELS = {"pass": "PASS", "fail": "FAIL", "needs_gpus": "GPU "}
-SKIPPED_LINE = "{count} proven and unchanged, skipped"
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from app.progress import routes as progress_routes
 from app.publishing.service import Publisher
 from app.runs import routes as run_routes
 from app.staff import routes as staff_routes
+from app.staff import verify_routes as staff_verify_routes
 from app.static_assets import StaticAssets
 from app.static_assets import url as static_url
 from app.templating import build_templates
@@ -106,6 +107,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         account_routes,
         progress_routes,
         staff_routes,
+        staff_verify_routes,
         run_routes,
         analytics_routes,
         mode_routes,

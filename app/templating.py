@@ -27,7 +27,7 @@ from pygments.lexers import PythonLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
 from app import static_assets
-from app.challenges import content_checks
+from app.challenges import content_checks, outcome_text
 from app.icons import icon
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
@@ -273,6 +273,8 @@ def build_templates(auto_reload: bool = False) -> Jinja2Templates:
         duration=duration,
         when=when,
         accommodated=accommodated,
+        outcome=outcome_text.outcome,  # staff previews: outcomes and numbers in plain words
+        number=outcome_text.number,
     )
     templates.env.globals.update(_cached_fragments(templates.env))
     templates.env.globals["static"] = static_assets.url  # fingerprinted: cached for a year

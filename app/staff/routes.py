@@ -1,4 +1,5 @@
-"""Instructors' pages: content files and their errors, set previews with keys, verification."""
+"""Instructors' pages: content files and their errors, set previews with keys (Verify, and
+the previews of topics and labs: verify_routes.py)."""
 
 from __future__ import annotations
 
@@ -13,19 +14,13 @@ from sqlmodel import Session, col, select
 from app.accounts.models import User
 from app.challenges.catalog import Catalog
 from app.challenges.loader import LoadedSet
-from app.challenges.schema import ItemBase, proven_by_run
-from app.deps import CatalogDep, CsrfDep, ExecutorDep, SlugId, StaffUser, VerifyJobsDep
+from app.challenges.schema import proven_by_run
+from app.deps import CatalogDep, CsrfDep, ExecutorDep, SlugId, StaffUser
 from app.errors import Conflict, NotFound
-from app.executor_client import ExecutorClient
 from app.publishing import service as publishing
 from app.runs import service as runs
-from app.verification import jobs as verify_jobs
-from app.verification import service as verification
-from app.verification.jobs import VerifyJobs
-from app.verification.rules import Verdict
 
 router = APIRouter(prefix="/staff")
-PREVIEW_REPEATS = 2  # enough to see rank order vary; `ranklab verify` uses 3
 
 
 def _loaded(catalog: Catalog, set_id: str, version: str | None = None) -> LoadedSet:
@@ -88,6 +83,7 @@ def content(request: Request, staff: StaffUser, catalog: CatalogDep):
             "error_count": len(catalog.errors),
             "held_count": sum(1 for s in states if s.held is not None),
             "usernames": _usernames(request, publishers),
+            "topics": catalog.topics(),
         },
     )
 
@@ -147,105 +143,3 @@ def preview(
             "runs_available": runs.available(executor),
         },
     )
-
-
-def _executable_items(loaded: LoadedSet, item_id: str | None) -> list[ItemBase]:
-    items: list[ItemBase] = [
-        item
-        for item in loaded.challenge_set.items
-        if proven_by_run(item) and item_id in (None, item.id)
-    ]
-    if item_id is not None and not items:
-        raise NotFound(f"No executable item {item_id!r} in this set.")
-    return items
-
-
-def _render_job(request: Request, jobs: VerifyJobs, loaded: LoadedSet, item_id: str | None) -> Any:
-    job = jobs.get((loaded.challenge_set.id, item_id))
-    base = f"/staff/sets/{loaded.challenge_set.id}"
-    progress = job.progress() if job else []
-    return request.app.state.templates.TemplateResponse(
-        request,
-        "staff/_verify.html",
-        {
-            "job": job,
-            "progress": progress,
-            "poll_url": f"{base}/items/{item_id}/verify" if item_id else f"{base}/verify",
-            "passed": all(entry.state != Verdict.FAIL.value for entry in progress),
-            "describe_rank": verification.describe_rank,
-        },
-    )
-
-
-def _start_job(
-    request: Request,
-    catalog: Catalog,
-    executor: ExecutorClient,
-    jobs: VerifyJobs,
-    set_id: str,
-    item_id: str | None,
-    version: str | None = None,
-) -> Any:
-    loaded = _loaded(catalog, set_id, version)
-    items = _executable_items(loaded, item_id)
-    engine = request.app.state.engine
-    verify_jobs.verify_in_background(
-        jobs, executor, loaded, items, PREVIEW_REPEATS, engine, item_id
-    )
-    return _render_job(request, jobs, loaded, item_id)
-
-
-@router.post("/sets/{set_id}/verify", dependencies=[CsrfDep], response_class=HTMLResponse)
-def verify_set(
-    request: Request,
-    set_id: SlugId,
-    staff: StaffUser,
-    catalog: CatalogDep,
-    executor: ExecutorDep,
-    jobs: VerifyJobsDep,
-    version: str | None = None,
-):
-    """Start verifying every executable item of the set (of a held draft, with `?version=`),
-    or join the verification running."""
-    return _start_job(request, catalog, executor, jobs, set_id, None, version)
-
-
-@router.get("/sets/{set_id}/verify", response_class=HTMLResponse)
-def verify_set_progress(
-    request: Request, set_id: SlugId, staff: StaffUser, catalog: CatalogDep, jobs: VerifyJobsDep
-):
-    """Show the set's verification so far: each item pending, running, or its verdict."""
-    return _render_job(request, jobs, _loaded(catalog, set_id), None)
-
-
-@router.post(
-    "/sets/{set_id}/items/{item_id}/verify", dependencies=[CsrfDep], response_class=HTMLResponse
-)
-def verify_item(
-    request: Request,
-    set_id: SlugId,
-    item_id: SlugId,
-    staff: StaffUser,
-    catalog: CatalogDep,
-    executor: ExecutorDep,
-    jobs: VerifyJobsDep,
-    version: str | None = None,
-):
-    """Start verifying one item (of a held draft, with `?version=`), or join its
-    verification running."""
-    return _start_job(request, catalog, executor, jobs, set_id, item_id, version)
-
-
-@router.get("/sets/{set_id}/items/{item_id}/verify", response_class=HTMLResponse)
-def verify_item_progress(
-    request: Request,
-    set_id: SlugId,
-    item_id: SlugId,
-    staff: StaffUser,
-    catalog: CatalogDep,
-    jobs: VerifyJobsDep,
-):
-    """Show one item's verification so far: running, or its verdict beside what was observed."""
-    loaded = _loaded(catalog, set_id)
-    _executable_items(loaded, item_id)
-    return _render_job(request, jobs, loaded, item_id)

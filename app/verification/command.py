@@ -19,18 +19,15 @@ from app import embedded
 from app.challenges import loader
 from app.config import Settings
 from app.executor_client import HttpExecutorClient
-from app.labs import verify as lab_verify
-from app.verification import batch, evidence, incremental, proofs, records
-from app.verification import service as verification
+from app.verification import evidence, incremental, pipeline, proofs, records
 from app.verification.batch import Verified
-from app.verification.rules import ItemReport, Verdict
 
 
 def verify(
     path: Path,
     *,
     executor_url: str | None = None,
-    repeats: int = 3,
+    repeats: int = pipeline.REPEATS,
     trusted: bool = False,
     jobs: int = 1,
     as_json: bool = False,
@@ -71,7 +68,6 @@ def verify(
         if not as_json:
             print(f"verify: {selection.skipped} proven and unchanged, skipped (--all runs them)")
     observed: dict[str, proofs.Proof] = {}
-    labs = {loaded.lab.id: loaded for loaded in report.labs}
     torch = backend = None
     try:
         # Nothing to run: no executor is started (a course with nothing changed takes seconds).
@@ -81,42 +77,24 @@ def verify(
             else contextlib.nullcontext(None)
         ) as url:
             client = HttpExecutorClient(url or "", token=Settings().executor_token)
-            facts = batch.executor_facts(client) if url else batch.ExecutorFacts()
             stamp = incremental.executor_stamp(client.health() if url else None)
             torch, backend = stamp.torch, stamp.backend
-            for step in lab_verify.verify_labs(client, selection.labs, facts, repeats):
-                counts[step.verdict.value] += 1
-                digest = proofs.step_hash(labs[step.lab_id], step.step_id)
-                observed[proofs.step_key(step.lab_id, step.step_id)] = proofs.Proof(
-                    step.verdict.value, digest
-                )
-                if as_json:
-                    print(_json_line(_step_record(step, digest)), flush=True)
-                else:
-                    _print_step(step)
-            for verified in batch.verify_in_order(client, selection.sets, repeats, jobs):
-                counts[verified.report.verdict.value] += 1
-                recordable = not verified.report.executor_failed
-                if recordable and verified.report.verdict is not Verdict.NOT_EXECUTABLE:
-                    key = proofs.item_key(verified.loaded.challenge_set.id, verified.item.id)
-                    observed[key] = proofs.Proof(
-                        verified.report.verdict.value, verified.content_hash
+            for outcome in pipeline.run(client, selection, repeats, jobs):
+                counts[outcome.report.verdict.value] += 1
+                if outcome.recordable:
+                    observed[outcome.key] = proofs.Proof(
+                        outcome.report.verdict.value, outcome.content_hash
                     )
-                if engine is not None and not _record(engine, verified):
+                verified = outcome.verified
+                if verified is not None and engine is not None and not _record(engine, verified):
                     engine.dispose()
                     engine = None
                 if as_json:
-                    print(_json_line(_item_record(verified)), flush=True)
+                    print(_json_line(_record_of(outcome)), flush=True)
                 else:
-                    _print_human(verified)
-            # Proofs of cards, cheat-sheet lines and explanations run as keys do, after them.
-            for done in batch.verify_proofs_in_order(client, selection.proof_runs, repeats, jobs):
-                counts[done.report.verdict.value] += 1
-                observed[done.run.key] = proofs.Proof(done.report.verdict.value, done.run.hash)
-                if as_json:
-                    print(_json_line(_proof_record(done)), flush=True)
-                else:
-                    _print_proof(done)
+                    lines = outcome.lines()
+                    if lines:
+                        print("\n".join(lines), flush=True)
     finally:
         if engine is not None:
             engine.dispose()
@@ -142,24 +120,17 @@ def _select(
 ) -> incremental.Selection:
     """What to run: the items asked for, less those proven for their content on this executor."""
     source = proofs_path or (path / proofs.FILE_NAME if path.is_dir() else None)
-    proven: dict[str, proofs.Proof] = {}
-    then = None
-    if source is not None and not run_all:
-        try:
-            proven = proofs.load(source)
-        except ValueError as error:
-            print(f"verify: running everything: {error}", file=sys.stderr)
-        then = incremental.recorded_stamp(source)
-    if run_all or not proven:
-        now = incremental.Stamp(None, "")  # nothing is skipped: no need to ask the executor
-    elif executor_url:
-        now = incremental.executor_stamp(
-            HttpExecutorClient(executor_url, token=Settings().executor_token).health()
-        )
-    else:
-        now = incremental.local_stamp()
-    runs = proofs.proof_runs(report.topics, report.sets)
-    return incremental.select(report.sets, report.labs, items, proven, then, now, run_all, runs)
+
+    def now() -> incremental.Stamp:
+        if executor_url:
+            client = HttpExecutorClient(executor_url, token=Settings().executor_token)
+            return incremental.executor_stamp(client.health())
+        return incremental.local_stamp()
+
+    return pipeline.choose(
+        report.sets, report.labs, report.topics, items, source, run_all, now,
+        lambda message: print(f"verify: {message}", file=sys.stderr),
+    )  # fmt: skip
 
 
 def _write_proofs(
@@ -195,79 +166,42 @@ def _record(engine: Engine, verified: Verified) -> bool:
     return True
 
 
-def _item_record(verified: Verified) -> dict[str, Any]:
-    return evidence.item_record(
-        verified.loaded.challenge_set.id,
-        verified.loaded.path,
-        verified.report,
-        verified.duration_ms,
-        verified.content_hash,
-    )
-
-
-def _proof_record(done: batch.VerifiedProof) -> dict[str, Any]:
-    report = done.report
-    return {
-        "type": "proof",
-        "key": done.run.key,
-        "path": done.run.path,
-        "proof": done.run.label,
-        "verdict": report.verdict.value,
-        "reasons": list(report.problems),
-        "notes": list(report.notes),
-        "environment": evidence.environment_of(report),
-        "duration_ms": done.duration_ms,
-        "content_hash": done.run.hash,
-    }
-
-
-def _print_proof(done: batch.VerifiedProof) -> None:
-    """Print one proof's verdict, its reasons and, for a failure, what the runs showed."""
-    label = {"pass": "PASS", "fail": "FAIL", "needs_gpus": "GPU "}[done.report.verdict.value]
-    print(f"{label} {done.run.path} {done.run.label}", flush=True)
-    _print_reasons_and_evidence(done.report)
-
-
-def _step_record(step: lab_verify.StepReport, digest: str) -> dict[str, Any]:
-    return {
-        "type": "lab_step",
-        "kind": "lab_step",
-        "lab": step.lab_id,
-        "path": step.path,
-        "step": step.step_id,
-        "verdict": step.verdict.value,
-        "problems": step.problems,
-        "content_hash": digest,
-    }
-
-
-def _print_step(step: lab_verify.StepReport) -> None:
-    """Print one lab step's verdict and its reasons."""
-    label = {"pass": "PASS", "fail": "FAIL", "needs_gpus": "GPU "}[step.verdict.value]
-    print(f"{label} {step.path} {step.lab_id} step {step.step_id}", flush=True)
-    for line in step.problems:
-        print(f"     {line}")
+def _record_of(outcome: pipeline.Outcome) -> dict[str, Any]:
+    """The JSON record of one outcome (`--json`); an item's or proof's with the number of runs
+    its verdict rests on (a lab step's runs are judged one by one, not kept)."""
+    report = outcome.report
+    if outcome.kind == pipeline.LAB_STEP:
+        lab_id, step_id = outcome.key.removeprefix("lab:").split("/", 1)
+        return {
+            "type": "lab_step",
+            "kind": "lab_step",
+            "lab": lab_id,
+            "path": outcome.path,
+            "step": step_id,
+            "verdict": report.verdict.value,
+            "problems": list(report.problems),
+            "content_hash": outcome.content_hash,
+        }
+    if outcome.kind == pipeline.PROOF:
+        record = {
+            "type": "proof",
+            "key": outcome.key,
+            "path": outcome.path,
+            "proof": outcome.name,
+            "verdict": report.verdict.value,
+            "reasons": list(report.problems),
+            "notes": list(report.notes),
+            "environment": evidence.environment_of(report),
+            "duration_ms": outcome.duration_ms,
+            "content_hash": outcome.content_hash,
+        }
+    else:
+        set_id = outcome.key.split("/", 1)[0]
+        record = evidence.item_record(
+            set_id, outcome.path, report, outcome.duration_ms, outcome.content_hash
+        )
+    return {**record, "runs": outcome.runs}
 
 
 def _json_line(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False)
-
-
-def _print_human(verified: Verified) -> None:
-    """Print one item's verdict, its reasons and, for a failure, the observed evidence."""
-    item_report = verified.report
-    if item_report.verdict is Verdict.NOT_EXECUTABLE:
-        return
-    label = {"pass": "PASS", "fail": "FAIL", "needs_gpus": "GPU "}[item_report.verdict]
-    print(f"{label} {verified.loaded.path} {item_report.item_id}", flush=True)
-    _print_reasons_and_evidence(item_report)
-
-
-def _print_reasons_and_evidence(item_report: ItemReport) -> None:
-    for line in item_report.problems + item_report.notes:
-        print(f"     {line}")
-    if item_report.verdict is Verdict.FAIL and item_report.observations:
-        observed = item_report.observations[0].result
-        print(f"     observed ({observed.status.value}, {observed.duration_ms} ms):")
-        for rank in observed.ranks:
-            print(f"       {verification.describe_rank(rank)}")

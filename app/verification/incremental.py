@@ -121,9 +121,10 @@ def select(
             continue
         selection.labs.append(lab)
     for run in proof_runs:
-        # A key reads "topic:ID/proof:PID": the run answers to it, to each part, and to the ids.
-        parts = run.key.split("/")
-        aliases = {run.key, *parts, *(part.split(":", 1)[-1] for part in parts)}
+        # A key reads "topic:TOPIC:proof:PID" (or "topic:TOPIC:card:CID", "set:SET:item:IID"):
+        # the run answers to it, to its owner's id (the topic or set), to the id it proves and
+        # to "OWNER/ID", so `--item SET` verifies a set's inline proofs with its keys.
+        aliases = {run.key, *_proof_aliases(run.key)}
         if not _wanted(wanted, *aliases):
             continue
         seen.update(aliases)
@@ -139,6 +140,14 @@ def select(
             if close:
                 selection.suggestions[name] = close[0]
     return selection
+
+
+def _proof_aliases(key: str) -> set[str]:
+    parts = key.split(":", 3)
+    if len(parts) != 4:
+        return set()
+    _, owner, _, name = parts
+    return {owner, name, f"{owner}/{name}"}
 
 
 def _all_names(sets: Sequence[LoadedSet], labs: Sequence[LoadedLab]) -> set[str]:

@@ -1,4 +1,5 @@
-"""Staff verification as background jobs: one per set or item at a time, progress as it goes.
+"""Staff verification as background jobs: one per set, item, topic or lab at a time, progress
+as it goes; each runs what `ranklab verify` runs (pipeline.py).
 
 A job runs in a worker thread of the process that took the click; it talks to the executor and
 writes each result in a short transaction of its own, so no database transaction is open while
@@ -23,16 +24,16 @@ from typing import Protocol, TypeVar
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.challenges.loader import LoadedSet
-from app.challenges.schema import ItemBase
 from app.executor_client import ExecutorClient
-from app.verification import batch, records
+from app.verification import batch, pipeline, records
+from app.verification.incremental import Selection
 from app.verification.rules import ItemReport
 
 log = logging.getLogger("ranklab")
 
-JobKey = tuple[str, str | None]  # (set id, item id), or (set id, None) for the whole set
-PENDING, RUNNING = "pending", "running"
+# (set id, item id), or (set id, None) for the whole set; ("topic:ID", None), ("lab:ID", None)
+JobKey = tuple[str, str | None]
+PENDING, RUNNING, SKIPPED = "pending", "running", "skipped"
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,10 @@ class JobProgress(Protocol):
 
     def mark_running(self, item_id: str) -> None:
         """Say that an item's snippet is being run now."""
+        ...
+
+    def mark_skipped(self, item_id: str) -> None:
+        """Say that an item is proven and unchanged, so it is not run (as `ranklab verify`)."""
         ...
 
     def mark_done(self, report: ItemReport) -> None:
@@ -154,6 +159,11 @@ class VerifyJob:
         with self._lock:
             self._items[item_id] = replace(self._items[item_id], state=RUNNING)
 
+    def mark_skipped(self, item_id: str) -> None:
+        """Say that an item is proven and unchanged, so it is not run."""
+        with self._lock:
+            self._items[item_id] = replace(self._items[item_id], state=SKIPPED)
+
     def mark_done(self, report: ItemReport) -> None:
         """Store an item's verdict and evidence."""
         with self._lock:
@@ -216,27 +226,35 @@ def _run(job: Job, work: Callable[[Job], None]) -> None:
 def verify_in_background(
     registry: VerifyJobs,
     client: ExecutorClient,
-    loaded: LoadedSet,
-    items: Sequence[ItemBase],
-    repeats: int,
+    key: JobKey,
+    selection: Selection,
+    skipped: Sequence[str],
     engine: Engine | None,
-    item_id: str | None = None,
+    repeats: int = pipeline.REPEATS,
 ) -> JobView:
-    """Start (or join) verifying these items of a set; record each verdict as it comes."""
+    """Start (or join) verifying what was chosen, as `ranklab verify` does (pipeline.run); the
+    items skipped as proven and unchanged are listed as such. Each item's verdict is recorded
+    as it comes."""
+    chosen = list(pipeline.names(selection))
 
     def work(job: JobProgress) -> None:
-        facts = batch.executor_facts(client)
-        for item in items:
+        for name in skipped:
+            job.mark_skipped(name)
+        upcoming = iter(chosen)
+        following = next(upcoming, None)
+        if following is not None:
+            job.mark_running(following)
+        for outcome in pipeline.run(client, selection, repeats):
+            if engine is not None and outcome.verified is not None:
+                _record(engine, outcome.verified)
+            job.mark_done(outcome.report)
             if job.abandoned:
                 return
-            job.mark_running(item.id)
-            verified = batch.verify_timed(client, loaded, item, repeats, facts)
-            if engine is not None:
-                _record(engine, verified)
-            job.mark_done(verified.report)
+            following = next(upcoming, None)
+            if following is not None:
+                job.mark_running(following)
 
-    key = (loaded.challenge_set.id, item_id)
-    job, _started = registry.start(key, [item.id for item in items], work)
+    job, _started = registry.start(key, [*skipped, *chosen], work)
     return job
 
 

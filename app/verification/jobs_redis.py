@@ -38,6 +38,7 @@ from app.errors import Unavailable
 from app.verification.jobs import (
     PENDING,
     RUNNING,
+    SKIPPED,
     ItemProgress,
     JobKey,
     JobProgress,
@@ -196,6 +197,10 @@ class RedisJob:
     def mark_running(self, item_id: str) -> None:
         """Say that an item's snippet is being run now."""
         self._update(f"state:{item_id}", RUNNING)
+
+    def mark_skipped(self, item_id: str) -> None:
+        """Say that an item is proven and unchanged, so it is not run."""
+        self._update(f"state:{item_id}", SKIPPED)
 
     def mark_done(self, report: ItemReport) -> None:
         """Store an item's verdict and evidence."""

@@ -19,6 +19,8 @@ from app.accounts.models import Role
 from app.bus_client import RedisExecutorClient
 from app.challenges.loader import LoadedSet, load_path
 from app.db import make_engine
+from app.verification import pipeline
+from app.verification.incremental import Selection
 from app.verification.jobs import JobProgress, verify_in_background
 from app.verification.jobs_redis import RedisJobRegistry, alive_key
 from app.verification.rules import ItemReport, Verdict
@@ -34,7 +36,7 @@ from tests.support.waiting import wait_for
 
 SET_URL = "/staff/sets/bus-verify/verify"
 HX = {"HX-Request": "true"}
-REPEATS = 2  # app.staff.routes.PREVIEW_REPEATS: each item runs twice
+REPEATS = pipeline.REPEATS  # each item runs as often as `ranklab verify` runs it
 VERDICT = re.compile(r'data-item-id="([\w-]+)" data-verdict="(\w+)"')
 # Two items whose snippets are scripts for the scripted runner: the first holds until the test
 # releases it and proves its key; the second's key is wrong.
@@ -201,7 +203,7 @@ def test_a_verification_started_on_one_app_is_followed_on_another_to_the_same_ve
     assert VERDICT.findall(done) == [("first", "pass"), ("second", "fail")]
     assert "Done: 1 of 2 key(s) not proven." in done
     assert VERDICT.findall(instructor.progress(a)) == VERDICT.findall(done)
-    assert _runs_queued(queue_url) == 2 * REPEATS  # one job ran each item twice
+    assert _runs_queued(queue_url) == 2 * REPEATS  # one job ran each item REPEATS times
     # Each verdict is recorded: the preview on either app shows the report's evidence.
     assert 'data-testid="observed-rank-1"' in done
 
@@ -293,7 +295,8 @@ def test_a_job_declared_interrupted_stops_before_its_next_item(
     executor = GatedExecutor()
     stalled, reader = RedisJobRegistry(queue_url, lease_s=60), RedisJobRegistry(queue_url)
     engine = make_engine(sqlite_url)
-    job = verify_in_background(stalled, executor, two, [first, second], 1, engine)
+    selection = Selection(sets=[two])
+    job = verify_in_background(stalled, executor, ("runs", None), selection, [], engine, 1)
     assert executor.entered.wait(10)  # the first item's snippet is running
     client = redis.Redis.from_url(queue_url)
     client.delete(alive_key(job.key))  # its lease runs out while it stalls

@@ -79,10 +79,10 @@ def test_verifying_an_item_shows_the_observation_beside_the_key(instructor, exec
     assert started.status_code == 200 and 'data-testid="verify-progress"' in started.text
     finished(instructor, "test-runs", "all-reduce")
     response = instructor.get(url, headers={"HX-Request": "true"})
-    assert 'data-verdict="pass"' in response.text and "✓ key proven" in response.text
+    assert 'data-verdict="pass"' in response.text and "✓ proven" in response.text
     assert 'data-testid="observed-rank-1"' in response.text and "1.0" in response.text
     assert 'data-job-state="done"' in response.text and "hx-trigger" not in response.text
-    assert [request.use_cache for request in executor.requests] == [False, False]
+    assert [request.use_cache for request in executor.requests] == [False, False, False]
 
 
 def test_verifying_a_set_with_a_wrong_key_shows_why(instructor, folder):

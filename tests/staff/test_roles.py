@@ -18,6 +18,7 @@ INSTRUCTOR_PAGES = [
     "/staff/sets/test-basics/preview",
     "/staff/sets/test-runs/verify",
     "/staff/sets/test-runs/items/all-reduce/verify",
+    "/staff/topics/collectives/preview",
 ]
 INSTRUCTOR_POSTS = [
     "/staff/content/reload",
@@ -77,6 +78,13 @@ def test_every_staff_route_is_covered_by_these_tests(app):
         "GET /staff/sets/{set_id}/verify",
         "POST /staff/sets/{set_id}/items/{item_id}/verify",
         "GET /staff/sets/{set_id}/items/{item_id}/verify",
+        # Topics' and labs' preview and Verify: tests/staff/test_verify_topics_labs.py.
+        "GET /staff/topics/{topic_id}/preview",
+        "POST /staff/topics/{topic_id}/verify",
+        "GET /staff/topics/{topic_id}/verify",
+        "GET /staff/labs/{lab_id}/preview",
+        "POST /staff/labs/{lab_id}/verify",
+        "GET /staff/labs/{lab_id}/verify",
         "GET /admin/users",
         "POST /admin/users/{user_id}",
     }

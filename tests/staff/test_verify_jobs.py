@@ -49,7 +49,7 @@ def test_a_running_verification_polls_and_a_second_click_joins_it(app, instructo
     done = instructor.get(SET_URL, headers=HX).text
     assert 'data-job-state="done"' in done and "hx-trigger" not in done
     assert 'data-verdict="pass"' in done and "no key refuted" in done
-    assert len(executor.requests) == 2  # one job of two runs, not two jobs
+    assert len(executor.requests) == 3  # one job of three runs (as `ranklab verify`), not two jobs
 
 
 def test_before_any_verification_the_progress_says_so_and_does_not_poll(instructor):

@@ -75,6 +75,27 @@ def test_proofs_of_topics_are_skipped_when_proven_and_picked_by_topic_id():
     proven = {run.key: proofs.Proof("pass", run.hash) for run in runs}
     everything = incremental.select([], [], [], proven, NOW, NOW, False, runs)
     assert everything.proof_runs == [] and everything.skipped == len(runs)
-    topic = runs[0].key.split("/")[0].removeprefix("topic:").removeprefix("set:")
+    topic = report.topics[0].topic.id
     picked = incremental.select([], [], [topic], {}, None, NOW, False, runs)
-    assert picked.proof_runs and all(topic in run.key for run in picked.proof_runs)
+    assert picked.proof_runs and not picked.unknown
+    assert all(run.key.startswith(f"topic:{topic}:") for run in picked.proof_runs)
+    assert len(picked.proof_runs) == sum(run.key.startswith(f"topic:{topic}:") for run in runs)
+
+
+def test_a_set_id_picks_its_items_inline_proofs_as_it_picks_its_keys():
+    from app.challenges.schema import InlineProof
+
+    sets = load_path(TEST_CHALLENGES).sets
+    proof = InlineProof.model_validate(
+        {"code": "print(1)", "outcome": {"ranks": {"0": {"stdout": "1"}}}}
+    )
+    run = proofs.ProofRun(
+        proofs.proof_key("set:test-runs", "item:all-reduce"), "runs/set.yaml", "all-reduce proof",
+        proof, "print(1)",
+    )  # fmt: skip
+    by_set = incremental.select(sets, [], ["test-runs"], {}, None, NOW, False, [run])
+    assert by_set.proof_runs == [run] and not by_set.unknown
+    by_item = incremental.select(sets, [], ["test-runs/all-reduce"], {}, None, NOW, False, [run])
+    assert by_item.proof_runs == [run] and _item_ids(by_item) == ["all-reduce"]
+    other = incremental.select(sets, [], ["test-basics"], {}, None, NOW, False, [run])
+    assert other.proof_runs == []

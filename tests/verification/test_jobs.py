@@ -10,6 +10,7 @@ from sqlmodel import Session, select
 from app.challenges.loader import LoadedSet, load_path
 from app.db import make_engine
 from app.verification import jobs
+from app.verification.incremental import Selection
 from app.verification.jobs import JobRegistry, VerifyJob
 from app.verification.models import VerificationRecord
 from tests.conftest import TEST_CHALLENGES
@@ -51,8 +52,10 @@ def test_a_second_start_for_the_same_key_joins_the_running_job():
 def test_each_item_goes_from_pending_to_running_to_its_verdict(two_items, sqlite_url):
     executor = GatedExecutor()
     engine = make_engine(sqlite_url)
-    items = two_items.challenge_set.items
-    job = jobs.verify_in_background(JobRegistry(), executor, two_items, items, 2, engine)
+    selection = Selection(sets=[two_items])
+    job = jobs.verify_in_background(
+        JobRegistry(), executor, ("test-runs", None), selection, [], engine, repeats=2
+    )
     assert executor.entered.wait(WAIT_S)
     assert [(entry.item_id, entry.state) for entry in job.progress()] == [
         ("all-reduce", "running"),

@@ -133,7 +133,9 @@ def predict(
     assert user.id is not None
     right = rules.prediction_right(example, answer)
     row = lessons.record_prediction(session, user.id, topic.id, example.id, answer, right, now)
-    url = f"{_url(topic.id)}?run={example.id}#example-{example.id}"
+    # No #fragment: a page opened at one skips `autofocus`, which moves focus (and the view)
+    # to the verdict of the example just predicted.
+    url = f"{_url(topic.id)}?run={example.id}"
     if token is not None and request.headers.get("hx-request") == "true":
         # A new guest has a new CSRF seed: the page's other forms hold stale tokens, so htmx
         # loads the page afresh (the run starts there) instead of swapping in the example.

@@ -57,13 +57,15 @@ def test_predict_then_run_then_check_completes_the_lesson(page: Page, live_datab
     chosen.get_by_test_id("prediction-option").filter(has_text="max 1.0").click()
     chosen.get_by_test_id("predict-button").click()
     expect(chosen.get_by_test_id("prediction-verdict")).to_contain_text("Not what the run shows")
+    expect(chosen.get_by_test_id("prediction-verdict")).to_be_focused()  # after htmx's swap
     expect(chosen.get_by_test_id("run-summary")).to_contain_text("ok ·", timeout=RUN_TIMEOUT_MS)
     for rank in (0, 1):
         expect(chosen.get_by_test_id(f"rank-{rank}").locator("pre.out")).to_have_text("max 2.0\n")
 
     check = page.get_by_test_id("lesson-check")
-    check.get_by_test_id("check-option").filter(has_text="In the tensor passed").click()
-    check.get_by_test_id("check-option").filter(has_text="Every rank").click()
+    where, who = (check.get_by_test_id("check-question").nth(i) for i in (0, 1))
+    where.get_by_test_id("check-option").filter(has_text="In the tensor passed").click()
+    who.get_by_test_id("check-option").filter(has_text="Every rank").click()
     check.get_by_test_id("check-submit").click()
     expect(page.get_by_test_id("check-passed")).to_be_visible()
     expect(page.get_by_test_id("lesson-completed")).to_be_visible()

@@ -69,7 +69,7 @@ def test_a_typed_prediction_is_kept_as_first_given_then_the_run_streams(
         f"{LESSON}/examples/typed-sum/predict", {"output": "rank 1: 3.0\n"}, follow_redirects=False
     )
     assert made.status_code == 303
-    assert made.headers["location"] == f"{LESSON}?run=typed-sum#example-typed-sum"
+    assert made.headers["location"] == f"{LESSON}?run=typed-sum"
     visitor.get(made.headers["location"])  # a new guest: the page's forms carry a new token
     again = visitor.post(
         f"{LESSON}/examples/typed-sum/predict", {"output": "copied later"}, follow_redirects=False
@@ -104,7 +104,7 @@ def test_htmx_gets_the_example_with_the_run_starting(visitor):
     )
     # The first prediction made a guest (a new CSRF seed): the page is loaded afresh.
     assert first.status_code == 204
-    assert first.headers["hx-redirect"] == f"{LESSON}?run=typed-sum#example-typed-sum"
+    assert first.headers["hx-redirect"] == f"{LESSON}?run=typed-sum"
     page = visitor.get(first.headers["hx-redirect"]).text
     assert page.count('x-init="start()"') == 1  # the example just predicted runs at once
     values = option_values(page, "choice")

@@ -98,12 +98,18 @@ def _shoot(page: Page, width: int) -> None:
 
 def _shoot_lesson(page: Page, width: int) -> None:
     """A lesson section after a prediction: the verdict and every rank's pane, filled."""
-    page.goto(f"/topics/{LESSON}/lesson")
     example = page.locator("[data-example=all-reduce-in-place]")
-    example.get_by_test_id("prediction-option").filter(has_text="None 6.0").click()
-    example.get_by_test_id("predict-button").click()
+    deadline = time.monotonic() + 180  # the embedded executor may still be warming up
+    page.goto(f"/topics/{LESSON}/lesson")
+    while example.get_by_test_id("runs-unavailable").count() and time.monotonic() < deadline:
+        page.wait_for_timeout(3000)  # no run panel until the executor answers its health check
+        page.reload()
+    if example.get_by_test_id("predict-form").count():
+        example.get_by_test_id("prediction-option").filter(has_text="None 6.0").click()
+        example.get_by_test_id("predict-button").click()
+    else:
+        example.get_by_test_id("run-button").click()
     summary = example.get_by_test_id("run-summary")
-    deadline = time.monotonic() + 120  # the embedded executor may still be warming up
     while True:
         summary.filter(has_not_text="Running").wait_for(timeout=60_000)
         if summary.inner_text().startswith("ok") or time.monotonic() > deadline:

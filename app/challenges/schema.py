@@ -31,12 +31,12 @@ from app.challenges.base import (
     Strict,
     parse_time_limit,
 )
-from app.kinds import EXECUTABLE_KINDS, Item, TopicItem
+from app.kinds import EXECUTABLE_KINDS, Item, TopicItem, proven_by_run
 from app.kinds.choice import ChoiceItem
 from app.kinds.debug import DebugItem
 from app.kinds.explain import ConceptSpec, ExplainItem
 from app.kinds.flashcard import FlashcardItem
-from app.kinds.numeric import NumericItem
+from app.kinds.numeric import NumericItem, PrintedValue
 from app.kinds.predict_output import PredictOutputItem
 from app.lessons.schema import Lesson
 
@@ -68,6 +68,7 @@ __all__ = [
     "Option",
     "Outcome",
     "PredictOutputItem",
+    "PrintedValue",
     "RankExpectation",
     "RankOutcome",
     "Source",
@@ -75,6 +76,7 @@ __all__ = [
     "Topic",
     "TopicItem",
     "parse_time_limit",
+    "proven_by_run",
 ]
 
 
@@ -159,6 +161,12 @@ class Topic(Strict):
             raise ValueError(f"proof id(s) {twice} used twice in this topic")
         if self.cheat_sheet is not None and self.cheat_sheet_file is not None:
             raise ValueError("give at most one of cheat_sheet or cheat_sheet_file")
+        ran = [item.id for item in self.items if proven_by_run(item)]
+        if ran:
+            # A topic's items are never run: a printed answer would go unproven there.
+            raise ValueError(
+                f"item(s) {ran} have `printed:`: a numeric item proven by a run belongs in a set"
+            )
         return self
 
     def entry(self, entry_id: str) -> ItemBase | None:

@@ -20,7 +20,15 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.reader import ReaderError
 
-from app.challenges import cheatsheet, checks, claim_checks, content_checks, limits, plain_errors
+from app.challenges import (
+    cheatsheet,
+    checks,
+    claim_checks,
+    content_checks,
+    limits,
+    plain_errors,
+    prerequisites,
+)
 from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet, InlineProof, Topic
 from app.kinds import KINDS
 from app.kinds.spec import Kind
@@ -69,6 +77,7 @@ class LoadedTopic:
     claims: list[cheatsheet.Claim] = field(default_factory=list)  # the cheat sheet's claims
     fact_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # entry id -> `fact:`
     lesson_code: dict[str, str] = field(default_factory=dict)  # lesson example id -> code
+    requires_at: list[tuple[int, int]] = field(default_factory=list)  # each `requires:` entry
 
 
 @dataclass
@@ -191,6 +200,7 @@ def load_path(root: Path, display_root: Path | None = None) -> LoadReport:
             )
             report.topics.remove(topic)
     report.errors.extend(_set_proof_ref_errors(report, broken_topic))
+    report.errors.extend(_requires_errors(report.topics, broken_topic))
     report.warnings.extend(_duplicate_facts(report))
     report.errors.sort()
     report.warnings.sort()
@@ -290,6 +300,9 @@ def load_topic_file(path: Path, shown: str) -> tuple[LoadedTopic | None, list[Lo
         for index, entry in enumerate(entries):
             if entry.fact is not None:
                 loaded.fact_at[entry.id] = _value_position(document, (list_name, index, "fact"))
+    loaded.requires_at = [
+        _position(document, ("requires", index)) for index in range(len(topic.requires))
+    ]
     if errors:
         return None, errors
     return loaded, []
@@ -413,6 +426,21 @@ def _set_proof_ref_errors(report: LoadReport, broken_topic: bool) -> list[LoadEr
                     )
                 errors.append(LoadError(loaded.path, line, column, f"items.{index}: {message}"))
     return errors
+
+
+def _requires_errors(topics: list[LoadedTopic], broken_topic: bool) -> list[LoadError]:
+    """Each topic's `requires:` names topics that exist, with no cycle among them (an id that
+    may be a broken topic file's waits for that file's own errors to be fixed)."""
+    requirements = [
+        prerequisites.Requirement(loaded.topic.id, required, loaded.path, line, column)
+        for loaded in topics
+        for required, (line, column) in zip(loaded.topic.requires, loaded.requires_at, strict=True)
+    ]
+    known = [loaded.topic.id for loaded in topics]
+    return [
+        LoadError(problem.path, problem.line, problem.column, problem.message)
+        for problem in prerequisites.problems(requirements, known)
+    ]
 
 
 def _duplicate_facts(report: LoadReport) -> list[LoadError]:

@@ -6,6 +6,8 @@ Pure: imports only the standard library and pydantic (enforced by an import-lint
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field, model_validator
 
 from app.challenges.base import (
@@ -60,9 +62,9 @@ __all__ = [
     "InlineProof",
     "Item",
     "ItemBase",
-    "Lesson",
     "Launch",
     "Launcher",
+    "Lesson",
     "NamedProof",
     "NumericItem",
     "Option",
@@ -124,6 +126,12 @@ class Topic(Strict):
         description="The lesson the topic opens with: sections with examples the learner "
         "predicts, then runs, and a short check (docs/authoring.md, Lessons).",
     )
+    requires: list[Annotated[str, Field(pattern=SLUG, max_length=100)]] = Field(
+        default_factory=list,
+        max_length=20,
+        description="The ids of the topics to study first (the course path shows this topic "
+        "as waiting for them, but never closes it). Every id must be a topic's; no cycles.",
+    )
     cards: list[FlashcardItem] = Field(
         default_factory=list, max_length=200, description="Flashcards: `front:` and `back:`."
     )
@@ -159,6 +167,10 @@ class Topic(Strict):
         twice = sorted({proof_id for proof_id in proof_ids if proof_ids.count(proof_id) > 1})
         if twice:
             raise ValueError(f"proof id(s) {twice} used twice in this topic")
+        if self.id in self.requires:
+            raise ValueError("a topic cannot require itself")
+        if len(set(self.requires)) != len(self.requires):
+            raise ValueError("requires names a topic twice")
         if self.cheat_sheet is not None and self.cheat_sheet_file is not None:
             raise ValueError("give at most one of cheat_sheet or cheat_sheet_file")
         ran = [item.id for item in self.items if proven_by_run(item)]

@@ -3,6 +3,7 @@
 from app.accounts.models import User, WebSession
 from app.attempts.models import ItemAttempt, SetAttempt, Submission
 from app.labs.models import LabRun, LabStepState
+from app.lessons.models import LessonProgress
 from app.modes.models import ModeAnswer, Quiz
 from app.publishing.models import ContentVersion
 from app.review.models import ReviewCard, ReviewLog
@@ -13,6 +14,7 @@ __all__ = [
     "ItemAttempt",
     "LabRun",
     "LabStepState",
+    "LessonProgress",
     "ModeAnswer",
     "Quiz",
     "ReviewCard",

@@ -78,6 +78,7 @@ class LoadedTopic:
     entry_proof_code: dict[str, str] = field(default_factory=dict)  # card/item id -> inline's
     claims: list[cheatsheet.Claim] = field(default_factory=list)  # the cheat sheet's claims
     fact_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # entry id -> `fact:`
+    lesson_code: dict[str, str] = field(default_factory=dict)  # lesson example id -> code
     requires_at: list[tuple[int, int]] = field(default_factory=list)  # each `requires:` entry
     id_at: tuple[int, int] = (1, 1)  # where its `id:` value is written
 
@@ -346,6 +347,7 @@ def load_topic_file(path: Path, shown: str) -> tuple[LoadedTopic | None, list[Lo
         line, _column = _value_position(document, ("cheat_sheet",))
         errors += _claim_errors(loaded, shown, line)  # a block scalar starts a line below
     errors += _resolve_topic_proofs(path, shown, document, loaded)
+    errors += _resolve_lesson_code(path, shown, document, loaded)
     errors += _run_checks(path, shown, document, text, topic)
     for list_name, entries in (("cards", topic.cards), ("items", topic.items)):
         for index, entry in enumerate(entries):
@@ -419,6 +421,25 @@ def _resolve_topic_proofs(
                     errors.append(_at(shown, document, (*where, "code_file"), problem))
                 elif code is not None:
                     loaded.entry_proof_code[entry.id] = code
+    return errors
+
+
+def _resolve_lesson_code(
+    path: Path, shown: str, document: CommentedMap, loaded: LoadedTopic
+) -> list[LoadError]:
+    """Read the lesson's example snippets (inline, or their code_file beside the YAML)."""
+    lesson = loaded.topic.lesson
+    if lesson is None:
+        return []
+    errors: list[LoadError] = []
+    for section_index, section in enumerate(lesson.sections):
+        for index, example in enumerate(section.examples):
+            code, problem = _proof_code(path, example.as_proof())
+            where = ("lesson", "sections", section_index, "examples", index, "code_file")
+            if problem is not None:
+                errors.append(_at(shown, document, where, problem))
+            elif code is not None:
+                loaded.lesson_code[example.id] = code
     return errors
 
 

@@ -40,6 +40,7 @@ from app.kinds.explain import ConceptSpec, ExplainItem
 from app.kinds.flashcard import FlashcardItem
 from app.kinds.numeric import NumericItem, PrintedValue
 from app.kinds.predict_output import PredictOutputItem
+from app.lessons.schema import Lesson
 
 __all__ = [
     "DEFAULT_ATTEMPTS",
@@ -63,6 +64,7 @@ __all__ = [
     "ItemBase",
     "Launch",
     "Launcher",
+    "Lesson",
     "NamedProof",
     "NumericItem",
     "Option",
@@ -124,6 +126,11 @@ class Topic(Strict):
     title: str = Field(min_length=1, max_length=100, description="Shown on the home page.")
     summary: str = Field(min_length=1, description="One paragraph about the topic (Markdown).")
     order: int = Field(default=100, description="Topics are listed by order, then title.")
+    lesson: Lesson | None = Field(
+        default=None,
+        description="The lesson the topic opens with: sections with examples the learner "
+        "predicts, then runs, and a short check (docs/authoring.md, Lessons).",
+    )
     requires: list[Annotated[str, Field(pattern=SLUG, max_length=100)]] = Field(
         default_factory=list,
         max_length=20,

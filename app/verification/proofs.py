@@ -1,6 +1,6 @@
 """The proofs file (`challenges/proofs.json`): what `ranklab verify --proofs` last observed for
 every executable item, lab step and proof (a topic's named proofs, the inline proofs of cards and
-items), keyed by content hash.
+items, its lesson's examples), keyed by content hash.
 
 CONTENT.md reads it to show each topic's verify status without running anything; an edit to an
 item changes its hash, so the item shows as unproven until it is verified again. The test that
@@ -48,7 +48,8 @@ def step_key(lab_id: str, step_id: str) -> str:
 
 def proof_key(owner: str, name: str) -> str:
     """The proofs key of a proof: `topic:<topic>:proof:<id>` for a named proof of a topic,
-    `topic:<topic>:card:<id>` for a card's (or topic item's) inline proof, and
+    `topic:<topic>:card:<id>` for a card's (or topic item's) inline proof,
+    `topic:<topic>:lesson:<id>` for a lesson's example, and
     `set:<set>:item:<id>` for a set item's inline proof."""
     return f"{owner}:{name}"
 
@@ -84,6 +85,7 @@ def proof_runs(topics: Iterable[LoadedTopic], sets: Iterable[LoadedSet]) -> list
                 key = proof_key(f"topic:{topic.id}", f"card:{entry.id}")
                 code = loaded.entry_proof_code[entry.id]
                 runs.append(ProofRun(key, loaded.path, f"{entry.id} proof", entry.proof, code))
+        runs += lesson_runs(loaded)
     for loaded_set in sets:
         set_id = loaded_set.challenge_set.id
         for item in loaded_set.challenge_set.items:
@@ -92,6 +94,24 @@ def proof_runs(topics: Iterable[LoadedTopic], sets: Iterable[LoadedSet]) -> list
                 code = loaded_set.proof_code[item.id]
                 runs.append(ProofRun(key, loaded_set.path, f"{item.id} proof", item.proof, code))
     return runs
+
+
+def lesson_runs(loaded: LoadedTopic) -> list[ProofRun]:
+    """A topic's lesson examples as proofs (`topic:<topic>:lesson:<example>`): each rank must
+    end normally and print exactly the output the lesson shows."""
+    lesson = loaded.topic.lesson
+    if lesson is None:
+        return []
+    return [
+        ProofRun(
+            proof_key(f"topic:{loaded.topic.id}", f"lesson:{example.id}"),
+            loaded.path,
+            f"lesson example {example.id}",
+            example.as_proof(),
+            loaded.lesson_code[example.id],
+        )
+        for _section, example in lesson.examples()
+    ]
 
 
 def step_hash(loaded: LoadedLab, step_id: str) -> str:

@@ -1,5 +1,5 @@
-"""Take the screenshots the README and the docs show: home, progress and a lab step, at 1280 px
-and 390 px wide, from the real app (`ranklab serve` with its embedded executor, a fresh SQLite
+"""Take the screenshots the README and the docs show: home, a lesson, progress and a lab step,
+at 1280 px and 390 px wide, from the real app (`ranklab serve` with its embedded executor, a fresh SQLite
 file in a temporary folder) driven by Debian's chromium.
 
     .venv/bin/python docs/screenshots/take.py      # or: make screenshots
@@ -28,6 +28,7 @@ from executor.ports import free_port  # noqa: E402
 CHROMIUM = "/usr/bin/chromium"
 WIDTHS = {1280: 900, 390: 844}  # width: viewport height (a laptop, a phone)
 LAB = "collectives-by-hand"
+LESSON = "collectives"  # its all-reduce section, predicted and run
 
 
 def main() -> None:
@@ -76,6 +77,7 @@ def _shoot(page: Page, width: int) -> None:
     page.goto("/")
     page.screenshot(path=HERE / f"home-{width}.png")
     page.get_by_test_id("start-guest").click()
+    _shoot_lesson(page, width)
     page.goto(f"/labs/{LAB}")
     page.get_by_test_id("lab-continue").click()
     page.wait_for_url("**/steps/**")
@@ -92,6 +94,29 @@ def _shoot(page: Page, width: int) -> None:
     page.screenshot(path=HERE / f"lab-step-{width}.png", full_page=True)
     page.goto("/me/progress")
     page.screenshot(path=HERE / f"progress-{width}.png")
+
+
+def _shoot_lesson(page: Page, width: int) -> None:
+    """A lesson section after a prediction: the verdict and every rank's pane, filled."""
+    example = page.locator("[data-example=all-reduce-in-place]")
+    deadline = time.monotonic() + 180  # the embedded executor may still be warming up
+    page.goto(f"/topics/{LESSON}/lesson")
+    while example.get_by_test_id("runs-unavailable").count() and time.monotonic() < deadline:
+        page.wait_for_timeout(3000)  # no run panel until the executor answers its health check
+        page.reload()
+    if example.get_by_test_id("predict-form").count():
+        example.get_by_test_id("prediction-option").filter(has_text="None 6.0").click()
+        example.get_by_test_id("predict-button").click()
+    else:
+        example.get_by_test_id("run-button").click()
+    summary = example.get_by_test_id("run-summary")
+    while True:
+        summary.filter(has_not_text="Running").wait_for(timeout=60_000)
+        if summary.inner_text().startswith("ok") or time.monotonic() > deadline:
+            break
+        page.wait_for_timeout(3000)
+        example.get_by_test_id("run-button").click()
+    page.locator("#section-all-reduce").screenshot(path=HERE / f"lesson-{width}.png")
 
 
 if __name__ == "__main__":

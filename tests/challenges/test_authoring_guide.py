@@ -85,3 +85,22 @@ def test_the_guides_printed_numeric_example_validates(tmp_path: Path):
     (item,) = report.sets[0].challenge_set.items
     assert isinstance(item, NumericItem) and item.printed is not None
     assert item.printed.regex == r"sum ([-\d.]+)"
+
+
+def test_the_guides_lesson_example_validates(tmp_path: Path):
+    guide = (ROOT / "docs" / "authoring.md").read_text()
+    example = re.search(r"```yaml\n# lesson-example.*?\n(.*?)```", guide, re.DOTALL)
+    assert example is not None
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    (folder / "topic.yaml").write_text("id: demo\ntitle: Demo\nsummary: A lesson.\n" + example[1])
+    (folder / "lesson_all_reduce.py").write_text("import torch.distributed as dist\n")
+    report = load_path(tmp_path)
+    assert report.errors == []
+    (topic,) = report.topics
+    lesson = topic.topic.lesson
+    assert lesson is not None and [q.id for q in lesson.check] == [
+        "check-all-reduce-result",
+        "check-who-calls",
+    ]
+    assert topic.lesson_code == {"all-reduce-in-place": "import torch.distributed as dist\n"}

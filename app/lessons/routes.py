@@ -1,0 +1,206 @@
+"""The lesson page: read a section, predict what an example prints, then watch it run across
+real ranks; a short check at the end completes the lesson. Anyone may read; the first
+prediction of a visitor signs them in as a guest (one click, as practice does)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+
+from app.challenges.catalog import Catalog, TopicView
+from app.challenges.loader import LoadedTopic
+from app.db import end_read, run_reads, run_writes
+from app.deps import (
+    CatalogDep,
+    CsrfDep,
+    CurrentUser,
+    ExecutorDep,
+    NowDep,
+    OptionalUser,
+    SessionDep,
+    SettingsDep,
+    SlugId,
+    learner_or_guest,
+    signed_in,
+)
+from app.errors import BadRequest, Conflict, NotFound
+from app.kinds import order
+from app.lessons import rules, view
+from app.lessons import service as lessons
+from app.lessons.models import CHECK, example_step
+from app.lessons.schema import Example, Lesson
+from app.runs import service as runs
+
+router = APIRouter()
+ChoiceField = Annotated[list[str] | None, Form()]
+
+
+def _lesson(catalog: Catalog, topic_id: str) -> tuple[TopicView, LoadedTopic, Lesson]:
+    topic = catalog.topic(topic_id)
+    loaded = topic.loaded_topic if topic is not None else None
+    if topic is None or loaded is None or loaded.topic.lesson is None:
+        raise NotFound(f"Topic {topic_id!r} has no lesson yet.")
+    return topic, loaded, loaded.topic.lesson
+
+
+def _example(lesson: Lesson, example_id: str) -> Example:
+    example = lesson.example(example_id)
+    if example is None:
+        raise NotFound(f"The lesson has no example {example_id!r}.")
+    return example
+
+
+def _seed(secret: str, user_id: int | None, topic_id: str, what: str) -> str:
+    """The order seed of a prediction's or the check's options: per learner, so a reload shows
+    the same order."""
+    return order.seed(secret, "lesson", user_id, topic_id, what)
+
+
+def _url(topic_id: str) -> str:
+    return f"/topics/{topic_id}/lesson"
+
+
+@router.get("/topics/{topic_id}/lesson", response_class=HTMLResponse)
+async def lesson_page(
+    request: Request,
+    topic_id: SlugId,
+    catalog: CatalogDep,
+    user: OptionalUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    executor: ExecutorDep,
+    run: Annotated[str | None, Query(max_length=100, description="An example to run.")] = None,
+) -> Response:
+    """The lesson: its sections, each example's prediction (or the run once predicted), the
+    check. `run` names an example just predicted: its run starts as the page opens."""
+    topic, loaded, lesson = _lesson(catalog, topic_id)
+    user_id = user.id if user is not None else None
+    rows = {}
+    if user_id is not None:
+        rows = await run_reads(session, lessons.steps, session, user_id, topic.id)
+    secret = settings.secret_key
+    examples = {
+        example.id: view.example_view(
+            example,
+            loaded.lesson_code[example.id],
+            rows.get(example_step(example.id)),
+            _seed(secret, user_id, topic.id, example.id),
+        )
+        for _section, example in lesson.examples()
+    }
+    check_row = rows.get(CHECK)
+    answers = view.stored_answers(check_row.answer) if check_row is not None else {}
+    context: dict[str, Any] = {
+        "topic": topic,
+        "lesson": lesson,
+        "examples": examples,
+        "check": view.check_view(lesson, answers, _seed(secret, user_id, topic.id, CHECK)),
+        "check_passed": check_row is not None and check_row.correct,
+        "completed": check_row is not None and check_row.completed_at is not None,
+        "runs_available": await run_in_threadpool(runs.available, executor),  # HTTP
+        "run": run,
+    }
+    return request.app.state.templates.TemplateResponse(request, "lesson.html", context)
+
+
+@router.post("/topics/{topic_id}/lesson/examples/{example_id}/predict", dependencies=[CsrfDep])
+def predict(
+    request: Request,
+    topic_id: SlugId,
+    example_id: SlugId,
+    catalog: CatalogDep,
+    user: OptionalUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    executor: ExecutorDep,
+    now: NowDep,
+    choice: ChoiceField = None,
+    output: Annotated[str | None, Form(max_length=4000)] = None,
+) -> Response:
+    """Record the learner's prediction (before any run of it is shown); then show the run: the
+    example's panel for htmx, else the lesson page at the example."""
+    topic, loaded, lesson = _lesson(catalog, topic_id)
+    example = _example(lesson, example_id)
+    # Read with the seed the page was shown with: a visitor's, before they become a guest.
+    seed = _seed(settings.secret_key, user.id if user else None, topic.id, example.id)
+    answer = view.read_prediction(example, choice or [], output, seed)
+    if answer is None:
+        raise BadRequest("Make a prediction first: pick an option or type what the rank prints.")
+    user, token = learner_or_guest(request, session, user, settings, now)
+    assert user.id is not None
+    right = rules.prediction_right(example, answer)
+    row = lessons.record_prediction(session, user.id, topic.id, example.id, answer, right, now)
+    # No #fragment: a page opened at one skips `autofocus`, which moves focus (and the view)
+    # to the verdict of the example just predicted.
+    url = f"{_url(topic.id)}?run={example.id}"
+    if token is not None and request.headers.get("hx-request") == "true":
+        # A new guest has a new CSRF seed: the page's other forms hold stale tokens, so htmx
+        # loads the page afresh (the run starts there) instead of swapping in the example.
+        response = Response(status_code=204, headers={"HX-Redirect": url})
+        return signed_in(request, response, token, settings)
+    if request.headers.get("hx-request") != "true":
+        return signed_in(request, RedirectResponse(url, status_code=303), token, settings)
+    seed = _seed(settings.secret_key, user.id, topic.id, example.id)
+    context = {
+        "topic": topic,
+        "e": view.example_view(example, loaded.lesson_code[example.id], row, seed),
+        "runs_available": runs.available(executor),
+        "autostart": True,
+    }
+    return request.app.state.templates.TemplateResponse(request, "_lesson_example.html", context)
+
+
+@router.get("/topics/{topic_id}/lesson/examples/{example_id}/run")
+def run_example(
+    topic_id: SlugId,
+    example_id: SlugId,
+    catalog: CatalogDep,
+    user: CurrentUser,
+    session: SessionDep,
+    executor: ExecutorDep,
+) -> StreamingResponse:
+    """Stream each rank's output (SSE) once the learner has recorded a prediction."""
+    topic, loaded, lesson = _lesson(catalog, topic_id)
+    example = _example(lesson, example_id)
+    assert user.id is not None
+    if lessons.prediction(session, user.id, topic.id, example.id) is None:
+        raise Conflict("Predict first: the run shows the answer.")
+    request = runs.run_request(example, loaded.lesson_code[example.id])
+    end_read(session)  # the run streams for seconds: hold no transaction meanwhile
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(
+        runs.sse_events(executor, request), media_type="text/event-stream", headers=headers
+    )
+
+
+@router.post("/topics/{topic_id}/lesson/check", dependencies=[CsrfDep])
+async def check(
+    request: Request,
+    topic_id: SlugId,
+    catalog: CatalogDep,
+    user: OptionalUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    now: NowDep,
+) -> Response:
+    """Judge the check; passing it completes the lesson. The page shows which answers were right."""
+    topic, _loaded, lesson = _lesson(catalog, topic_id)
+    form = await request.form()
+    values = {q.id: [str(v) for v in form.getlist(q.id)] for q in lesson.check}
+    seed = _seed(settings.secret_key, user.id if user else None, topic.id, CHECK)
+    answers = view.check_results(lesson, values, seed)
+    if answers is None:
+        raise BadRequest("Answer every question of the check.")
+    learner, token = await run_writes(
+        session, learner_or_guest, request, session, user, settings, now
+    )
+    assert learner.id is not None
+    passed = view.passed(lesson, answers)
+    await run_writes(
+        session, lessons.record_check, session, learner.id, topic.id, answers, passed, now
+    )
+    response = RedirectResponse(f"{_url(topic.id)}#check", status_code=303)
+    return signed_in(request, response, token, settings)

@@ -1,0 +1,153 @@
+"""A topic's lesson (the `lesson:` block of topic.yaml): short Markdown sections, each with
+runnable examples in "predict, then run" form, and a short check at the end.
+
+Every example states the output each rank prints (`output:`): `ranklab verify` runs it as it
+runs a key and fails the lesson when a run prints anything else, so what a lesson shows is what
+the snippet does. Pure: the standard library and pydantic only.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from app.challenges.base import (
+    SLUG,
+    ExecutableMixin,
+    InlineProof,
+    Option,
+    Outcome,
+    RankExpectation,
+    Strict,
+)
+from app.kinds.choice import ChoiceItem
+
+
+class Prediction(Strict):
+    """What the learner commits to before the run: a short choice, or what one rank prints."""
+
+    prompt: str | None = Field(
+        default=None,
+        description='The question (Markdown); with `rank:`, "What will rank N print?"',
+    )
+    options: list[Option] = Field(
+        default_factory=list,
+        max_length=6,
+        description="A short choice: the options (ids A, B, …); give `answer:` too.",
+    )
+    answer: str | None = Field(
+        default=None, pattern=r"^[A-Z]$", description="The correct option's id (with options)."
+    )
+    rank: int | None = Field(
+        default=None,
+        ge=0,
+        le=7,
+        description="Instead of options: the learner types what this rank prints, and is right "
+        "when it matches the example's proven output for that rank.",
+    )
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Prediction:
+        if (self.rank is None) == (not self.options):
+            raise ValueError("a prediction gives either options (with answer) or rank, not both")
+        if self.options:
+            ids = [option.id for option in self.options]
+            if len(ids) < 2 or len(set(ids)) != len(ids):
+                raise ValueError(f"a choice needs at least two options with unique ids, got {ids}")
+            if self.answer is None or self.answer not in ids:
+                raise ValueError(f"answer must name one of the options {ids}")
+            if self.prompt is None:
+                raise ValueError("a choice needs a prompt")
+        elif self.answer is not None:
+            raise ValueError("answer goes with options; a rank prediction is judged by output")
+        return self
+
+    def question(self) -> str:
+        """The prompt as the learner reads it."""
+        return self.prompt or f"What will rank {self.rank} print?"
+
+
+class Example(ExecutableMixin):
+    """A snippet the learner runs across real ranks, after predicting what it does."""
+
+    id: str = Field(pattern=SLUG, max_length=100, description="Unique within the lesson.")
+    predict: Prediction = Field(description="What the learner commits to before the run.")
+    output: dict[str, str] = Field(
+        description='What each rank prints (exact stdout), keyed by rank ("0", "1", …) or '
+        '"all". The lesson shows it; `ranklab verify` proves it.'
+    )
+    after: str | None = Field(
+        default=None, description="Shown once the run is over: what it means (Markdown)."
+    )
+
+    @model_validator(mode="after")
+    def _every_rank_shown(self) -> Example:
+        keys = set(self.output)
+        ranks = {str(rank) for rank in range(self.launch.nproc)}
+        if keys != {"all"} and keys != ranks:
+            raise ValueError(
+                f'output gives each rank\'s stdout: keys {sorted(ranks)} (or just "all"), '
+                f"got {sorted(keys)}"
+            )
+        rank = self.predict.rank
+        if rank is not None and rank >= self.launch.nproc:
+            raise ValueError(f"predict.rank {rank} is not a rank of {self.launch.nproc}")
+        return self
+
+    def shown(self, rank: int) -> str:
+        """The stdout this rank prints, as the lesson shows it."""
+        return self.output.get("all", self.output.get(str(rank), ""))
+
+    def as_proof(self) -> InlineProof:
+        """The example as a proof: each rank ends normally and prints exactly its output."""
+        ranks = {key: RankExpectation(stdout=text) for key, text in self.output.items()}
+        return InlineProof(
+            code=self.code,
+            code_file=self.code_file,
+            launch=self.launch,
+            outcome=Outcome(ranks=ranks, hangs=False, order_varies=True),
+        )
+
+
+class Section(Strict):
+    """One short section: a few paragraphs and the examples that show them."""
+
+    id: str = Field(pattern=SLUG, max_length=100, description="Unique within the lesson.")
+    title: str = Field(min_length=1, max_length=120, description="The section's heading.")
+    body: str = Field(min_length=1, description="What the section teaches (Markdown).")
+    examples: list[Example] = Field(
+        default_factory=list, max_length=4, description="Runnable examples, predict then run."
+    )
+    after: str | None = Field(
+        default=None, description="Markdown shown below the examples (optional)."
+    )
+
+
+class Lesson(Strict):
+    """A topic's lesson: read it first, then practise. Completed by passing its check."""
+
+    title: str = Field(min_length=1, max_length=120, description="The lesson's heading.")
+    intro: str = Field(min_length=1, description="Who it is for and what it covers (Markdown).")
+    sections: list[Section] = Field(min_length=1, max_length=12, description="In order.")
+    check: list[ChoiceItem] = Field(
+        min_length=2,
+        max_length=3,
+        description="The closing check: 2 or 3 multiple-choice questions (the choice kind).",
+    )
+
+    @model_validator(mode="after")
+    def _ids_unique(self) -> Lesson:
+        ids = [section.id for section in self.sections]
+        ids += [example.id for section in self.sections for example in section.examples]
+        ids += [question.id for question in self.check]
+        twice = sorted({name for name in ids if ids.count(name) > 1})
+        if twice:
+            raise ValueError(f"id(s) {twice} used twice in this lesson")
+        return self
+
+    def examples(self) -> list[tuple[Section, Example]]:
+        """Every example with its section, in reading order."""
+        return [(section, example) for section in self.sections for example in section.examples]
+
+    def example(self, example_id: str) -> Example | None:
+        """The example with this id, if the lesson has one."""
+        return next((ex for _section, ex in self.examples() if ex.id == example_id), None)

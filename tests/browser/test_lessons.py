@@ -1,0 +1,117 @@
+"""A learner reads a lesson in a real browser: predicts, watches the real ranks' output stream
+into each rank's pane, answers the check, and the completion is recorded; the page passes axe
+at a desktop and at a phone's width.
+
+The lesson is tests/fixtures/lessons (topic `lesson-drill`); its snippets run on the session's
+real executor."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+from sqlmodel import Session, select
+
+from app.db import make_engine
+from app.lessons.models import LessonProgress
+from tests.browser.conftest import watch_csp
+from tests.browser.test_axe import NARROW, blocking_violations
+
+pytestmark = pytest.mark.browser
+LESSON = "/topics/lesson-drill/lesson"
+RUN_TIMEOUT_MS = 60_000  # real ranks on a shared machine
+
+
+def example(page: Page, example_id: str):
+    return page.locator(f'[data-testid="example"][data-example="{example_id}"]')
+
+
+def predict_typed(page: Page) -> None:
+    """Open the lesson from its topic, type rank 1's output and lock it in."""
+    page.goto("/topics/lesson-drill")
+    page.get_by_test_id("lesson-link").click()
+    page.wait_for_url(re.compile(r"/topics/lesson-drill/lesson$"))
+    typed = example(page, "typed-sum")
+    expect(typed.get_by_test_id("run-button")).to_have_count(0)  # no run before a prediction
+    typed.get_by_test_id("prediction-text").fill("rank 1: 3.0")
+    typed.get_by_test_id("predict-button").click()
+
+
+def typed_run_shown(page: Page) -> None:
+    """After the typed prediction: its verdict, then each real rank's output in its own pane."""
+    predict_typed(page)
+    typed = example(page, "typed-sum")
+    expect(typed.get_by_test_id("prediction-verdict")).to_contain_text("Your prediction was right")
+    expect(typed.get_by_test_id("run-summary")).to_contain_text("ok ·", timeout=RUN_TIMEOUT_MS)
+    expect(typed.get_by_test_id("rank-0").locator("pre.out")).to_have_text("rank 0: 3.0\n")
+    expect(typed.get_by_test_id("rank-1").locator("pre.out")).to_have_text("rank 1: 3.0\n")
+
+
+def test_predict_then_run_then_check_completes_the_lesson(page: Page, live_database_url):
+    typed_run_shown(page)
+    typed = example(page, "typed-sum")
+    expect(typed.get_by_test_id("prediction-verdict")).to_be_focused()  # focus follows the swap
+
+    chosen = example(page, "chosen-sum")
+    chosen.get_by_test_id("prediction-option").filter(has_text="max 1.0").click()
+    chosen.get_by_test_id("predict-button").click()
+    expect(chosen.get_by_test_id("prediction-verdict")).to_contain_text("Not what the run shows")
+    expect(chosen.get_by_test_id("prediction-verdict")).to_be_focused()  # after htmx's swap
+    expect(chosen.get_by_test_id("run-summary")).to_contain_text("ok ·", timeout=RUN_TIMEOUT_MS)
+    for rank in (0, 1):
+        expect(chosen.get_by_test_id(f"rank-{rank}").locator("pre.out")).to_have_text("max 2.0\n")
+
+    check = page.get_by_test_id("lesson-check")
+    where, who = (check.get_by_test_id("check-question").nth(i) for i in (0, 1))
+    where.get_by_test_id("check-option").filter(has_text="In the tensor passed").click()
+    who.get_by_test_id("check-option").filter(has_text="Every rank").click()
+    check.get_by_test_id("check-submit").click()
+    expect(page.get_by_test_id("check-passed")).to_be_visible()
+    expect(page.get_by_test_id("lesson-completed")).to_be_visible()
+
+    # A reload keeps it all: the predictions and the completion are the server's.
+    page.reload()
+    expect(example(page, "typed-sum").get_by_test_id("predict-form")).to_have_count(0)
+    expect(page.get_by_test_id("lesson-completed")).to_be_visible()
+    with Session(make_engine(live_database_url)) as session:
+        check_row = session.exec(
+            select(LessonProgress)
+            .where(LessonProgress.topic_id == "lesson-drill", LessonProgress.step == "check")
+            .order_by(LessonProgress.id.desc())  # type: ignore[union-attr]
+        ).first()
+        assert check_row is not None and check_row.completed_at is not None
+        mine = session.exec(
+            select(LessonProgress).where(LessonProgress.user_id == check_row.user_id)
+        ).all()
+    assert {(row.step, row.correct) for row in mine} == {
+        ("example:typed-sum", True),
+        ("example:chosen-sum", False),
+        ("check", True),
+    }
+
+
+@pytest.fixture
+def phone_page(browser, live_server, csp_problems):
+    """Like `page`, at a phone's width (test_axe's narrow_page)."""
+    context = browser.new_context(base_url=live_server, viewport={"width": NARROW, "height": 844})
+    context.set_default_timeout(15_000)
+    watch_csp(context, csp_problems)
+    yield context.new_page()
+    context.close()
+    assert csp_problems == [], "the page broke its Content-Security-Policy"
+
+
+VISITS = [("lesson, before predicting", LESSON), ("lesson, after a run", typed_run_shown)]
+
+
+@pytest.mark.parametrize(("name", "visit"), VISITS, ids=[name for name, _ in VISITS])
+def test_the_lesson_has_no_serious_or_critical_axe_violation(page: Page, name, visit):
+    assert (found := blocking_violations(page, name, visit)) == [], "\n".join(found)
+
+
+@pytest.mark.parametrize(("name", "visit"), VISITS, ids=[name for name, _ in VISITS])
+def test_at_a_phone_width_the_lesson_has_no_serious_or_critical_axe_violation(
+    phone_page: Page, name, visit
+):
+    assert (found := blocking_violations(phone_page, name, visit)) == [], "\n".join(found)

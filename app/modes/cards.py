@@ -46,7 +46,6 @@ More = Annotated[int, Query(ge=0, le=MORE_MAX, description="Extra batches of new
 Back = Literal["topic", "cards"]
 # After an undo the page shows that card again first: "<deck>/<card id>".
 Undone = Annotated[str | None, Query(max_length=201, description="A card whose grade was undone.")]
-TopicField = Annotated[str, Form(max_length=100, description="The card's topic.")]
 
 
 def _render(request: Request, template: str, context: dict[str, Any]) -> Response:
@@ -232,7 +231,6 @@ def undo_grade(
     user: CurrentUser,
     session: SessionDep,
     log: Annotated[int, Form(ge=1, le=2**31 - 1, description="The grade to undo.")],
-    topic: TopicField,
     back: Annotated[Back, Form()] = "topic",
     more: Annotated[int, Form(ge=0, le=MORE_MAX)] = 0,
 ) -> Response:
@@ -243,4 +241,5 @@ def undo_grade(
     except LookupError as refused:
         raise Conflict(f"{refused} Only your latest grade can be undone.") from None
     undone = f"{card.deck_id}/{card.card_id}"  # shown again first
-    return RedirectResponse(_page_url(back, topic, more=more, undone=undone), status_code=303)
+    url = _page_url(back, card.topic, more=more, undone=undone)
+    return RedirectResponse(url, status_code=303)

@@ -43,7 +43,7 @@ def grade_logged(
     card = _card(session, user_id, key)
     created = card is None
     if card is None:
-        card = _new_card(session, user_id, key, now)
+        card, created = _new_card(session, user_id, key, now)
     before = state_of(card)
     after = review(before, grade, now)
     card.state, card.step = after.state, after.step
@@ -244,7 +244,11 @@ def _card(session: Session, user_id: int, key: CardKey) -> ReviewCard | None:
     ).first()
 
 
-def _new_card(session: Session, user_id: int, key: CardKey, now: datetime) -> ReviewCard:
+def _new_card(
+    session: Session, user_id: int, key: CardKey, now: datetime
+) -> tuple[ReviewCard, bool]:
+    """The card made for `key`, and True; or, when another request made it first, that one and
+    False (undoing this review then must not delete it)."""
     state = CardState.new(now)
     card = ReviewCard(
         user_id=user_id,
@@ -267,8 +271,8 @@ def _new_card(session: Session, user_id: int, key: CardKey, now: datetime) -> Re
         begin_write(session)
         existing = _card(session, user_id, key)
         assert existing is not None
-        return existing
-    return card
+        return existing, False
+    return card, True
 
 
 def next_due(

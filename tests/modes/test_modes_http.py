@@ -213,12 +213,12 @@ def test_each_grade_button_shows_its_interval_and_the_last_grade_can_be_undone(
     graded = grade_shown(visitor, page, 4)
     log = re.search(r'name="log" value="(\d+)"', graded)
     assert log, graded
-    undone = visitor.post("/cards/undo", {"log": log[1], "topic": "drill"})
+    undone = visitor.post("/cards/undo", {"log": log[1]})
     assert undone.status_code == 200 and 'data-card-id="what-is-rank"' in undone.text
     assert rows(database_url, ReviewLog) == [] and rows(database_url, ReviewCard) == []
     assert "0 due · 3 new today" in undone.text  # new again, so not counted as seen today
     # Undone once: that grade is gone, and a second undo is refused.
-    again = visitor.post("/cards/undo", {"log": log[1], "topic": "drill"})
+    again = visitor.post("/cards/undo", {"log": log[1]})
     assert again.status_code == 409
 
 

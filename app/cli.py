@@ -37,6 +37,23 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("path", nargs="?", type=Path, default=ROOT / "challenges")
     validate.set_defaults(handler=_validate)
 
+    new = commands.add_parser(
+        "new", help="start a set, topic or lab from a template that validates and verifies"
+    )
+    new.add_argument("kind", choices=["set", "topic", "lab"])
+    new.add_argument("name", help="its id (lowercase letters, digits, dashes); also its folder")
+    new.add_argument(
+        "--topic", metavar="ID", help="the topic a set or lab belongs to (must exist under --dir)"
+    )
+    new.add_argument(
+        "--dir",
+        type=Path,
+        default=ROOT / "challenges",
+        dest="root",
+        help="the content folder (default: challenges/); a lab goes under its labs/",
+    )
+    new.set_defaults(handler=_new)
+
     schema = commands.add_parser("schema", help="write the JSON Schema for challenge files")
     schema.add_argument("--output", type=Path, default=json_schema.SCHEMA_PATH)
     schema.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
@@ -147,6 +164,14 @@ def _validate(args: argparse.Namespace) -> int:
     if not path.exists():
         print(f"ranklab validate: {path}: no such file or folder", file=sys.stderr)
         return 2
+    if path.is_file() and path.suffix not in loader.YAML_SUFFIXES:
+        print(
+            f"ranklab validate: {path} is not a YAML file: validate reads challenge folders and "
+            f"their YAML files (give the folder, e.g. {path.parent}); `ranklab verify "
+            f"{path.parent}` runs the snippets",
+            file=sys.stderr,
+        )
+        return 2
     report = loader.load_path(path)
     for error in report.errors:
         print(error, file=sys.stderr)
@@ -157,11 +182,32 @@ def _validate(args: argparse.Namespace) -> int:
     if report.warnings:
         verdict += f", {len(report.warnings)} warning(s)"
     topics, labs = len(report.topics), len(report.labs)
+    shown = f"{path}" if path.is_file() else f"{str(path).rstrip('/')}/"
     print(
-        f"{len(report.files)} file(s), {len(report.sets)} valid set(s), {topics} topic(s), "
-        f"{labs} lab(s), {items} item(s): {verdict}"
+        f"read {shown} ({len(report.files)} file(s): {len(report.sets)} valid set(s), "
+        f"{topics} topic(s), {labs} lab(s), {items} item(s)): {verdict}"
     )
     return 0 if report.ok else 1
+
+
+def _new(args: argparse.Namespace) -> int:
+    from app.challenges import scaffold
+
+    if args.kind == "topic" and args.topic:
+        print("ranklab new: --topic is for a set or a lab; a topic is its own", file=sys.stderr)
+        return 2
+    try:
+        written = scaffold.create(args.kind, args.name, args.root, args.topic)
+    except scaffold.ScaffoldError as error:
+        print(f"ranklab new {args.kind}: {error}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(f"wrote {path}")
+    print(
+        f"next: edit them, then `ranklab validate {args.root}` and "
+        f"`ranklab verify {args.root}` (it runs only what changed)"
+    )
+    return 0
 
 
 def _content(args: argparse.Namespace) -> int:

@@ -180,16 +180,15 @@ class _CardLearner:
 
 
 def _cached_fragments(env: Environment) -> dict[str, Any]:
-    """The globals that render a learner's set cards and topic listing through caches.
+    """The global that renders a learner's set cards through a cache.
 
-    Both depend only on the catalog's objects (keys hold them by identity), the learner's time
+    A card depends only on the catalog's objects (keys hold them by identity), the learner's time
     accommodation and what the cards show of their standings (CardStatus): they are rendered
     from exactly what their key holds, so learners alike share them and no learner's page can
     carry another's details; a learner's next view of an unchanged page renders none of it.
-    A listing is about 15 KB and a card 1 KB: each has its own cache, so listings never push
-    out the cards that the set and topic pages share.
+    A card is about 1 KB.
     """
-    cards, listings = FragmentCache(size=4096), FragmentCache(size=512)
+    cards = FragmentCache(size=4096)
 
     def fragment(
         cache: FragmentCache, template: str, key: tuple[Any, ...], holds: Any, variables: Any
@@ -222,16 +221,7 @@ def _cached_fragments(env: Environment) -> dict[str, Any]:
         key = (id(summary), heading, accommodation, mine)
         return fragment(cards, "_set_card.html", key, summary, variables)
 
-    @pass_context
-    def topic_list(context: Context, topics: tuple[Any, ...]) -> Markup:
-        """Every topic with its sets' cards (_topic_list.html) for the page's learner."""
-        accommodation, user = learner(context)
-        shown = statuses(context)
-        variables = {"topics": topics, "user": user, "standing": shown}
-        key = (id(topics), accommodation, frozenset(shown.items()))
-        return fragment(listings, "_topic_list.html", key, topics, variables)
-
-    return {"set_card": set_card, "topic_list": topic_list}
+    return {"set_card": set_card}
 
 
 _DICT_ATTRIBUTES = frozenset(dir(dict))

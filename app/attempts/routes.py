@@ -45,6 +45,8 @@ from app.deps import (
 )
 from app.errors import Busy, Conflict, NotFound
 from app.modes import service as modes
+from app.progress import service as progress
+from app.progress.rules import StepKind
 from app.runs import service as runs
 from app.verification import records
 
@@ -417,6 +419,10 @@ async def results(
         )
     loaded = catalog.get(attempt.set_id)
     assert attempt.finished_at is not None
+    topic = catalog.topic_of(attempt.set_id)
+    # Short of the badge, practice is the way back; with it, what follows the timed set.
+    after = StepKind.TIMED if attempt.badge_earned else StepKind.LESSON
+    suggestion = progress.suggestion_after(catalog, topic.id if topic else None, after)
     return request.app.state.templates.TemplateResponse(
         request,
         "results.html",
@@ -426,5 +432,6 @@ async def results(
             "badge": loaded.challenge_set.badge if loaded else None,
             "elapsed": (attempt.finished_at - attempt.started_at).total_seconds(),
             "score": rules.score((row.status, row.attempts_used) for row in rows),
+            "suggestion": suggestion,
         },
     )

@@ -380,14 +380,17 @@ def advance(
     return attempt
 
 
-def history(session: Session, user_id: int) -> list[SetAttempt]:
-    """Return the user's attempts, newest first."""
-    statement = (
-        select(SetAttempt)
-        .where(SetAttempt.user_id == user_id)
-        .order_by(col(SetAttempt.started_at).desc(), col(SetAttempt.id).desc())
-    )
-    return list(session.exec(statement))
+_HISTORY = reads.Query(
+    select_columns(*_ATTEMPTS.columns)
+    .where(_ATTEMPTS.c.user_id == bindparam("user_id"))
+    .order_by(_ATTEMPTS.c.started_at.desc(), _ATTEMPTS.c.id.desc()),
+    SetAttempt,
+)
+
+
+def history(reader: reads.Reader, user_id: int) -> list[SetAttempt]:
+    """Return the user's attempts, newest first (one query, on a page's reader)."""
+    return [_HISTORY.instances(row)[0] for row in reader.rows(_HISTORY, user_id=user_id)]
 
 
 @dataclass
@@ -398,6 +401,7 @@ class SetStanding:
     best_correct: int = 0
     badge: bool = False
     active_attempt_id: int | None = None
+    last_started: datetime | None = None  # the latest attempt's start (the course path's)
 
 
 _FINISHED = col(SetAttempt.finished_at).is_not(None)
@@ -410,6 +414,7 @@ _STANDINGS = (
         func.max(case((and_(_FINISHED, col(SetAttempt.badge_earned)), 1), else_=0)),
         # At most one unfinished attempt per set (a unique index), so max() is that one.
         func.max(case((col(SetAttempt.finished_at).is_(None), col(SetAttempt.id)))),
+        func.max(col(SetAttempt.started_at)),
     )
     .where(col(SetAttempt.user_id) == bindparam("user_id"))
     .group_by(col(SetAttempt.set_id))
@@ -428,8 +433,8 @@ def standings(
         else reader.rows(_ONE_STANDING, user_id=user_id, set_id=set_id)
     )
     return {
-        row_set_id: SetStanding(int(count), int(best), bool(badge), active)
-        for row_set_id, count, best, badge, active in rows
+        row_set_id: SetStanding(int(count), int(best), bool(badge), active, last)
+        for row_set_id, count, best, badge, active, last in rows
     }
 
 

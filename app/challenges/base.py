@@ -339,7 +339,9 @@ class ChoiceBase(ItemBase):
         if unknown:
             raise ValueError(f"answer names unknown option(s) {unknown}; options are {ids}")
         if sum(option.pin is None for option in self.options) < 2:
-            raise ValueError("pin at most all but two options: the rest are shuffled for each learner")
+            raise ValueError(
+                "pin at most all but two options: the rest are shuffled for each learner"
+            )
         if len(self.answer_ids) == len(ids):
             raise ValueError("every option is a key: ticking them all would win; add a distractor")
         if isinstance(self.answer, list) and len(self.answer) < 2:

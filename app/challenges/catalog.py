@@ -79,6 +79,7 @@ class TopicView:
     labs: tuple[LoadedLab, ...] = ()
     loaded_sets: tuple[LoadedSet, ...] = ()  # its sets as loaded, with their snippets
     loaded_topic: LoadedTopic | None = None  # its topic.yaml as loaded (proofs, claims)
+    requires: tuple[str, ...] = ()  # the topics to study first (the course path)
 
 
 def _slug(text: str) -> str:
@@ -149,6 +150,7 @@ def _view(
         labs=tuple(labs),
         loaded_sets=tuple(sets),
         loaded_topic=loaded,
+        requires=tuple(loaded.topic.requires) if loaded else (),
     )
 
 

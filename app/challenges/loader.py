@@ -20,7 +20,15 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.reader import ReaderError
 
-from app.challenges import cheatsheet, claim_checks, content_checks, limits
+from app.challenges import (
+    cheatsheet,
+    checks,
+    claim_checks,
+    content_checks,
+    limits,
+    plain_errors,
+    prerequisites,
+)
 from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet, InlineProof, Topic
 from app.kinds import KINDS
 from app.kinds.spec import Kind
@@ -68,6 +76,7 @@ class LoadedTopic:
     entry_proof_code: dict[str, str] = field(default_factory=dict)  # card/item id -> inline's
     claims: list[cheatsheet.Claim] = field(default_factory=list)  # the cheat sheet's claims
     fact_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # entry id -> `fact:`
+    requires_at: list[tuple[int, int]] = field(default_factory=list)  # each `requires:` entry
 
 
 @dataclass
@@ -190,6 +199,7 @@ def load_path(root: Path, display_root: Path | None = None) -> LoadReport:
             )
             report.topics.remove(topic)
     report.errors.extend(_set_proof_ref_errors(report, broken_topic))
+    report.errors.extend(_requires_errors(report.topics, broken_topic))
     report.warnings.extend(_duplicate_facts(report))
     report.errors.sort()
     report.warnings.sort()
@@ -226,7 +236,7 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
     try:
         challenge_set = ChallengeSet.model_validate(_plain(document))
     except ValidationError as error:
-        return None, [_locate(shown, document, item) for item in error.errors()]
+        return None, _schema_errors(shown, document, error, ChallengeSet)
     code, errors = _resolve_snippets(path, shown, document, challenge_set, "code")
     fixed_code, fixed_errors = _resolve_snippets(path, shown, document, challenge_set, "fixed_code")
     image_errors = _external_image_errors(shown, text, document, challenge_set)
@@ -245,6 +255,7 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
                 image_errors.append(_at(shown, document, where, problem))
             elif snippet is not None:
                 proof_code[item.id] = snippet
+    image_errors += _run_checks(path, shown, document, text, challenge_set)
     if errors or fixed_errors or image_errors:
         return None, errors + fixed_errors + image_errors
     warnings = [
@@ -266,7 +277,7 @@ def load_topic_file(path: Path, shown: str) -> tuple[LoadedTopic | None, list[Lo
     try:
         topic = Topic.model_validate(_plain(document))
     except ValidationError as error:
-        return None, [_locate(shown, document, item) for item in error.errors()]
+        return None, _schema_errors(shown, document, error, Topic)
     errors = _external_image_errors(shown, text, document, topic)
     loaded = LoadedTopic(topic, shown, topic.cheat_sheet)
     if topic.cheat_sheet_file is not None:
@@ -282,10 +293,14 @@ def load_topic_file(path: Path, shown: str) -> tuple[LoadedTopic | None, list[Lo
         line, _column = _value_position(document, ("cheat_sheet",))
         errors += _claim_errors(loaded, shown, line)  # a block scalar starts a line below
     errors += _resolve_topic_proofs(path, shown, document, loaded)
+    errors += _run_checks(path, shown, document, text, topic)
     for list_name, entries in (("cards", topic.cards), ("items", topic.items)):
         for index, entry in enumerate(entries):
             if entry.fact is not None:
                 loaded.fact_at[entry.id] = _value_position(document, (list_name, index, "fact"))
+    loaded.requires_at = [
+        _position(document, ("requires", index)) for index in range(len(topic.requires))
+    ]
     if errors:
         return None, errors
     return loaded, []
@@ -382,8 +397,29 @@ def _set_proof_ref_errors(report: LoadReport, broken_topic: bool) -> list[LoadEr
             if isinstance(item.proof, str) and item.proof not in known:
                 line, column = loaded.proof_refs[item.id]
                 message = _unknown_proof(item.proof, known, loaded.challenge_set.topic)
+                if topic is None:  # the set's `topic:` names no topic file: perhaps a typo
+                    names = [t.topic.id for t in report.topics]
+                    message = (
+                        f"proof {item.proof!r}: no topic file has the id or title {name!r}"
+                        f"{plain_errors.did_you_mean(name, names)}"
+                    )
                 errors.append(LoadError(loaded.path, line, column, f"items.{index}: {message}"))
     return errors
+
+
+def _requires_errors(topics: list[LoadedTopic], broken_topic: bool) -> list[LoadError]:
+    """Each topic's `requires:` names topics that exist, with no cycle among them (an id that
+    may be a broken topic file's waits for that file's own errors to be fixed)."""
+    requirements = [
+        prerequisites.Requirement(loaded.topic.id, required, loaded.path, line, column)
+        for loaded in topics
+        for required, (line, column) in zip(loaded.topic.requires, loaded.requires_at, strict=True)
+    ]
+    known = [loaded.topic.id for loaded in topics]
+    return [
+        LoadError(problem.path, problem.line, problem.column, problem.message)
+        for problem in prerequisites.problems(requirements, known)
+    ]
 
 
 def _duplicate_facts(report: LoadReport) -> list[LoadError]:
@@ -444,7 +480,7 @@ def load_lab_file(path: Path, shown: str) -> tuple[LoadedLab | None, list[LoadEr
     try:
         lab = Lab.model_validate(_plain(document))
     except ValidationError as error:
-        return None, [_locate(shown, document, item) for item in error.errors()]
+        return None, _schema_errors(shown, document, error, Lab)
     errors = _external_image_errors(shown, text, document, lab)
     loaded = LoadedLab(lab, shown)
     for index, step in enumerate(lab.steps):
@@ -463,6 +499,7 @@ def load_lab_file(path: Path, shown: str) -> tuple[LoadedLab | None, list[LoadEr
                 loaded.starters[step.id] = code
             elif code is not None:
                 loaded.solutions[step.id] = code
+    errors += _run_checks(path, shown, document, text, lab)
     if errors:
         return None, errors
     loaded.warnings = _lab_warnings(shown, document, lab)
@@ -577,6 +614,9 @@ def _offset(text: str, line: int, column: int) -> int:
 
 def _yaml_error(shown: str, text: str, error: YAMLError) -> LoadError:
     """Place a YAML error: syntax errors carry a mark, unreadable characters an offset."""
+    said = plain_errors.yaml_problem(text, error)
+    if said is not None:
+        return LoadError(shown, said.line, said.column, said.message)
     if isinstance(error, MarkedYAMLError):
         mark = error.problem_mark or error.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -611,6 +651,49 @@ def _resolve_snippets(
     return code, errors
 
 
+def _run_checks(
+    path: Path, shown: str, document: CommentedMap, text: str, model: BaseModel
+) -> list[LoadError]:
+    """Ranks beyond a snippet's launch, at the rank; snippets Python cannot compile, at the
+    snippet's own line (in its .py file, or in the YAML for inline code)."""
+    errors = [_at(shown, document, where, message) for where, message in checks.rank_errors(model)]
+    for where, source, is_file in checks.snippets(model):
+        if is_file:
+            code, problem = _read_beside(path, source, where[-1])
+            if problem is not None or code is None:
+                continue  # reported where the file is resolved
+            file_shown = str(Path(shown).parent / source)
+            found = checks.syntax_error(code, file_shown)
+            if found is not None:
+                line, column, message = found
+                used = _value_position(document, where)[0]
+                message += f" (the {where[-1]} of {Path(shown).name}:{used})"
+                errors.append(LoadError(file_shown, line, column, message))
+            continue
+        found = checks.syntax_error(source, shown)
+        if found is not None:
+            line, column, message = found
+            errors.append(LoadError(shown, *_inline_position(document, text, where, line, column),
+                                    message))  # fmt: skip
+    return errors
+
+
+def _inline_position(
+    document: CommentedMap, text: str, where: tuple[Any, ...], line: int, column: int
+) -> tuple[int, int]:
+    """Where line and column of an inline snippet are in the YAML file: a block scalar
+    (`code: |`) starts on the next line, indented; a one-line value where it starts."""
+    value_line, value_column = _value_position(document, where)
+    lines = text.splitlines()
+    opener = lines[value_line - 1][value_column - 1 :] if value_line <= len(lines) else ""
+    if not opener.startswith(("|", ">")):  # a one-line value: past its opening quote, if any
+        return value_line, value_column + column - 1 + opener.startswith(("'", '"'))
+    body = value_line + line
+    content = lines[body - 1] if body <= len(lines) else ""
+    indent = len(content) - len(content.lstrip(" "))
+    return body, indent + column
+
+
 def _plain(node: Any) -> Any:
     """Turn ruamel's commented containers into plain dicts and lists for pydantic."""
     if isinstance(node, dict):
@@ -620,18 +703,105 @@ def _plain(node: Any) -> Any:
     return node
 
 
-def _locate(shown: str, document: CommentedMap, error: Any) -> LoadError:
+def _schema_errors(
+    shown: str, document: CommentedMap, error: ValidationError, model: type[BaseModel]
+) -> list[LoadError]:
+    """Pydantic's errors in plain words, each at the value it is about; a `missing` field that
+    an unknown field's "did you mean" already names is said once, at the misspelling."""
+    details = error.errors()
+    misspelt = set()
+    for detail in details:
+        if detail["type"] == "extra_forbidden":
+            location = _keep_yaml_path(detail["loc"])
+            holder = plain_errors.model_at(model, document, location)
+            close = plain_errors.closest(str(location[-1]), holder.model_fields if holder else [])
+            if close is not None:
+                misspelt.add((location[:-1], close))
+    errors = []
+    for detail in details:
+        location = _keep_yaml_path(detail["loc"])
+        if detail["type"] == "missing" and (location[:-1], location[-1]) in misspelt:
+            continue
+        errors.append(_locate(shown, document, detail, model))
+    references = checks.reference_errors(document)
+    if references:
+        errors = [e for e in errors if not checks.said_by_references(e.message)]
+        errors += [_at_value(shown, document, where, message) for where, message in references]
+    return errors
+
+
+def _locate(shown: str, document: CommentedMap, error: Any, model: type[BaseModel]) -> LoadError:
     location = _keep_yaml_path(error["loc"])
-    message = error["msg"]
-    if error["type"] == "extra_forbidden":
-        message = f"unknown field {location[-1]!r}"
-    elif error["type"] == "missing":
-        message = f"missing required field {location[-1]!r}"
-    elif error["type"] == "union_tag_invalid" and error.get("ctx", {}).get("tag") in KINDS:
-        message = _misplaced_kind(KINDS[error["ctx"]["tag"]])
-    elif location:
-        message = f"{'.'.join(str(part) for part in location)}: {message}"
-    return _at(shown, document, location, message)
+    if error["type"] == "union_tag_invalid" and error.get("ctx", {}).get("tag") in KINDS:
+        return _at(shown, document, location, _misplaced_kind(KINDS[error["ctx"]["tag"]]))
+    if error["type"] == "union_tag_invalid":
+        location = (*location, "kind")
+    if error["type"] == "value_error":
+        location = _point_at(document, location, str(error["msg"]))
+    name = next((str(part) for part in reversed(location) if isinstance(part, str)), "")
+    holder = plain_errors.model_at(model, document, location)
+    said = plain_errors.plain(error, name, holder)
+    scalar_check = error["type"] == "value_error" and _is_scalar(document, location)
+    if (said.at_value or scalar_check) and location:
+        return _at_value(shown, document, location, said.message)
+    return _at(shown, document, location, said.message)
+
+
+# A model's own check raises at the whole item or step: the fields it is about, first present
+# first, so that the error points at one of them instead of the item's first line.
+_POINT_AT: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("pin at most all but two", ("options",)),
+    ("every option is a key", ("answer",)),
+    ("a list answer needs", ("answer",)),
+    ("give exactly one of code or code_file", ("code_file", "code")),
+    ("give at most one of fixed_code", ("fixed_code_file",)),
+    ("a source gives exactly one of url or path", ("path", "url")),
+    ("give at most one of cheat_sheet", ("cheat_sheet_file",)),
+    ("must be one of nproc_choices", ("nproc",)),
+    ("nproc choice", ("nproc_choices",)),
+    ("give exactly one of starter", ("starter_file", "continue_previous", "starter")),
+    ("give exactly one of solution", ("solution_file", "solution")),
+    ("the first step has no previous step", ((0, "continue_previous"),)),
+)
+
+
+def _point_at(document: CommentedMap, location: tuple[Any, ...], message: str) -> tuple[Any, ...]:
+    """The field a model check's message is about, where the document has it."""
+    for words, fields in _POINT_AT:
+        if words in message:
+            for name in fields:
+                target = (*location, *(name if isinstance(name, tuple) else (name,)))
+                if _has(document, target):
+                    return target
+    return location
+
+
+def _is_scalar(document: CommentedMap, location: tuple[Any, ...]) -> bool:
+    """Whether location holds a plain value (a check of it points at the value, not the key)."""
+    node: Any = document
+    for part in location:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    return not isinstance(node, dict | list)
+
+
+def _has(document: CommentedMap, location: tuple[Any, ...]) -> bool:
+    node: Any = document
+    for part in location:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    return True
+
+
+def _at_value(
+    shown: str, document: CommentedMap, location: tuple[Any, ...], message: str
+) -> LoadError:
+    line, column = _value_position(document, location)
+    return LoadError(shown, line, column, message)
 
 
 def _misplaced_kind(kind: Kind) -> str:

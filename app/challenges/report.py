@@ -11,7 +11,7 @@ from pathlib import Path
 
 from app.challenges import prose
 from app.challenges.catalog import Catalog, TopicView
-from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet, ChoiceBase
+from app.challenges.schema import ChallengeSet, ChoiceBase, proven_by_run
 from app.verification import proofs as proof_file
 
 CONTENT_PATH = Path(__file__).resolve().parents[2] / "CONTENT.md"
@@ -51,7 +51,7 @@ class TopicCounts:
             id=topic.id,
             title=topic.title,
             set_items=len(items),
-            executable=sum(isinstance(item, EXECUTABLE_KINDS) for item in items),
+            executable=sum(proven_by_run(item) for item in items),
             cards=len(topic.cards),
             explain=len(topic.explain),
             concepts=sum(len(getattr(entry.item, "concepts", [])) for entry in topic.explain),

@@ -9,6 +9,8 @@ from app import reads
 from app.attempts import service as attempts
 from app.deps import CatalogDep, OptionalUser, Page, SlugId, page_route
 from app.errors import NotFound
+from app.progress import rules as path_rules
+from app.progress import service as progress
 
 router = APIRouter()
 
@@ -18,16 +20,23 @@ router = APIRouter()
 
 @page_route(router, "/")
 async def home(page: Page) -> Response:
-    """List the topics and their sets with the learner's status; staff also see broken files."""
+    """The course path with the learner's state in each topic, and the one next step ("Start
+    here" on a first visit, "Continue" after); staff also see broken files."""
     user, catalog = page.user, page.catalog
-    standing = {}
+    standing = None
     if user and user.id:
-        standing = await reads.read(page.engine, attempts.standings, user.id)
+        read = progress.read_for(page.engine, progress.LESSON_DONE)
+        standing = await reads.read(page.engine, read, user.id, page.now)
+    path = progress.path_of(catalog, standing)
+    done, total = path_rules.completion(path)
     return page.render(
         "home.html",
         {
-            "topics": catalog.topics(),
-            "standing": standing,
+            "path": path,
+            "waiting_for": path_rules.titles_waited_for(path),
+            "next_step": path_rules.next_step(path, progress.open_attempt(catalog, standing)),
+            "done": done,
+            "total": total,
             "errors": catalog.errors if user and user.is_staff else [],
         },
     )

@@ -6,6 +6,8 @@ Pure: imports only the standard library and pydantic (enforced by an import-lint
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field, model_validator
 
 from app.challenges.base import (
@@ -31,12 +33,12 @@ from app.challenges.base import (
     Strict,
     parse_time_limit,
 )
-from app.kinds import EXECUTABLE_KINDS, Item, TopicItem
+from app.kinds import EXECUTABLE_KINDS, Item, TopicItem, proven_by_run
 from app.kinds.choice import ChoiceItem
 from app.kinds.debug import DebugItem
 from app.kinds.explain import ConceptSpec, ExplainItem
 from app.kinds.flashcard import FlashcardItem
-from app.kinds.numeric import NumericItem
+from app.kinds.numeric import NumericItem, PrintedValue
 from app.kinds.predict_output import PredictOutputItem
 
 __all__ = [
@@ -66,6 +68,7 @@ __all__ = [
     "Option",
     "Outcome",
     "PredictOutputItem",
+    "PrintedValue",
     "RankExpectation",
     "RankOutcome",
     "Source",
@@ -73,6 +76,7 @@ __all__ = [
     "Topic",
     "TopicItem",
     "parse_time_limit",
+    "proven_by_run",
 ]
 
 
@@ -115,6 +119,12 @@ class Topic(Strict):
     title: str = Field(min_length=1, max_length=100, description="Shown on the home page.")
     summary: str = Field(min_length=1, description="One paragraph about the topic (Markdown).")
     order: int = Field(default=100, description="Topics are listed by order, then title.")
+    requires: list[Annotated[str, Field(pattern=SLUG, max_length=100)]] = Field(
+        default_factory=list,
+        max_length=20,
+        description="The ids of the topics to study first (the course path shows this topic "
+        "as waiting for them, but never closes it). Every id must be a topic's; no cycles.",
+    )
     cards: list[FlashcardItem] = Field(
         default_factory=list, max_length=200, description="Flashcards: `front:` and `back:`."
     )
@@ -150,8 +160,18 @@ class Topic(Strict):
         twice = sorted({proof_id for proof_id in proof_ids if proof_ids.count(proof_id) > 1})
         if twice:
             raise ValueError(f"proof id(s) {twice} used twice in this topic")
+        if self.id in self.requires:
+            raise ValueError("a topic cannot require itself")
+        if len(set(self.requires)) != len(self.requires):
+            raise ValueError("requires names a topic twice")
         if self.cheat_sheet is not None and self.cheat_sheet_file is not None:
             raise ValueError("give at most one of cheat_sheet or cheat_sheet_file")
+        ran = [item.id for item in self.items if proven_by_run(item)]
+        if ran:
+            # A topic's items are never run: a printed answer would go unproven there.
+            raise ValueError(
+                f"item(s) {ran} have `printed:`: a numeric item proven by a run belongs in a set"
+            )
         return self
 
     def entry(self, entry_id: str) -> ItemBase | None:

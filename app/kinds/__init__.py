@@ -54,6 +54,12 @@ def _executable_models() -> tuple[type[ExecutableMixin], ...]:
 EXECUTABLE_KINDS = _executable_models()
 
 
+def proven_by_run(item: ItemBase) -> bool:
+    """Whether `ranklab verify` runs this item to prove its key: an executable kind, or a
+    numeric item whose answer its snippet prints (`printed:`)."""
+    return isinstance(item, EXECUTABLE_KINDS) or numeric.runs_on_verify(item)
+
+
 def kind_of(item: ItemBase) -> Kind:
     """The registered kind of an item."""
     name: str = getattr(item, "kind")  # noqa: B009  (every registered model has one)

@@ -53,6 +53,8 @@ from app.labs.live import Frames, LiveRuns, RunLog, StopOutcome
 from app.labs.models import LabRun
 from app.labs.schema import LabStep
 from app.labs.verify import evaluate
+from app.progress import service as course
+from app.progress.rules import StepKind
 from app.runs.service import run_request
 from executor.contract import OutputEvent, RunResult
 
@@ -114,10 +116,12 @@ async def lab_page(
     """A lab: what it builds, its steps and where the learner stands in each."""
     loaded = _lab(catalog, lab_id)
     progress = await run_reads(session, _progress, session, user.id if user else None, loaded)
+    topic = catalog.topic_of_lab(lab_id)
+    suggestion = course.suggestion_after(catalog, topic.id if topic else None, StepKind.LAB, lab_id)
     return request.app.state.templates.TemplateResponse(
         request,
         "lab.html",
-        {"loaded": loaded, "topic": catalog.topic_of_lab(lab_id), **progress},
+        {"loaded": loaded, "topic": topic, "suggestion": suggestion, **progress},
     )
 
 

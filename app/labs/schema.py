@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from app.challenges.base import SLUG, Launch, Outcome, Strict
 from app.kinds import Item
+from app.kinds.numeric import runs_on_verify
 
 MAX_STEPS = 20
 
@@ -91,6 +92,13 @@ class LabStep(Strict):
         ids = [question.id for question in self.questions]
         if len(set(ids)) != len(ids):
             raise ValueError(f"question ids must be unique, got {ids}")
+        ran = [question.id for question in self.questions if runs_on_verify(question)]
+        if ran:
+            # Verify runs a step's solution and starter, not its questions' snippets.
+            raise ValueError(
+                f"question(s) {ran} have `printed:`: a numeric item proven by a run belongs "
+                "in a set"
+            )
         return self
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import PurePosixPath
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -10,7 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from app.challenges.catalog import Catalog
 from app.challenges.loader import LoadedSet
-from app.challenges.schema import EXECUTABLE_KINDS, ItemBase
+from app.challenges.schema import ItemBase, proven_by_run
 from app.deps import CatalogDep, CsrfDep, ExecutorDep, SlugId, StaffUser, VerifyJobsDep
 from app.errors import NotFound
 from app.executor_client import ExecutorClient
@@ -31,12 +32,21 @@ def _loaded(catalog: Catalog, set_id: str) -> LoadedSet:
     return loaded
 
 
+def _owner(path: str, files: list[str]) -> str:
+    """The YAML file an error belongs with: its own, or for a snippet or cheat sheet beside
+    YAML files (an error in all_reduce.py), the first of them, so that file is not "valid"."""
+    if path in files:
+        return path
+    folder = PurePosixPath(path).parent
+    return next((file for file in files if PurePosixPath(file).parent == folder), path)
+
+
 @router.get("/content", response_class=HTMLResponse)
 def content(request: Request, staff: StaffUser, catalog: CatalogDep):
     """Every challenge file with its validation state and errors as file:line:col."""
     errors: dict[str, list[Any]] = defaultdict(list)
     for error in catalog.errors:
-        errors[error.path].append(error)
+        errors[_owner(error.path, catalog.files)].append(error)
     by_file = {loaded.path: loaded for loaded in catalog.sets.values()}
     files = [
         {"path": path, "loaded": by_file.get(path), "errors": errors.get(path, [])}
@@ -66,9 +76,7 @@ def preview(
         {
             "loaded": loaded,
             "set": loaded.challenge_set,
-            "executable": {
-                item.id for item in loaded.challenge_set.items if isinstance(item, EXECUTABLE_KINDS)
-            },
+            "executable": {item.id for item in loaded.challenge_set.items if proven_by_run(item)},
             "runs_available": runs.available(executor),
         },
     )
@@ -78,7 +86,7 @@ def _executable_items(loaded: LoadedSet, item_id: str | None) -> list[ItemBase]:
     items: list[ItemBase] = [
         item
         for item in loaded.challenge_set.items
-        if isinstance(item, EXECUTABLE_KINDS) and item_id in (None, item.id)
+        if proven_by_run(item) and item_id in (None, item.id)
     ]
     if item_id is not None and not items:
         raise NotFound(f"No executable item {item_id!r} in this set.")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.challenges.loader import LoadedLab, LoadedSet
-from app.challenges.schema import EXECUTABLE_KINDS, ItemBase
+from app.challenges.schema import ItemBase, proven_by_run
 from app.verification import proofs
 from app.verification.evidence import item_hash
 
@@ -98,7 +98,7 @@ def select(
             if not _wanted(wanted, item.id, key, set_id):
                 continue
             seen.update({item.id, key, set_id})
-            if not isinstance(item, EXECUTABLE_KINDS):
+            if not proven_by_run(item):
                 continue  # nothing to run, nothing to prove
             if _is_proven(trusted, key, item_hash(loaded, item)):
                 selection.skipped += 1

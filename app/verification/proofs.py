@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.challenges.loader import LoadedLab, LoadedSet, LoadedTopic
-from app.challenges.schema import EXECUTABLE_KINDS, InlineProof
+from app.challenges.schema import InlineProof, proven_by_run
 from app.verification.evidence import content_hash, item_hash
 
 FILE_NAME = "proofs.json"
@@ -109,7 +109,7 @@ def current_hashes(
         item_key(loaded.challenge_set.id, item.id): item_hash(loaded, item)
         for loaded in sets
         for item in loaded.challenge_set.items
-        if isinstance(item, EXECUTABLE_KINDS)
+        if proven_by_run(item)
     }
     hashes.update(
         {

@@ -14,7 +14,7 @@ from sqlmodel import Session, col, select
 
 from app import metrics, migrations
 from app.challenges.loader import LoadedSet
-from app.challenges.schema import EXECUTABLE_KINDS, ItemBase
+from app.challenges.schema import ItemBase, proven_by_run
 from app.db import make_engine, utcnow
 from app.verification import evidence
 from app.verification.models import VerificationRecord
@@ -102,11 +102,7 @@ def proven(
 
 def proof_lines(session: Session, loaded: LoadedSet, items: Sequence[ItemBase]) -> dict[str, str]:
     """Give the "Verified on …" line of each executable item whose current content is proven."""
-    hashes = {
-        item.id: evidence.item_hash(loaded, item)
-        for item in items
-        if isinstance(item, EXECUTABLE_KINDS)
-    }
+    hashes = {item.id: evidence.item_hash(loaded, item) for item in items if proven_by_run(item)}
     return {
         item_id: evidence.proof_line(record.torch, record.backend, record.nproc, record.verified_at)
         for item_id, record in proven(session, loaded.challenge_set.id, hashes).items()

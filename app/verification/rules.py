@@ -21,6 +21,7 @@ from app.challenges.schema import (
     ChoiceBase,
     DebugItem,
     ItemBase,
+    NumericItem,
     Outcome,
     PredictOutputItem,
     RankExpectation,
@@ -312,6 +313,8 @@ def distractor_outcomes(item: ItemBase) -> list[tuple[str, Outcome]]:
 
 def judge(item: ItemBase, observations: Sequence[Observation]) -> ItemReport:
     """Prove (or refute) an item's key from repeated observations of its snippet."""
+    if isinstance(item, NumericItem):
+        return judge_numeric(item, observations)
     report = ItemReport(item.id, Verdict.PASS, observations=list(observations))
     keyed = keyed_outcomes(item)
     if not keyed:
@@ -344,6 +347,52 @@ def judge(item: ItemBase, observations: Sequence[Observation]) -> ItemReport:
     if isinstance(item, DebugItem):
         report.problems.extend(_fix_problems(item, [o for o in usable if o.fixed]))
     _note_order_and_randomness(keyed, runs, report.notes)
+    if report.problems:
+        report.verdict = Verdict.FAIL
+    return report
+
+
+def printed_value(item: NumericItem, result: RunResult) -> tuple[float | None, str]:
+    """The number a run printed where the item's `printed:` says, or None and why not."""
+    assert item.printed is not None
+    where = f"rank {item.printed.rank}"
+    observed = peers_by_rank(result.ranks).get(item.printed.rank)
+    if observed is None:
+        return None, f"{where} does not exist in a run of {len(result.ranks)} rank(s)"
+    if rank_outcome(observed) != RankOutcome.RETURNS.value:
+        return None, f"{where} {_describe(observed)}, so the value it printed is not proven"
+    text = observed.stdout.strip()
+    if item.printed.regex is not None:
+        match = re.search(item.printed.regex, observed.stdout)
+        if match is None:
+            return (
+                None,
+                f"{where} printed {observed.stdout!r}, nothing matching /{item.printed.regex}/",
+            )
+        text = match.group(1).strip()
+    try:
+        return float(text), text
+    except ValueError:
+        return None, f"{where} printed {text!r} where the value should be, not a number"
+
+
+def judge_numeric(item: NumericItem, observations: Sequence[Observation]) -> ItemReport:
+    """Prove (or refute) a numeric key: in every run, the value the snippet prints (where
+    `printed:` says) is within the item's tolerance of the answer."""
+    report = ItemReport(item.id, Verdict.PASS, observations=list(observations))
+    runs = _usable(observations, report)
+    if not runs and not report.problems:
+        report.problems.append("no run was observed")
+    key = f"{item.answer:g}" + (f" ± {item.tolerance:g}" if item.tolerance else "")
+    for index, observation in enumerate(runs, start=1):
+        value, text = printed_value(item, observation.result)
+        if value is None:
+            report.problems.append(f"run {index}: {text}")
+        elif not abs(value - item.answer) <= item.tolerance + 1e-12:
+            report.problems.append(
+                f"run {index}: rank {item.printed.rank if item.printed else 0} printed {text}, "
+                f"but the answer is {key}"
+            )
     if report.problems:
         report.verdict = Verdict.FAIL
     return report

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 from app import metrics
 from app.challenges.loader import LoadedSet
-from app.challenges.schema import EXECUTABLE_KINDS, InlineProof, ItemBase
+from app.challenges.schema import InlineProof, ItemBase, proven_by_run
 from app.executor_client import ExecutorClient, ExecutorUnavailable
-from app.runs.service import gpus_needed, run_request
+from app.runs.service import Launched, gpus_needed, run_request
 from app.verification import infra
 from app.verification.hangs import proven_hang
 from app.verification.rules import ItemReport, Observation, Verdict, judge, judge_proof
@@ -116,9 +116,9 @@ def verify_item(
     max_timeout_s: float = DEFAULT_MAX_TIMEOUT_S,
 ) -> ItemReport:
     """Verify one item: run it `repeats` times, prove any hang, probe randomness, run the fix."""
-    if not isinstance(item, EXECUTABLE_KINDS):
+    if not proven_by_run(item):
         return ItemReport(item.id, Verdict.NOT_EXECUTABLE)
-    needed = gpus_needed(item)
+    needed = gpus_needed(cast(Launched, item))  # every item proven by a run has `launch:`
     if needed > cuda_devices:
         return ItemReport(
             item.id,

@@ -33,7 +33,7 @@ def test_a_learner_takes_the_set_and_earns_the_badge(learner, clock):
     assert "2 / 2 correct" in results and "Badge earned: Test Badge" in results
     progress = learner.get("/me/progress").text
     assert "Test Badge" in progress
-    assert 'data-testid="status">Badge earned' in learner.get("/").text
+    assert 'data-testid="status">Badge earned' in learner.get("/topics/collectives").text
 
 
 def test_a_wrong_answer_then_a_right_one_is_correct_but_a_third_is_refused(learner):

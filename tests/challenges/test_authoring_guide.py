@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ruamel.yaml import YAML
+
 from app.challenges.loader import load_path
+from app.challenges.schema import NumericItem, Outcome, RankExpectation, RankOutcome
 from app.config import ROOT
 
 
@@ -56,3 +59,29 @@ def test_the_guides_proofs_example_validates(tmp_path: Path):
     sourced = topic.topic.cards[1].source
     assert topic.topic.cards[0].proof == "sum-on-every-rank"
     assert sourced is not None and sourced.torch == "2.13.0"
+
+
+def test_every_outcome_form_in_the_guide_is_a_valid_outcome_and_covers_every_field():
+    guide = (ROOT / "docs" / "authoring.md").read_text()
+    example = re.search(r"```yaml\n# outcome-forms.*?\n(.*?)```", guide, re.DOTALL)
+    assert example is not None
+    outcomes = [Outcome.model_validate(entry) for entry in YAML(typ="safe").load(example[1])]
+    used = {name for o in outcomes for name in o.model_fields_set} | {
+        name for o in outcomes for claim in o.ranks.values() for name in claim.model_fields_set
+    }
+    assert used >= set(Outcome.model_fields) | set(RankExpectation.model_fields) - {"ranks"}
+    assert {claim.status for o in outcomes for claim in o.ranks.values()} >= set(RankOutcome)
+
+
+def test_the_guides_printed_numeric_example_validates(tmp_path: Path):
+    guide = (ROOT / "docs" / "authoring.md").read_text()
+    example = re.search(r"```yaml\n(- id: sum-of-three-ranks\n.*?)```", guide, re.DOTALL)
+    assert example is not None
+    head = "id: guide\ntitle: Guide\ntopic: t\ndescription: d\nbadge: {name: b}\nitems:\n"
+    (tmp_path / "set.yaml").write_text(head + example[1])
+    (tmp_path / "sum_three_ranks.py").write_text("print('sum 6.0')\n")
+    report = load_path(tmp_path)
+    assert report.errors == []
+    (item,) = report.sets[0].challenge_set.items
+    assert isinstance(item, NumericItem) and item.printed is not None
+    assert item.printed.regex == r"sum ([-\d.]+)"

@@ -16,8 +16,13 @@ from tests.conftest import TEST_CHALLENGES
 
 
 def ranklab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
 
 
 def test_validate_passes_on_the_shipped_challenges():
@@ -41,7 +46,9 @@ def test_validate_exits_1_and_prints_file_line_col_for_each_broken_copy(tmp_path
     assert len(lines) == 3
     assert lines[0].startswith(f"{tmp_path}/duplicate.yaml:6:1: ")
     assert lines[1].startswith(f"{tmp_path}/syntax.yaml:")
-    assert lines[2] == f"{tmp_path}/unknown.yaml:17:5: unknown field 'colour'"
+    assert lines[2] == (
+        f"{tmp_path}/unknown.yaml:17:5: unknown field 'colour': remove it or check its spelling"
+    )
 
 
 def test_validate_on_a_missing_path_says_so():

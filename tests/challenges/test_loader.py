@@ -43,15 +43,22 @@ def test_the_shipped_challenges_load_without_errors():
 
 
 def test_a_duplicate_key_is_reported_at_its_line_and_column(content: Path):
-    break_file(content / "basics" / "set.yaml", "topic: Collectives", "topic: Collectives\ntopic: x")
+    break_file(
+        content / "basics" / "set.yaml", "topic: Collectives", "topic: Collectives\ntopic: x"
+    )
     assert only_error(content).startswith("challenges/basics/set.yaml:6:1:")
     assert "duplicate key" in only_error(content)
 
 
 def test_an_unknown_field_is_reported_at_the_field(content: Path):
-    break_file(content / "basics" / "set.yaml", "    difficulty: beginner",
-               "    difficulty: beginner\n    colour: red")
-    assert only_error(content) == "challenges/basics/set.yaml:15:5: unknown field 'colour'"
+    break_file(
+        content / "basics" / "set.yaml",
+        "    difficulty: beginner",
+        "    difficulty: beginner\n    colour: red",
+    )
+    assert only_error(content) == (
+        "challenges/basics/set.yaml:15:5: unknown field 'colour': remove it or check its spelling"
+    )
 
 
 def test_broken_yaml_syntax_is_reported_with_a_position(content: Path):
@@ -64,26 +71,34 @@ def test_broken_yaml_syntax_is_reported_with_a_position(content: Path):
 
 def test_a_schema_error_points_at_the_bad_value(content: Path):
     break_file(content / "basics" / "set.yaml", "difficulty: intermediate", "difficulty: hard")
-    message = only_error(content)
-    assert message.startswith("challenges/basics/set.yaml:28:5: items.1.difficulty:")
-    assert "beginner" in message
+    assert only_error(content) == (
+        "challenges/basics/set.yaml:28:17: difficulty 'hard' is not allowed: "
+        "use beginner, intermediate, advanced or expert"
+    )
 
 
 def test_a_missing_field_points_at_its_item(content: Path):
     break_file(content / "basics" / "set.yaml", "    title: Speed-up\n", "")
-    assert only_error(content) == "challenges/basics/set.yaml:25:5: missing required field 'title'"
+    assert only_error(content) == (
+        "challenges/basics/set.yaml:25:5: missing required field 'title': add `title:` here"
+    )
 
 
 def test_every_error_of_every_file_is_collected(content: Path):
     second = content / "second" / "set.yaml"
     second.parent.mkdir()
     second.write_text("id: second\ntitle: [\n")
-    break_file(content / "basics" / "set.yaml", "    difficulty: beginner",
-               "    difficulty: beginner\n    colour: red\n    size: 3")
+    break_file(
+        content / "basics" / "set.yaml",
+        "    difficulty: beginner",
+        "    difficulty: beginner\n    colour: red\n    size: 3",
+    )
     report = load_path(content, display_root=content.parent)
     assert len(report.errors) == 3
     assert {error.path for error in report.errors} == {
-        "challenges/basics/set.yaml", "challenges/second/set.yaml"}
+        "challenges/basics/set.yaml",
+        "challenges/second/set.yaml",
+    }
 
 
 def test_a_missing_snippet_file_is_an_error(content: Path):

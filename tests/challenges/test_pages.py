@@ -1,4 +1,4 @@
-"""The home and set pages: what learners and staff see."""
+"""The home, topic and set pages: what learners and staff see."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ def with_broken_file(tmp_path: Path) -> Path:
     return folder
 
 
-def test_home_lists_each_set_with_its_facts(client):
-    page = client.get("/").text
+def test_the_topic_page_lists_each_set_with_its_facts(client):
+    page = client.get("/topics/collectives").text
     assert "Test basics" in page and "Collectives" in page
     assert "2 questions" in page and "3:00 in all" in page
     assert "1 beginner" in page and "1 intermediate" in page
@@ -37,7 +37,7 @@ def test_a_broken_file_is_shown_to_staff_and_not_to_learners(app_factory, sqlite
         visitor.get("/")
         visitor.post("/register", {"username": "teacher", "password": "instructs"})
         home = visitor.get("/").text
-        assert "Test basics" in home  # the valid set is still served
+        assert 'data-topic-id="collectives"' in home  # the valid set's topic is still served
         assert "content-errors" not in home and "broken.yaml" not in home
         set_role(sqlite_url, "teacher", Role.INSTRUCTOR)
         staff_home = visitor.get("/").text
@@ -45,31 +45,32 @@ def test_a_broken_file_is_shown_to_staff_and_not_to_learners(app_factory, sqlite
         assert "challenges/broken.yaml:3:1:" in staff_home
 
 
-def test_the_home_page_shows_my_status_per_set(client):
+def test_the_topic_page_shows_my_status_per_set(client):
     learner = Learner(client)
     learner.start_as_guest()
-    assert 'data-testid="status">Not started' in learner.get("/").text
+    assert 'data-testid="status">Not started' in learner.get("/topics/collectives").text
     learner.start("test-basics")  # the card rendered a moment ago must not be served again
-    assert 'data-testid="status">In progress' in learner.get("/").text
+    assert 'data-testid="status">In progress' in learner.get("/topics/collectives").text
     assert ">Resume<" in learner.get("/sets/test-basics").text
 
 
-def test_each_learner_sees_their_own_standing_though_the_listing_is_cached(app_factory, sqlite_url):
+def test_each_learner_sees_their_own_standing_though_the_cards_are_cached(app_factory, sqlite_url):
     app = app_factory(sqlite_url)  # one app, one fragment cache, two browsers
     newcomer, finisher = Learner(TestClient(app)), Learner(TestClient(app))
     newcomer.start_as_guest()
     finisher.start_as_guest()
-    for learner in (newcomer, finisher):  # the same listing for both, rendered once
-        assert 'data-testid="status">Not started' in learner.get("/").text
+    topic = "/topics/collectives"
+    for learner in (newcomer, finisher):  # the same card for both, rendered once
+        assert 'data-testid="status">Not started' in learner.get(topic).text
     attempt = finisher.start("test-basics")
-    assert 'data-testid="status">In progress' in finisher.get("/").text
+    assert 'data-testid="status">In progress' in finisher.get(topic).text
     finisher.answer(attempt, 1, "B")
     finisher.next(attempt)
     finisher.answer(attempt, 2, "3.33")
     finisher.next(attempt)
     for _ in range(2):  # again: from the cache now
-        assert 'data-testid="status">Badge earned' in finisher.get("/").text
-        assert 'data-testid="status">Not started' in newcomer.get("/").text
+        assert 'data-testid="status">Badge earned' in finisher.get(topic).text
+        assert 'data-testid="status">Not started' in newcomer.get(topic).text
 
 
 def test_set_totals_include_the_learners_time_accommodation(app_factory, sqlite_url):
@@ -78,7 +79,7 @@ def test_set_totals_include_the_learners_time_accommodation(app_factory, sqlite_
         learner.get("/")
         learner.post("/register", {"username": "slowreader", "password": "reads-slowly"})
         assert "3:00 in all" in learner.get("/sets/test-basics").text
-        assert "3:00 in all" in learner.get("/").text
+        assert "3:00 in all" in learner.get("/topics/collectives").text
         engine = make_engine(sqlite_url)
         with Session(engine) as session:
             user = session.exec(select(User).where(User.username == "slowreader")).one()
@@ -88,4 +89,4 @@ def test_set_totals_include_the_learners_time_accommodation(app_factory, sqlite_
         engine.dispose()
         page = learner.get("/sets/test-basics").text
         assert "6:00 in all with your time × 2" in page
-        assert "6:00 in all" in learner.get("/").text
+        assert "6:00 in all" in learner.get("/topics/collectives").text

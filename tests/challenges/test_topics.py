@@ -24,9 +24,6 @@ def content(tmp_path: Path) -> Path:
     return target
 
 
-
-
-
 def test_a_topic_gathers_its_sets_cards_items_and_cheat_sheet(content: Path) -> None:
     catalog = Catalog.load(content)
     assert catalog.errors == []

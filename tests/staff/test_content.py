@@ -52,7 +52,7 @@ def test_reloading_picks_up_edits_and_keeps_learners_history(instructor, folder,
     cut = text.index("  - id: speedup")
     set_file.write_text(text[:cut].replace("title: Test basics", "title: Renamed basics"))
     instructor.post("/staff/content/reload")
-    assert "Renamed basics" in instructor.get("/").text
+    assert "Renamed basics" in instructor.get("/topics/collectives").text
     assert instructor.start("test-basics") == attempt  # same stable id: the attempt resumes
     assert "✓ Correct" in instructor.get(f"{attempt}/q/1").text
     assert "Test basics" in instructor.get("/me/progress").text  # history keeps its title

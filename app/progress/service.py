@@ -1,0 +1,369 @@
+"""Read a learner's standing in every mode of every topic, in a fixed number of queries.
+
+The home page's course path and the progress page need the same facts: per topic, what is done
+in each step. Each table is read once, grouped (never once per topic): the timed sets'
+standings, the untimed modes' answers, the quick quizzes, the review cards and the lab steps;
+the progress page adds one query for its activity calendar. Lessons are another feature's: a
+`LessonDone` provider says which topics' lessons the learner has finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+
+from sqlalchemy import ColumnElement, Select, String, bindparam, case, cast, func, union_all
+from sqlalchemy import select as select_columns
+from sqlalchemy.engine import Engine
+from sqlalchemy.sql.elements import SQLCoreOperations
+from sqlmodel import Session, col
+
+from app import reads
+from app.attempts import service as attempts
+from app.attempts.models import SetAttempt
+from app.challenges.catalog import Catalog, TopicView
+from app.labs.models import LabRun, LabStepState
+from app.modes.models import ModeAnswer, Quiz
+from app.progress import rules
+from app.progress.rules import Step, StepKind, TopicPath
+from app.review.models import CardSource, ReviewCard, ReviewLog
+
+LessonDone = Callable[[Session, int], set[str]]
+QUIZ_PASS = 0.8  # a quick quiz counts as done from this share right
+LEARN_AHEAD = timedelta(minutes=1)  # as the flashcard and review pages count "due"
+CALENDAR_WEEKS = 12
+
+
+def no_lessons(session: Session, user_id: int) -> set[str]:
+    """No lesson is done (the default until lessons record their completion)."""
+    return set()
+
+
+# Which topics' lessons a learner has finished: the lessons feature's reader plugs in here.
+LESSON_DONE: LessonDone = no_lessons
+
+
+def _flag(condition: ColumnElement[bool]) -> ColumnElement[int]:
+    """1 where the condition holds, else 0: max() of it works on every database (PostgreSQL
+    has no max(boolean))."""
+    return func.max(case((condition, 1), else_=0))
+
+
+_ANSWER_KEYS = (ModeAnswer.topic, ModeAnswer.mode, ModeAnswer.deck_id, ModeAnswer.item_id)
+_ANSWERS = reads.Query(
+    select_columns(
+        *(col(key) for key in _ANSWER_KEYS),
+        _flag(col(ModeAnswer.correct).is_(True)),
+        func.max(col(ModeAnswer.points)),
+        func.max(col(ModeAnswer.answered_at)),
+    )
+    .where(col(ModeAnswer.user_id) == bindparam("user_id"))
+    .group_by(*(col(key) for key in _ANSWER_KEYS))
+)
+_FINISHED_QUIZ = col(Quiz.finished_at).is_not(None)
+_QUIZZES = reads.Query(
+    select_columns(
+        col(Quiz.topic),
+        col(Quiz.total),
+        func.max(case((_FINISHED_QUIZ, col(Quiz.correct)), else_=-1)),
+        func.max(col(Quiz.created_at)),
+    )
+    .where(col(Quiz.user_id) == bindparam("user_id"))
+    .group_by(col(Quiz.topic), col(Quiz.total))
+)
+_CARDS = reads.Query(
+    select_columns(
+        col(ReviewCard.topic),
+        col(ReviewCard.source),
+        col(ReviewCard.state),
+        func.count(),
+        func.sum(case((col(ReviewCard.due) <= bindparam("due_by"), 1), else_=0)),
+        func.max(col(ReviewCard.last_review)),
+    )
+    .where(col(ReviewCard.user_id) == bindparam("user_id"))
+    .group_by(col(ReviewCard.topic), col(ReviewCard.source), col(ReviewCard.state))
+)
+_LAB_STEPS = reads.Query(
+    select_columns(
+        col(LabStepState.lab_id),
+        col(LabStepState.step_id),
+        col(LabStepState.passed_at),
+        col(LabStepState.updated_at),
+    ).where(col(LabStepState.user_id) == bindparam("user_id"))
+)
+
+
+def _days(moment: SQLCoreOperations[datetime], user: SQLCoreOperations[int]) -> Select[tuple[str]]:
+    """The UTC day (YYYY-MM-DD) of each of a table's times since `since`, for one learner: the
+    text of a stored time starts with its day on SQLite and PostgreSQL alike."""
+    day = func.substr(cast(moment, String), 1, 10)
+    return select_columns(day.label("day")).where(
+        user == bindparam("user_id"), moment >= bindparam("since")
+    )
+
+
+_ACTIVITY_ROWS = union_all(
+    _days(col(SetAttempt.started_at), col(SetAttempt.user_id)),
+    _days(col(ModeAnswer.answered_at), col(ModeAnswer.user_id)),
+    _days(col(ReviewLog.reviewed_at), col(ReviewLog.user_id)),
+    _days(col(LabRun.started_at), col(LabRun.user_id)),
+    _days(col(Quiz.created_at), col(Quiz.user_id)),
+).subquery()
+_ACTIVITY = reads.Query(
+    select_columns(_ACTIVITY_ROWS.c.day, func.count()).group_by(_ACTIVITY_ROWS.c.day)
+)
+
+
+@dataclass
+class _TopicRows:
+    """One topic's rows, gathered from the grouped queries."""
+
+    practice_right: set[tuple[str, str]] = field(default_factory=set)
+    practice_last: datetime | None = None
+    explain_best: dict[str, int] = field(default_factory=dict)
+    explain_right: set[str] = field(default_factory=set)
+    explain_last: datetime | None = None
+    quiz_best: tuple[int, int] | None = None
+    quiz_last: datetime | None = None
+    cards_seen: int = 0
+    cards_learned: int = 0
+    cards_due: int = 0
+    cards_last: datetime | None = None
+    mistakes_due: int = 0
+
+
+def _later(one: datetime | None, other: datetime | None) -> datetime | None:
+    return max((t for t in (one, other) if t is not None), default=None)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Everything a learner has done, as read (before it is laid out per topic)."""
+
+    sets: Mapping[str, attempts.SetStanding]
+    topics: Mapping[str, _TopicRows]
+    lab_steps: Mapping[tuple[str, str], tuple[datetime | None, datetime]]
+    lessons: set[str]
+
+
+def read_standing(reader: reads.Reader, user_id: int, now: datetime, lessons: set[str]) -> Standing:
+    """Read the learner's rows of every mode: five grouped queries, whatever they have done."""
+    topics: dict[str, _TopicRows] = {}
+
+    def rows_of(topic: str) -> _TopicRows:
+        return topics.setdefault(topic, _TopicRows())
+
+    for topic, mode, deck, item, right, points, last in reader.rows(_ANSWERS, user_id=user_id):
+        rows = rows_of(topic)
+        if mode == "practice":
+            if right:
+                rows.practice_right.add((deck, item))
+            rows.practice_last = _later(rows.practice_last, last)
+        elif mode == "explain":
+            rows.explain_best[item] = max(rows.explain_best.get(item, 0), int(points or 0))
+            if right:
+                rows.explain_right.add(item)
+            rows.explain_last = _later(rows.explain_last, last)
+    for topic, total, best, last in reader.rows(_QUIZZES, user_id=user_id):
+        rows = rows_of(topic)
+        rows.quiz_last = _later(rows.quiz_last, last)
+        if best >= 0 and total:
+            known = rows.quiz_best
+            if known is None or best / total > known[0] / known[1]:
+                rows.quiz_best = (int(best), int(total))
+    due_by = now + LEARN_AHEAD
+    for topic, source, state, count, due, last in reader.rows(
+        _CARDS, user_id=user_id, due_by=due_by
+    ):
+        rows = rows_of(topic)
+        if source == CardSource.FLASHCARD:
+            rows.cards_seen += int(count)
+            rows.cards_due += int(due or 0)
+            rows.cards_learned += int(count) if state == _REVIEW_STATE else 0
+            rows.cards_last = _later(rows.cards_last, last)
+        else:
+            rows.mistakes_due += int(due or 0)
+    lab_steps = {
+        (lab, step): (passed, updated)
+        for lab, step, passed, updated in reader.rows(_LAB_STEPS, user_id=user_id)
+    }
+    sets = attempts.standings(reader, user_id)
+    return Standing(sets, topics, lab_steps, lessons)
+
+
+_REVIEW_STATE = 2  # FSRS's State.Review: a card past its learning steps (app.review.scheduling)
+
+
+def activity(reader: reads.Reader, user_id: int, today: date) -> dict[date, int]:
+    """How many things the learner did on each UTC day of the calendar's weeks (one query)."""
+    first = calendar_start(today)
+    since = datetime.combine(first, datetime.min.time(), tzinfo=UTC)
+    return {
+        date.fromisoformat(str(day)[:10]): int(count)
+        for day, count in reader.rows(_ACTIVITY, user_id=user_id, since=since)
+    }
+
+
+def calendar_start(today: date) -> date:
+    """The Monday CALENDAR_WEEKS - 1 weeks before this week's."""
+    return today - timedelta(days=today.weekday(), weeks=CALENDAR_WEEKS - 1)
+
+
+# Laying it out per topic ---------------------------------------------------------------------
+
+
+def path_of(catalog: Catalog, standing: Standing | None) -> list[TopicPath]:
+    """Every topic in path order with its steps and the learner's state in each (a visitor:
+    nothing done)."""
+    return [topic_path(topic, standing) for topic in catalog.topics()]
+
+
+def topic_path(topic: TopicView, standing: Standing | None) -> TopicPath:
+    """One topic's steps in teaching order, each as done as the learner's rows say."""
+    rows = (standing.topics.get(topic.id) if standing else None) or _TopicRows()
+    base = f"/topics/{topic.id}"
+    steps: list[Step] = []
+    if topic.loaded_topic is not None:  # every topic file has a lesson
+        done = standing is not None and topic.id in standing.lessons
+        steps.append(Step(StepKind.LESSON, f"{base}/lesson", done, done))
+    if topic.practice:
+        steps.append(_practice_step(topic, rows))
+    if topic.cards:
+        steps.append(_cards_step(topic, rows))
+    if topic.practice or topic.cards:
+        steps.append(_quiz_step(topic, rows))
+    if topic.explain:
+        steps.append(_explain_step(topic, rows))
+    if topic.labs:
+        steps.append(_lab_step(topic, standing))
+    if topic.sets:
+        steps.append(_timed_step(topic, standing))
+    return TopicPath(topic.id, topic.title, tuple(steps), topic.requires)
+
+
+def _practice_step(topic: TopicView, rows: _TopicRows) -> Step:
+    """Practice: done when every question was answered right (in practice) at least once."""
+    right = sum((e.deck, e.item.id) in rows.practice_right for e in topic.practice)
+    total = len(topic.practice)
+    detail = f"{right}/{total}"
+    started = rows.practice_last is not None
+    href = f"/topics/{topic.id}/practice"
+    return Step(StepKind.PRACTICE, href, right >= total, started, detail, rows.practice_last)
+
+
+def _cards_step(topic: TopicView, rows: _TopicRows) -> Step:
+    """Flashcards: done when every card was studied; learned ones are past FSRS's learning
+    steps (they may still come back for review)."""
+    total = len(topic.cards)
+    seen, learned = min(rows.cards_seen, total), min(rows.cards_learned, total)
+    detail = f"{learned}/{total}" + (f" ({seen} studied)" if seen else "")
+    href = f"/topics/{topic.id}/flashcards"
+    return Step(StepKind.FLASHCARDS, href, seen >= total, seen > 0, detail, rows.cards_last)
+
+
+def _quiz_step(topic: TopicView, rows: _TopicRows) -> Step:
+    """Quick quiz: done once a finished quiz scored QUIZ_PASS or more."""
+    best = rows.quiz_best
+    passed = best is not None and best[0] >= QUIZ_PASS * best[1]
+    detail = f"{best[0]}/{best[1]}" if best else "not taken"
+    started = rows.quiz_last is not None
+    return Step(StepKind.QUIZ, f"/topics/{topic.id}/quiz", passed, started, detail, rows.quiz_last)
+
+
+def _explain_step(topic: TopicView, rows: _TopicRows) -> Step:
+    """Explain-it: done when every item was once explained covering its concepts."""
+    bests = [
+        f"{rows.explain_best[e.item.id]}/{len(getattr(e.item, 'concepts', []))}"
+        for e in topic.explain
+        if e.item.id in rows.explain_best
+    ]
+    done = all(entry.item.id in rows.explain_right for entry in topic.explain)
+    detail = ", ".join(bests) if bests else "not tried"
+    href = f"/topics/{topic.id}/explain"
+    return Step(StepKind.EXPLAIN, href, done, bool(bests), detail, rows.explain_last)
+
+
+def _lab_step(topic: TopicView, standing: Standing | None) -> Step:
+    """Labs: done when every step of every lab is passed; leads to the first lab not done."""
+    found = standing.lab_steps if standing else {}
+    passed_labs, last, first_open = 0, None, None
+    for loaded in topic.labs:
+        lab = loaded.lab
+        states = [found.get((lab.id, step.id)) for step in lab.steps]
+        if all(state is not None and state[0] is not None for state in states):
+            passed_labs += 1
+        elif first_open is None:
+            first_open = lab.id
+        for state in states:
+            if state is not None:
+                last = _later(last, state[1])
+    total = len(topic.labs)
+    href = f"/labs/{first_open or topic.labs[0].lab.id}"
+    return Step(StepKind.LAB, href, passed_labs == total, last is not None,
+                f"{passed_labs}/{total}", last)  # fmt: skip
+
+
+def _timed_step(topic: TopicView, standing: Standing | None) -> Step:
+    """Timed sets: done when every set's badge is earned; leads to the first set without."""
+    sets = standing.sets if standing else {}
+    badges, last, first_open = 0, None, None
+    for facts in topic.sets:
+        found = sets.get(facts.set.id)
+        if found is not None and found.badge:
+            badges += 1
+        elif first_open is None:
+            first_open = facts.set.id
+        if found is not None:
+            last = _later(last, found.last_started)
+    total = len(topic.sets)
+    detail = f"{badges}/{total}"
+    href = f"/sets/{first_open or topic.sets[0].set.id}"
+    return Step(StepKind.TIMED, href, badges == total, last is not None, detail, last)
+
+
+def open_attempt(catalog: Catalog, standing: Standing | None) -> rules.OpenAttempt | None:
+    """The learner's latest unfinished timed attempt, if any."""
+    if standing is None:
+        return None
+    open_sets = [(s.active_attempt_id, set_id) for set_id, s in standing.sets.items()
+                 if s.active_attempt_id is not None]  # fmt: skip
+    if not open_sets:
+        return None
+    attempt_id, set_id = max(open_sets)
+    loaded, topic = catalog.get(set_id), catalog.topic_of(set_id)
+    title = loaded.challenge_set.title if loaded else set_id
+    return rules.OpenAttempt(attempt_id, title, topic.id if topic else None)
+
+
+StandingRead = Callable[[reads.Reader, int, datetime], Standing]
+
+
+def read_for(engine: Engine, lesson_done: LessonDone) -> StandingRead:
+    """A read of a learner's standing that asks `lesson_done` (with a session of its own, on the
+    same thread) which lessons are finished."""
+
+    def read(reader: reads.Reader, user_id: int, now: datetime) -> Standing:
+        with Session(engine) as session:  # the default provider sends nothing
+            lessons = lesson_done(session, user_id)
+        return read_standing(reader, user_id, now, lessons)
+
+    return read
+
+
+def suggestion_after(
+    catalog: Catalog, topic_id: str | None, kind: StepKind, lab_id: str | None = None
+) -> rules.NextStep | None:
+    """What to do after a step (the results and lab pages offer it), from the catalog alone:
+    the topic's next lab after a lab, else its next step in teaching order, else the next
+    topic's first step."""
+    if topic_id is None:
+        return None
+    topic = catalog.topic(topic_id)
+    if topic is not None and lab_id is not None:
+        ids = [loaded.lab.id for loaded in topic.labs]
+        if lab_id in ids and ids.index(lab_id) + 1 < len(ids):
+            following = topic.labs[ids.index(lab_id) + 1].lab
+            label = f"Lab — {following.title}"
+            return rules.NextStep(rules.NextKind.CONTINUE, f"/labs/{following.id}", label, topic_id)
+    return rules.after_step(path_of(catalog, None), topic_id, kind)

@@ -55,6 +55,14 @@ class Settings(BaseSettings):
         "with a pooled connection: keep it under the pool size). SQLite runs one at a time.",
     )
     challenges_dir: Path = ROOT / "challenges"
+    content_gate: Literal["proven", "valid"] = Field(
+        default="proven",
+        description="What a load publishes to learners (docs/authoring.md, Publishing): proven "
+        "publishes a new or changed set, topic or lab only when its keys are proven for that "
+        "exact content (a Verify pass in the database or challenges/proofs.json), else holds "
+        "it and keeps the last live version; valid publishes whatever validates (a course "
+        "being drafted, the tests). Either way a broken file keeps its last live version.",
+    )
     secret_key: str = PLACEHOLDER_SECRET
     cookie_secure: bool = False
     session_days: int = 30

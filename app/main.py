@@ -42,11 +42,13 @@ from app.labs.live_redis import RedisLiveRuns
 from app.modes import cards as card_routes
 from app.modes import routes as mode_routes
 from app.progress import routes as progress_routes
+from app.publishing.service import Publisher
 from app.runs import routes as run_routes
 from app.staff import routes as staff_routes
 from app.static_assets import StaticAssets
 from app.static_assets import url as static_url
 from app.templating import build_templates
+from app.verification import proofs
 from app.verification.jobs import JobRegistry, VerifyJobs
 from app.verification.jobs_redis import RedisJobRegistry
 from app.writes import BUSY_MESSAGE, WriteQueue
@@ -86,7 +88,8 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
     # Writes wait their turn here (app.writes): never more than write_wait_s, then a 503.
     lanes = min(settings.write_lanes, settings.database_pool_size)
     app.state.writes = WriteQueue(engine, lanes, settings.write_wait_s)
-    app.state.catalog = Catalog.load(settings.challenges_dir)
+    publisher = Publisher(engine, settings.challenges_dir / proofs.FILE_NAME, settings.content_gate)
+    app.state.catalog = Catalog.load(settings.challenges_dir, publisher)
     for error in app.state.catalog.errors:
         log.error("challenge file skipped: %s", error)
     app.state.templates = build_templates(auto_reload=settings.reload_templates)

@@ -4,10 +4,12 @@ from app.accounts.models import User, WebSession
 from app.attempts.models import ItemAttempt, SetAttempt, Submission
 from app.labs.models import LabRun, LabStepState
 from app.modes.models import ModeAnswer, Quiz
+from app.publishing.models import ContentVersion
 from app.review.models import ReviewCard, ReviewLog
 from app.verification.models import VerificationRecord
 
 __all__ = [
+    "ContentVersion",
     "ItemAttempt",
     "LabRun",
     "LabStepState",

@@ -49,15 +49,25 @@ def test_duplicate_unfinished_attempts_are_merged_before_the_unique_index(databa
         session.flush()
         attempts = []
         for answered in (1, 2, 0):  # three unfinished attempts at one set, from parallel starts
-            attempt = SetAttempt(
-                user_id=user.id, set_id="s", set_title="S", item_ids="a,b", started_at=started
-            )
-            session.add(attempt)
-            session.flush()
+            # Core, naming only the columns of that revision (no content version yet).
+            attempt_id = session.execute(
+                insert(SetAttempt)
+                .values(
+                    user_id=user.id,
+                    set_id="s",
+                    set_title="S",
+                    item_ids="a,b",
+                    started_at=started,
+                    current_position=0,
+                    correct_count=0,
+                    badge_earned=False,
+                )
+                .returning(SetAttempt.id)  # type: ignore[arg-type]
+            ).scalar_one()
             for position in range(2):
                 status = ItemStatus.CORRECT if position < answered else ItemStatus.OPEN
                 row = ItemAttempt(
-                    set_attempt_id=attempt.id,
+                    set_attempt_id=attempt_id,
                     item_id="ab"[position],
                     position=position,
                     attempts_allowed=2,
@@ -77,7 +87,7 @@ def test_duplicate_unfinished_attempts_are_merged_before_the_unique_index(databa
                             submitted_at=submitted,
                         )
                     )
-            attempts.append(attempt.id)
+            attempts.append(attempt_id)
         session.commit()
     migrations.upgrade(database_url)
     with Session(engine) as session:

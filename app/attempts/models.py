@@ -35,6 +35,9 @@ class SetAttempt(SQLModel, table=True):
     set_id: str = Field(max_length=100, index=True)
     set_title: str = Field(max_length=200)
     item_ids: str = Field(max_length=4000)  # the order fixed at start, comma-separated
+    # The content hash of the set's version it started on: it is served that version to the
+    # end, whatever is published meanwhile (None: started before versions, served the live one).
+    content_version: str | None = Field(default=None, max_length=64)
     current_position: int = Field(default=0)
     started_at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
     finished_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))

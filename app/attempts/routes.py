@@ -80,7 +80,7 @@ def _question_context(
         row.hint_shown_at is not None,
         rules.attempt_seed(settings.secret_key, attempt.id, attempt.user_id),
     )
-    loaded = catalog.get(attempt.set_id)
+    loaded = catalog.get(attempt.set_id, attempt.content_version)
     clock = attempts.clock(row, grace_s) if row.started_at else None
     deadline = clock.deadline if clock else None
     return {
@@ -88,6 +88,7 @@ def _question_context(
         "row": row,
         "item": item,
         "loaded": loaded,
+        "unproven": catalog.is_unproven("set", attempt.set_id, attempt.content_version),
         "q": view,
         "code": loaded.code.get(item.id) if loaded else None,
         "position": row.position,
@@ -116,7 +117,8 @@ async def start(
     A visitor who is not signed in starts as a guest with the same click (one click, not a
     guest start that only reloads the page and then a second Start). The write waits its turn
     in the queue (app.writes); the first question's clock starts when it runs, not before."""
-    loaded = catalog.get(set_id)
+    version = catalog.version_of("set", set_id)  # the attempt keeps this version to the end
+    loaded = catalog.get(set_id, version)
     if loaded is None:
         raise NotFound(f"No challenge set {set_id!r}.")
     clock = clock_of(request)
@@ -127,7 +129,7 @@ async def start(
         multiplier = learner.time_accommodation.multiplier
         opened = max(now, clock())  # the clock starts now, not when the request came
         found = attempts.start_or_resume(
-            session, learner.id, loaded.challenge_set, opened, multiplier
+            session, learner.id, loaded.challenge_set, opened, multiplier, version
         )
         return found, token
 
@@ -166,7 +168,7 @@ async def resume(
 
 def _on_removed_item(catalog: Catalog, attempt: SetAttempt) -> bool:
     """Whether the attempt stands on a question its set no longer has (skip_removed_items)."""
-    loaded = catalog.get(attempt.set_id)
+    loaded = catalog.get(attempt.set_id, attempt.content_version)
     if attempt.finished or loaded is None:
         return False
     ids = attempt.item_id_list
@@ -338,7 +340,7 @@ def _advance(
     **options: Any,
 ) -> SetAttempt:
     """Move on (or skip removed questions) with the learner's own time accommodation."""
-    loaded = catalog.get(attempt.set_id)
+    loaded = catalog.get(attempt.set_id, attempt.content_version)
     return step(
         session,
         attempt,
@@ -391,7 +393,7 @@ async def results(
         return _redirect(f"/attempts/{attempt.id}")
     reviews = []
     for row in rows:
-        found = catalog.item(attempt.set_id, row.item_id)
+        found = catalog.item(attempt.set_id, row.item_id, attempt.content_version)
         view = None
         if found is not None:
             view = rules.public_question(
@@ -417,7 +419,7 @@ async def results(
                 "key": rules.shown_key(view) if view else None,
             }
         )
-    loaded = catalog.get(attempt.set_id)
+    loaded = catalog.get(attempt.set_id, attempt.content_version)
     assert attempt.finished_at is not None
     topic = catalog.topic_of(attempt.set_id)
     # Short of the badge, practice is the way back; with it, what follows the timed set.

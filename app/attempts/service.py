@@ -61,14 +61,16 @@ def start_or_resume(
     challenge_set: ChallengeSet,
     now: datetime,
     time_multiplier: float | None = 1.0,
+    content_version: str | None = None,
 ) -> SetAttempt:
-    """Resume the user's unfinished attempt at the set, or start one and open its first item."""
+    """Resume the user's unfinished attempt at the set, or start one and open its first item
+    (the attempt keeps the set's version, by content hash, to the end)."""
     begin_write(session)
     existing = active_attempt(session, user_id, challenge_set.id)
     if existing is not None:
         return existing
     try:
-        return _start(session, user_id, challenge_set, now, time_multiplier)
+        return _start(session, user_id, challenge_set, now, time_multiplier, content_version)
     except IntegrityError:
         # A parallel request (a double click) started one first and the unique index on
         # unfinished attempts refused ours: resume theirs, which is committed by now.
@@ -85,11 +87,13 @@ def _start(
     challenge_set: ChallengeSet,
     now: datetime,
     time_multiplier: float | None,
+    content_version: str | None = None,
 ) -> SetAttempt:
     """Insert a new attempt with its questions and open the first one."""
     attempt = SetAttempt(
         user_id=user_id,
         set_id=challenge_set.id,
+        content_version=content_version,
         set_title=challenge_set.title,
         item_ids=",".join(item.id for item in challenge_set.items),
         started_at=now,
@@ -171,7 +175,7 @@ def question_for_user(
 
 def catalog_item(catalog: Catalog, attempt: SetAttempt, row: ItemAttempt) -> ItemBase:
     """Return the catalog's item for a question, or 404 if the set no longer has it."""
-    found = catalog.item(attempt.set_id, row.item_id)
+    found = catalog.item(attempt.set_id, row.item_id, attempt.content_version)
     if found is None:
         raise NotFound("This question is no longer part of the set.")
     return found[1]

@@ -11,11 +11,15 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.challenges import cheatsheet
 from app.challenges.loader import LoadedLab, LoadedSet, LoadedTopic, LoadError, load_path
 from app.challenges.schema import ChallengeSet, ItemBase
 from app.kinds import kind_of
+
+if TYPE_CHECKING:
+    from app.publishing.service import Publisher
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,8 @@ class _Contents:
     entries: dict[tuple[str, str], Entry] = field(default_factory=dict)
     topic_of_set: dict[str, str] = field(default_factory=dict)
     labs: dict[str, LoadedLab] = field(default_factory=dict)
+    hashes: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, id) -> version
+    unproven: frozenset[tuple[str, str]] = frozenset()  # (kind, id) published unproven
 
     @classmethod
     def of(
@@ -179,6 +185,8 @@ class _Contents:
         files: list[str],
         loaded_topics: list[LoadedTopic] | None = None,
         loaded_labs: list[LoadedLab] | None = None,
+        hashes: dict[tuple[str, str], str] | None = None,
+        unproven: frozenset[tuple[str, str]] = frozenset(),
     ) -> _Contents:
         ordered = tuple(sorted(sets, key=lambda loaded: loaded.challenge_set.title))
         facts = tuple(SetFacts.of(loaded.challenge_set) for loaded in ordered)
@@ -189,6 +197,8 @@ class _Contents:
             for entry in (*topic.practice, *topic.explain, *topic.cards)
         }
         return cls(
+            hashes=hashes or {},
+            unproven=unproven,
             labs={loaded.lab.id: loaded for loaded in loaded_labs or []},
             topics=topics,
             topic_list=tuple(topics.values()),
@@ -212,26 +222,80 @@ class _Contents:
 
 @dataclass
 class Catalog:
-    """Valid sets by stable id plus the load errors; reloadable without a restart."""
+    """Valid sets by stable id plus the load errors; reloadable without a restart.
+
+    With a publisher (the app's), what is served passes the publish gate (app.publishing) and
+    every version served is kept: an attempt asks for the version it started on by hash.
+    Without one (the CLI, unit tests), every valid file is served as it is."""
 
     root: Path
+    publisher: Publisher | None = None
     _contents: _Contents = field(default_factory=_Contents, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # Versions served before, by (kind, id, hash): (the unit, whether published unproven).
+    _past: dict[tuple[str, str, str], tuple[object, bool]] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def load(cls, root: Path) -> Catalog:
+    def load(cls, root: Path, publisher: Publisher | None = None) -> Catalog:
         """Load every file under root; broken files are reported and skipped."""
-        catalog = cls(root=root)
+        catalog = cls(root=root, publisher=publisher)
         catalog.reload()
         return catalog
 
     def reload(self) -> None:
         """Read the folder again and swap in the result at once."""
         with self._lock:  # one reload at a time; readers see the old contents or the new
-            report = load_path(self.root, display_root=self.root.parent)
+            publisher = self.publisher
+            live = publisher.live_paths() if publisher is not None else None
+            report = load_path(self.root, display_root=self.root.parent, live=live)
+            if publisher is None:
+                self._contents = _Contents.of(
+                    report.sets, report.errors, report.files, report.topics, report.labs
+                )
+                return
+            served = publisher.publish(report)
+            self._keep_past(self._contents)
             self._contents = _Contents.of(
-                report.sets, report.errors, report.files, report.topics, report.labs
-            )
+                served.sets, report.errors, report.files, served.topics, served.labs,
+                served.hashes, frozenset(served.unproven),
+            )  # fmt: skip
+
+    def _keep_past(self, old: _Contents) -> None:
+        """Remember the versions being replaced, for the attempts that started on them."""
+        for set_id, loaded in old.sets.items():
+            digest = old.hashes.get(("set", set_id))
+            if digest is not None:
+                self._past[("set", set_id, digest)] = (loaded, ("set", set_id) in old.unproven)
+
+    def version_of(self, kind: str, unit_id: str) -> str | None:
+        """The content hash of the version served now (None: not versioned, or not served)."""
+        return self._contents.hashes.get((kind, unit_id))
+
+    def is_unproven(self, kind: str, unit_id: str, version: str | None = None) -> bool:
+        """Whether this version (default: the one served now) was published unproven."""
+        contents = self._contents
+        if version is None or contents.hashes.get((kind, unit_id)) == version:
+            return (kind, unit_id) in contents.unproven
+        found = self._stored(kind, unit_id, version)
+        return found is not None and found[1]
+
+    def _stored(self, kind: str, unit_id: str, version: str) -> tuple[object, bool] | None:
+        """A version served before, from memory or the database."""
+        key = (kind, unit_id, version)
+        if key not in self._past and self.publisher is not None:
+            found = self.publisher.version(kind, unit_id, version)
+            if found is not None:
+                self._past[key] = (found[0].loaded, found[1])
+        return self._past.get(key)
+
+    def set_version(self, set_id: str, version: str | None) -> LoadedSet | None:
+        """The set as an attempt started it: its version by hash (None: the one served now)."""
+        contents = self._contents
+        if version is None or contents.hashes.get(("set", set_id)) == version:
+            return contents.sets.get(set_id)
+        found = self._stored("set", set_id, version)
+        loaded = found[0] if found is not None else None
+        return loaded if isinstance(loaded, LoadedSet) else None
 
     @property
     def sets(self) -> dict[str, LoadedSet]:
@@ -260,8 +324,10 @@ class Catalog:
         """Return one set's facts, if it is being served."""
         return self._contents.facts_by_id.get(set_id)
 
-    def get(self, set_id: str) -> LoadedSet | None:
-        """Return the set with this stable id, if it is being served."""
+    def get(self, set_id: str, version: str | None = None) -> LoadedSet | None:
+        """Return the set with this stable id, if it is being served (or the given version)."""
+        if version is not None:
+            return self.set_version(set_id, version)
         return self._contents.sets.get(set_id)
 
     def topics(self) -> tuple[TopicView, ...]:
@@ -293,8 +359,14 @@ class Catalog:
         """Return an item or card by its deck (set or topic id) and id."""
         return self._contents.entries.get((deck, item_id))
 
-    def item(self, set_id: str, item_id: str) -> tuple[ChallengeSet, ItemBase] | None:
-        """Return a set and one of its items by stable ids."""
+    def item(
+        self, set_id: str, item_id: str, version: str | None = None
+    ) -> tuple[ChallengeSet, ItemBase] | None:
+        """Return a set and one of its items by stable ids (of the given version, if any)."""
+        if version is not None:
+            loaded = self.set_version(set_id, version)
+            found = loaded.challenge_set.item(item_id) if loaded is not None else None
+            return None if loaded is None or found is None else (loaded.challenge_set, found)
         contents = self._contents  # one snapshot for both lookups
         item = contents.items.get((set_id, item_id))
         return None if item is None else (contents.sets[set_id].challenge_set, item)

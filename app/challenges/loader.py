@@ -9,7 +9,7 @@ before it is loaded, so hostile content costs a second at most and the other fil
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,8 @@ class LoadedSet:
     # Where each `proof: ID` of an item is written, to report an id its topic lacks.
     proof_refs: dict[str, tuple[int, int]] = field(default_factory=dict)
     fact_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # item id -> its `fact:`
+    id_at: tuple[int, int] = (1, 1)  # where its `id:` and `topic:` values are written
+    topic_at: tuple[int, int] = (1, 1)
 
 
 @dataclass
@@ -77,6 +79,7 @@ class LoadedTopic:
     claims: list[cheatsheet.Claim] = field(default_factory=list)  # the cheat sheet's claims
     fact_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # entry id -> `fact:`
     requires_at: list[tuple[int, int]] = field(default_factory=list)  # each `requires:` entry
+    id_at: tuple[int, int] = (1, 1)  # where its `id:` value is written
 
 
 @dataclass
@@ -89,6 +92,8 @@ class LoadedLab:
     starters: dict[str, str | None] = field(default_factory=dict)
     solutions: dict[str, str] = field(default_factory=dict)
     warnings: list[LoadError] = field(default_factory=list)  # worth a look; not errors
+    id_at: tuple[int, int] = (1, 1)  # where its `id:` and `topic:` values are written
+    topic_at: tuple[int, int] = (1, 1)
 
     def starter_for_verify(self, step_id: str) -> str:
         """The code a learner opens the step with, a continuing step's being the previous
@@ -130,59 +135,44 @@ TOPIC_FILE = "topic.yaml"  # a topic's file
 LAB_FILE = "lab.yaml"  # a lab's file; every other YAML file is a challenge set
 
 
-def load_path(root: Path, display_root: Path | None = None) -> LoadReport:
-    """Load every challenge set and topic file under root; never stop at the first error."""
+def load_path(
+    root: Path, display_root: Path | None = None, live: Mapping[tuple[str, str], str] | None = None
+) -> LoadReport:
+    """Load every challenge set and topic file under root; never stop at the first error.
+
+    `live` maps (kind, id) to the file of the version being served: where two files claim one
+    id, that file keeps it and the new one is refused (else the first by path keeps it)."""
     report = LoadReport()
-    seen_ids: dict[str, str] = {}
-    seen_topics: dict[str, str] = {}
-    seen_labs: dict[str, str] = {}
+    claimed: dict[tuple[str, str], list[LoadedSet | LoadedTopic | LoadedLab]] = {}
     broken_topic = False
     for path in challenge_files(root):
         shown = _display(path, display_root)
         report.files.append(shown)
+        loaded: LoadedSet | LoadedTopic | LoadedLab | None
         if path.name == LAB_FILE:
-            lab, errors = load_lab_file(path, shown)
-            report.errors.extend(errors)
-            if lab is not None and lab.lab.id in seen_labs:
-                where = seen_labs[lab.lab.id]
-                report.errors.append(
-                    LoadError(shown, 1, 1, f"lab id {lab.lab.id!r} is already used by {where}")
-                )
-            elif lab is not None:
-                seen_labs[lab.lab.id] = shown
-                report.labs.append(lab)
-                report.warnings.extend(lab.warnings)
-            continue
-        if path.name == TOPIC_FILE:
-            topic, errors = load_topic_file(path, shown)
-            report.errors.extend(errors)
-            if topic is None:
-                broken_topic = True
-                continue
-            if topic.topic.id in seen_topics:
-                where = seen_topics[topic.topic.id]
-                report.errors.append(
-                    LoadError(
-                        shown, 1, 1, f"topic id {topic.topic.id!r} is already used by {where}"
-                    )
-                )
-                continue
-            seen_topics[topic.topic.id] = shown
-            report.topics.append(topic)
-            continue
-        loaded, errors = load_file(path, shown)
+            loaded, errors = load_lab_file(path, shown)
+        elif path.name == TOPIC_FILE:
+            loaded, errors = load_topic_file(path, shown)
+            broken_topic = broken_topic or loaded is None
+        else:
+            loaded, errors = load_file(path, shown)
         report.errors.extend(errors)
-        if loaded is None:
-            continue
-        set_id = loaded.challenge_set.id
-        if set_id in seen_ids:
-            report.errors.append(
-                LoadError(shown, 1, 1, f"set id {set_id!r} is already used by {seen_ids[set_id]}")
-            )
-            continue
-        seen_ids[set_id] = shown
-        report.sets.append(loaded)
-        report.warnings.extend(loaded.warnings)
+        if loaded is not None:
+            claimed.setdefault(_unit_key(loaded), []).append(loaded)
+    for (kind, unit_id), claimants in claimed.items():
+        keeper = _keeper(claimants, (live or {}).get((kind, unit_id)))
+        for other in claimants:
+            if other is not keeper:
+                report.errors.append(_taken(kind, unit_id, other, keeper, live))
+        if isinstance(keeper, LoadedLab):
+            report.labs.append(keeper)
+            report.warnings.extend(keeper.warnings)
+        elif isinstance(keeper, LoadedTopic):
+            report.topics.append(keeper)
+        else:
+            report.sets.append(keeper)
+            report.warnings.extend(keeper.warnings)
+    seen_ids = {loaded.challenge_set.id: loaded.path for loaded in report.sets}
     # A topic's own items are looked up under the topic's id, a set's under the set's: one
     # name for two decks would make an item's address ambiguous.
     for topic in list(report.topics):
@@ -191,19 +181,81 @@ def load_path(root: Path, display_root: Path | None = None) -> LoadReport:
             report.errors.append(
                 LoadError(
                     topic.path,
-                    1,
-                    1,
+                    *topic.id_at,
                     f"topic id {topic.topic.id!r} is also the id of the "
                     f"set in {where}: give the topic another id",
                 )
             )
             report.topics.remove(topic)
+    if not broken_topic:  # a broken topic file may be the one named: its own errors come first
+        report.errors.extend(_unknown_topics(report))
     report.errors.extend(_set_proof_ref_errors(report, broken_topic))
     report.errors.extend(_requires_errors(report.topics, broken_topic))
     report.warnings.extend(_duplicate_facts(report))
     report.errors.sort()
     report.warnings.sort()
     return report
+
+
+def _unit_key(loaded: LoadedSet | LoadedTopic | LoadedLab) -> tuple[str, str]:
+    if isinstance(loaded, LoadedLab):
+        return "lab", loaded.lab.id
+    if isinstance(loaded, LoadedTopic):
+        return "topic", loaded.topic.id
+    return "set", loaded.challenge_set.id
+
+
+def _keeper(
+    claimants: list[LoadedSet | LoadedTopic | LoadedLab], live_path: str | None
+) -> LoadedSet | LoadedTopic | LoadedLab:
+    """The file that keeps an id: the one being served, else the first by path."""
+    return next((one for one in claimants if one.path == live_path), claimants[0])
+
+
+def _taken(
+    kind: str,
+    unit_id: str,
+    other: LoadedSet | LoadedTopic | LoadedLab,
+    keeper: LoadedSet | LoadedTopic | LoadedLab,
+    live: Mapping[tuple[str, str], str] | None,
+) -> LoadError:
+    """The error of a file refused because another holds its id, at its `id:`."""
+    if live is not None and live.get((kind, unit_id)) == keeper.path:
+        why = f"{keeper.path} holds it and is being served; this file is new"
+    else:
+        why = f"{keeper.path} holds it too, and comes first by path"
+    return LoadError(
+        other.path,
+        *other.id_at,
+        f"{kind} id {unit_id!r} is already taken: {why}. This file is refused: give it another id",
+    )
+
+
+def _unknown_topics(report: LoadReport) -> list[LoadError]:
+    """A set's or lab's `topic:` must name a topic file (by id or title), unless it says it
+    starts a topic of its own: a typo would otherwise make a new public topic."""
+    topics = _topics_by_name(report.topics)
+    names = sorted({*(t.topic.id for t in report.topics), *(t.topic.title for t in report.topics)})
+    errors: list[LoadError] = []
+    named: list[LoadedSet | LoadedLab] = [*report.sets, *report.labs]
+    for loaded in named:
+        unit = loaded.challenge_set if isinstance(loaded, LoadedSet) else loaded.lab
+        if unit.own_topic or unit.topic in topics or unit.topic.casefold() in topics:
+            continue
+        close = difflib.get_close_matches(unit.topic, names, n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        errors.append(
+            LoadError(
+                loaded.path,
+                *loaded.topic_at,
+                f"topic {unit.topic!r} names no topic.yaml{hint} (a new topic of its own "
+                "needs `own_topic: true`)",
+            )
+        )
+    failed = {error.path for error in errors}
+    report.sets = [one for one in report.sets if one.path not in failed]
+    report.labs = [one for one in report.labs if one.path not in failed]
+    return errors
 
 
 def _read_document(path: Path, shown: str) -> tuple[CommentedMap | None, str, list[LoadError]]:
@@ -264,8 +316,9 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
         for where, message in claim_checks.item_warnings(item, _nproc(item))
     ]
     loaded = LoadedSet(
-        challenge_set, shown, code, fixed_code, warnings, proof_code, proof_refs, fact_at
-    )
+        challenge_set, shown, code, fixed_code, warnings, proof_code, proof_refs, fact_at,
+        _value_position(document, ("id",)), _value_position(document, ("topic",)),
+    )  # fmt: skip
     return loaded, []
 
 
@@ -279,7 +332,7 @@ def load_topic_file(path: Path, shown: str) -> tuple[LoadedTopic | None, list[Lo
     except ValidationError as error:
         return None, _schema_errors(shown, document, error, Topic)
     errors = _external_image_errors(shown, text, document, topic)
-    loaded = LoadedTopic(topic, shown, topic.cheat_sheet)
+    loaded = LoadedTopic(topic, shown, topic.cheat_sheet, id_at=_value_position(document, ("id",)))
     if topic.cheat_sheet_file is not None:
         cheat_sheet, problem = _read_beside(path, topic.cheat_sheet_file, "cheat_sheet_file")
         if problem is not None:
@@ -482,7 +535,8 @@ def load_lab_file(path: Path, shown: str) -> tuple[LoadedLab | None, list[LoadEr
     except ValidationError as error:
         return None, _schema_errors(shown, document, error, Lab)
     errors = _external_image_errors(shown, text, document, lab)
-    loaded = LoadedLab(lab, shown)
+    loaded = LoadedLab(lab, shown, id_at=_value_position(document, ("id",)))
+    loaded.topic_at = _value_position(document, ("topic",))
     for index, step in enumerate(lab.steps):
         for field_name, inline, named in (
             ("starter", step.starter, step.starter_file),

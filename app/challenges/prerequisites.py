@@ -43,10 +43,8 @@ def problems(
         if one.required not in known and not unknown_ok:
             close = difflib.get_close_matches(one.required, list(known), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            found.append(
-                Problem(one.path, one.line, one.column, f"requires {one.required!r}: no topic "
-                        f"has that id{hint}")  # fmt: skip
-            )
+            message = f"requires {one.required!r}: no topic has that id{hint}"
+            found.append(Problem(one.path, one.line, one.column, message))
     edges: dict[str, list[Requirement]] = {}
     for one in requirements:
         if one.required in known:
@@ -55,10 +53,8 @@ def problems(
         loop = " -> ".join([*cycle, cycle[0]])
         for topic, following in zip(cycle, [*cycle[1:], cycle[0]], strict=True):
             place = next(r for r in edges[topic] if r.required == following)
-            found.append(
-                Problem(place.path, place.line, place.column,
-                        f"requires {following!r} makes a cycle: {loop}")  # fmt: skip
-            )
+            message = f"requires {following!r} makes a cycle: {loop}"
+            found.append(Problem(place.path, place.line, place.column, message))
     return found
 
 

@@ -62,5 +62,6 @@ async def set_page(request: Request, set_id: SlugId, catalog: CatalogDep, user: 
             "total_seconds": facts.total_seconds,
             "difficulty_mix": facts.difficulty_mix,
             "standing": standing,
+            "unproven": catalog.is_unproven("set", set_id),
         },
     )

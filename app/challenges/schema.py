@@ -91,7 +91,12 @@ class ChallengeSet(Strict):
         min_length=1,
         max_length=100,
         description="The topic the set belongs to: the id (or title) of a topic.yaml, e.g. ddp. "
-        "A name no topic file has makes a topic of its own with just its sets.",
+        "A name no topic file has is an error (a typo), unless `own_topic: true`.",
+    )
+    own_topic: bool = Field(
+        default=False,
+        description="true: this set starts a topic of its own, named by `topic:`, that no "
+        "topic.yaml defines (yet): a topic page with just the sets and labs naming it.",
     )
     description: str = Field(min_length=1, description="One paragraph about the set (Markdown).")
     badge: Badge = Field(description="Earned by answering every item correctly.")

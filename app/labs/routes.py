@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -49,6 +50,7 @@ from app.errors import BadRequest, Conflict, NotFound, TooManyRequests, Unavaila
 from app.executor_client import ExecutorBusy, ExecutorClient, ExecutorUnavailable
 from app.kinds import order
 from app.labs import service as labs
+from app.labs import status_words
 from app.labs.live import Frames, LiveRuns, RunLog, StopOutcome
 from app.labs.models import LabRun
 from app.labs.schema import LabStep
@@ -121,8 +123,19 @@ async def lab_page(
     return request.app.state.templates.TemplateResponse(
         request,
         "lab.html",
-        {"loaded": loaded, "topic": topic, "suggestion": suggestion, **progress},
+        {"loaded": loaded, **_way_on(catalog, lab_id), "suggestion": suggestion, **progress},
     )
+
+
+def _way_on(catalog: Catalog, lab_id: str) -> dict[str, Any]:
+    """The lab's topic and its next lab (after it the course path's suggestion leads on)."""
+    topic = catalog.topic_of_lab(lab_id)
+    if topic is None:
+        return {"topic": None, "next_lab": None}
+    ids = [loaded.lab.id for loaded in topic.labs]
+    place = ids.index(lab_id) if lab_id in ids else len(ids)
+    next_lab = topic.labs[place + 1] if place + 1 < len(ids) else None
+    return {"topic": topic, "next_lab": next_lab}
 
 
 def _step_context(
@@ -164,7 +177,9 @@ async def step_page(
     context = await run_reads(session, _step_context, session, user.id, loaded, index, step)
     state = context["state"]
     failed = state.failed_runs if state else 0
-    may_see_solution = failed >= SHOW_SOLUTION_AFTER or bool(state and state.passed_at)
+    passed = bool(state and state.passed_at)
+    solution_after = solution_threshold(step)
+    may_see_solution = failed >= solution_after or passed
     questions = [
         {
             "question": question,
@@ -192,12 +207,21 @@ async def step_page(
             "following": steps[index + 1] if index + 1 < len(steps) else None,
             "questions": questions,
             "failed": failed,
+            # Hint k shows after k failed runs of the learner's own code (all once passed).
+            "hints": step.hints if passed else step.hints[:failed],
             "may_see_solution": may_see_solution,
             "solution": loaded.solutions[step.id] if show_solution and may_see_solution else None,
-            "show_solution_after": SHOW_SOLUTION_AFTER,
+            "show_solution_after": solution_after,
             "topic": catalog.topic_of_lab(lab_id),
+            "words": status_words,
+            "script_words": status_words.for_script(),
         },
     )
+
+
+def solution_threshold(step: LabStep) -> int:
+    """Failed runs before "Show solution" is offered: every hint comes first."""
+    return max(SHOW_SOLUTION_AFTER, len(step.hints) + 1)
 
 
 @router.post("/labs/{lab_id}/steps/{step_id}/draft", dependencies=[CsrfDep])
@@ -278,9 +302,10 @@ async def start_run(
     loaded = _lab(catalog, lab_id)
     index, step = _step(loaded, step_id)
     _check_code(code, settings.lab_code_max_chars)
-    if nproc not in step.launch.choices:
-        raise BadRequest(f"This step runs with {', '.join(map(str, step.launch.choices))} ranks.")
-    await run_reads(session, _step_context, session, user.id, loaded, index, step)  # unlocked?
+    if nproc not in step.rank_choices:
+        raise BadRequest(f"This step runs with {', '.join(map(str, step.rank_choices))} ranks.")
+    context = await run_reads(session, _step_context, session, user.id, loaded, index, step)
+    start = labs.starting_code(loaded, step, context["states"])
     refused = await run_in_threadpool(_sandboxed, executor)
     if refused is not None:
         return _refuse(request, 503, refused)
@@ -293,8 +318,9 @@ async def start_run(
     assert run.id is not None
     order = run_request(step, code, use_cache=False).model_copy(update={"nproc": nproc})
     engine = request.app.state.engine
+    counts = not labs.as_it_is(code, start)
     await _live_runs(request).start(
-        run.id, user.id, lambda live: _drive(live, executor, order, step, run, engine)
+        run.id, user.id, lambda live: _drive(live, executor, order, step, run, engine, counts)
     )
     events = f"/labs/runs/{run.id}/events"
     if wants_json(request):
@@ -332,16 +358,22 @@ async def _drive(
     step: LabStep,
     run: LabRun,
     engine: Any,
+    counts: bool = True,
 ) -> None:
-    """Relay the executor's events to the run's readers, then judge and record the run."""
+    """Relay the executor's events to the run's readers, then judge and record the run (a
+    failed run counts towards hints and the solution only when `counts`)."""
     result: RunResult | None = None
     status = "unavailable"
+    printed: dict[int, dict[str, str]] = {}  # what each rank printed, kept if Stop comes
+    started = time.monotonic()
     try:
         waited = 0.0
         while True:
             try:
                 async for event in executor.astream(order):
                     if isinstance(event, OutputEvent):
+                        streams = printed.setdefault(event.rank, {"stdout": "", "stderr": ""})
+                        streams[event.stream] += event.text  # bounded by the executor's cut
                         await live.add("output", event.model_dump(mode="json"))
                     else:
                         result = event
@@ -364,15 +396,31 @@ async def _drive(
     finally:
         checks = evaluate(step.checks, result) if result is not None else []
         passed = result is not None and all(check.passed for check in checks)
-        shown = [{"says": c.says, "passed": c.passed, "problems": c.problems} for c in checks]
-        finished = labs.Finished(
-            status, result.model_dump(mode="json") if result else None, shown, passed
-        )
+        shown = [
+            {"says": c.says, "passed": c.passed, "problems": c.problems, "diff": c.diff}
+            for c in checks
+        ]
+        kept = result.model_dump(mode="json") if result else None
+        if status == "stopped" and kept is None and printed:
+            kept = _stopped_result(printed, time.monotonic() - started)
+        finished = labs.Finished(status, kept, shown, passed, counts)
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(_record, engine, run, finished, step)
             if status == "stopped":
-                await live.add("stopped", {"message": "Stopped: every rank was killed."})
+                message = "Stopped by you: every rank was killed; what it printed stays above."
+                await live.add("stopped", {"message": message})
             await live.add("checks", {"checks": shown, "passed": passed})
+
+
+def _stopped_result(printed: dict[int, dict[str, str]], seconds: float) -> dict[str, Any]:
+    """What a stopped run is kept as: each rank's output so far (a reload shows it, as the
+    page did), in the shape of a result, with "stopped" for the run and its ranks."""
+    ranks = [
+        {"rank": rank, "status": "stopped", "stdout": streams["stdout"],
+         "stderr": streams["stderr"], "truncated": False, "stuck": None}
+        for rank, streams in sorted(printed.items())
+    ]  # fmt: skip
+    return {"status": "stopped", "duration_ms": round(seconds * 1000), "ranks": ranks}
 
 
 def _record(engine: Any, run: LabRun, finished: labs.Finished, step: LabStep) -> None:

@@ -5,6 +5,8 @@ optional graded questions. Pure: the standard library and pydantic only.
 
 from __future__ import annotations
 
+import re
+
 from pydantic import Field, field_validator, model_validator
 
 from app.challenges.base import SLUG, Launch, Outcome, Strict
@@ -12,6 +14,25 @@ from app.kinds import Item
 from app.kinds.numeric import runs_on_verify
 
 MAX_STEPS = 20
+MAX_RANKS = 8
+_WORD_COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                "eight": 8}  # fmt: skip
+# "4 ranks", "four ranks", "--nproc_per_node=4": how a question names a rank count.
+_NAMED_RANKS = re.compile(
+    r"\b(\d+|one|two|three|four|five|six|seven|eight)\s+ranks\b|nproc_per_node[= ](\d+)",
+    re.IGNORECASE,
+)
+
+
+def ranks_named(text: str) -> set[int]:
+    """The rank counts a question's text names ("with 4 ranks"), within 1 to MAX_RANKS."""
+    found = set()
+    for words, flag in _NAMED_RANKS.findall(text):
+        count = words or flag
+        number = int(count) if count.isdigit() else _WORD_COUNTS[count.casefold()]
+        if 1 <= number <= MAX_RANKS:
+            found.add(number)
+    return found
 
 
 class LabLaunch(Launch):
@@ -81,6 +102,15 @@ class LabStep(Strict):
         default=None,
         description="Shown to the learner when a GPU idea is shown on CPU ranks (Markdown).",
     )
+    # Left out of dumps (exclude), as an option's `pin` is: a hint changes no proof, so adding
+    # one keeps the step's content hash, and verify's record of it, as they were.
+    hints: list[str] = Field(
+        default_factory=list,
+        max_length=5,
+        exclude=True,
+        description="Hints, from gentle to nearly the answer (Markdown): one more is shown after "
+        "each run that fails the checks, and the solution is offered only after the last.",
+    )
 
     @model_validator(mode="after")
     def _sources(self) -> LabStep:
@@ -101,13 +131,30 @@ class LabStep(Strict):
             )
         return self
 
+    @property
+    def rank_choices(self) -> list[int]:
+        """The rank counts the picker offers: the launch's choices, plus every count a
+        question of the step names (a question about 4 ranks can be tried on 4 ranks)."""
+        named = {count for question in self.questions for count in ranks_named(question.prompt)}
+        return sorted(set(self.launch.choices) | named)
+
 
 class Lab(Strict):
     """A guided practical (a lab.yaml): ordered steps run across real ranks."""
 
     id: str = Field(pattern=SLUG, max_length=100, description="Stable id; progress refers to it.")
     title: str = Field(min_length=1, max_length=120, description="Shown on the topic page.")
-    topic: str = Field(min_length=1, max_length=100, description="The topic's id (or title).")
+    topic: str = Field(
+        min_length=1,
+        max_length=100,
+        description="The topic's id (or title); a name no topic.yaml has is an error, unless "
+        "`own_topic: true`.",
+    )
+    own_topic: bool = Field(
+        default=False,
+        description="true: this lab starts a topic of its own, named by `topic:`, that no "
+        "topic.yaml defines (yet).",
+    )
     summary: str = Field(min_length=1, description="What the lab builds (Markdown).")
     steps: list[LabStep] = Field(min_length=1, max_length=MAX_STEPS, description="In order.")
 

@@ -56,6 +56,22 @@ def opening_code(loaded: LoadedLab, step: LabStep, found: dict[str, LabStepState
     return opening_code(loaded, loaded.lab.steps[index - 1], found)
 
 
+def starting_code(loaded: LoadedLab, step: LabStep, found: dict[str, LabStepState]) -> str:
+    """The code the step opens with before the learner edits it: its starter, or (a continuing
+    step) the learner's code from the step before."""
+    return opening_code(loaded, step, {k: v for k, v in found.items() if k != step.id})
+
+
+def as_it_is(code: str, start: str) -> bool:
+    """Whether `code` is the step's starting code unchanged: line endings (a browser posts a
+    textarea's lines with CRLF) and trailing blanks aside."""
+    return _lines(code) == _lines(start)
+
+
+def _lines(code: str) -> list[str]:
+    return [line.rstrip() for line in code.rstrip().splitlines()]
+
+
 def _state(session: Session, user_id: int, lab_id: str, step_id: str, now: datetime):
     begin_write(session)
     query = select(LabStepState).where(
@@ -131,13 +147,16 @@ class Finished:
     result: dict[str, object] | None
     checks: list[dict[str, object]]
     passed: bool
+    # False for a run of the code the step opened with ("press Run once as it is"): failing
+    # its checks is what the step expects, not a try towards "Show solution".
+    counts: bool = True
 
 
 def finish_run(
     session: Session, run: LabRun, finished: Finished, step: LabStep, now: datetime
 ) -> None:
     """Record a run's end; passing checks may pass the step (with its questions), a failed
-    run counts towards showing the solution. Commit."""
+    run of the learner's own code counts towards hints and the solution. Commit."""
     begin_write(session)
     session.execute(
         update(LabRun)
@@ -153,7 +172,7 @@ def finish_run(
     state = _state(session, run.user_id, run.lab_id, run.step_id, now)
     if finished.passed:
         state.checks_passed_at = state.checks_passed_at or now
-    elif finished.status not in ("stopped", "unavailable", "rejected"):
+    elif finished.counts and finished.status not in ("stopped", "unavailable", "rejected"):
         state.failed_runs += 1
     _maybe_pass(session, state, step, now)
     session.commit()

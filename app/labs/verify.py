@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from app.challenges.loader import LoadedLab
 from app.executor_client import ExecutorClient
+from app.labs.explain import Problem, explain
 from app.labs.schema import LabCheck, LabStep
 from app.runs.service import gpus_needed
 from app.verification.batch import ExecutorFacts
@@ -16,13 +17,17 @@ from app.verification.rules import Verdict, run_mismatches
 from app.verification.service import observe
 from executor.contract import RunResult, RunStatus
 
+# Said when the judge and the words disagree (a claim explain does not word): never silent.
+NOT_SHOWN = "The run does not show what this check asks for yet."
+
 
 @dataclass(frozen=True)
 class CheckResult:
     """One check on one run: passed, or why not."""
 
     says: str
-    problems: list[str]
+    problems: list[str]  # in plain words (app.labs.explain)
+    diff: list[str] = field(default_factory=list)  # a short line diff, where one helps
 
     @property
     def passed(self) -> bool:
@@ -31,11 +36,18 @@ class CheckResult:
 
 
 def evaluate(checks: list[LabCheck], result: RunResult) -> list[CheckResult]:
-    """Judge a run against a step's checks, one by one (what the learner is shown too)."""
-    if result.status in (RunStatus.REJECTED, RunStatus.INTERNAL_ERROR):
-        refused = f"the run did not start: {result.message or result.status.value}"
-        return [CheckResult(check.says, [refused]) for check in checks]
-    return [CheckResult(check.says, run_mismatches(check.expect, result)) for check in checks]
+    """Judge a run against a step's checks, one by one (what the learner is shown too): the
+    verdict is verify's own (run_mismatches), the words app.labs.explain's."""
+    judged = []
+    for check in checks:
+        refused = result.status in (RunStatus.REJECTED, RunStatus.INTERNAL_ERROR)
+        if not refused and not run_mismatches(check.expect, result):
+            judged.append(CheckResult(check.says, []))
+            continue
+        problems = explain(check.expect, result) or [Problem(NOT_SHOWN)]
+        diff = next((problem.diff for problem in problems if problem.diff), [])
+        judged.append(CheckResult(check.says, [problem.text for problem in problems], diff))
+    return judged
 
 
 @dataclass

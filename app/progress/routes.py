@@ -36,7 +36,7 @@ async def progress_page(page: Page) -> HTMLResponse:
     for attempt in sorted(history, key=lambda a: a.finished_at or a.started_at):
         if attempt.badge_earned and attempt.set_id not in seen:
             seen.add(attempt.set_id)
-            loaded = page.catalog.get(attempt.set_id)
+            loaded = page.catalog.get(attempt.set_id, attempt.content_version)
             badges.append(
                 {"attempt": attempt, "badge": loaded.challenge_set.badge if loaded else None}
             )

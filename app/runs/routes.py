@@ -28,7 +28,7 @@ def run_snippet(
 ) -> StreamingResponse:
     """Run it: stream each rank's output (SSE) once the question is closed, then the result."""
     attempt, row, item = asked.attempt, asked.row, asked.item
-    loaded = catalog.get(attempt.set_id)
+    loaded = catalog.get(attempt.set_id, attempt.content_version)
     if not isinstance(item, EXECUTABLE_KINDS) or loaded is None:
         raise NotFound("This question has no snippet to run.")
     if not row.status.closed:

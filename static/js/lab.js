@@ -1,7 +1,9 @@
-// A lab step: Run posts the code, then follows the run's events (SSE; the browser resumes a
-// dropped stream with Last-Event-ID) into one pane per rank; Stop kills the run; the code is
-// saved as a draft while you type. Without JavaScript the form still posts and the page shows
-// the last run when reloaded.
+// A lab step: Run posts the code (the server keeps it as the draft), then follows the run's
+// events (SSE; the browser resumes a dropped stream with Last-Event-ID) into one bounded pane
+// per rank. When the run ends, the judged parts of the page (checks, hints and solution, the
+// step's state) are fetched and swapped in place: no reload, so focus stays in the editor and
+// what the ranks printed stays, Stop included. Reset asks first, in a <dialog>. Without
+// JavaScript the form still posts and the page shows the last run when reloaded.
 (() => {
   const form = document.querySelector("form.lab-run");
   if (!form) return;
@@ -12,11 +14,14 @@
   const state = form.querySelector("[data-testid=run-state]");
   const panes = document.querySelector("[data-testid=rank-panes]");
   const summary = document.querySelector("[data-testid=run-summary]");
-  const checks = document.querySelector("[data-testid=checks]");
+  const words = JSON.parse(form.dataset.words || "{}");
+  const runWords = (status) => (words.run && words.run[status]) || status.replace(/_/g, " ");
+  const rankWords = (status) => (words.rank && words.rank[status]) || status.replace(/_/g, " ");
   let source = null;
   let runId = null;
-  // idle on a fresh page; running while a run goes on; reloading once it has ended (the page
-  // reloads to show the judged checks, the step's state and the way on).
+  let stopped = false;
+  // idle on a fresh page and between runs; running while a run goes on; judging while the
+  // page fetches the judged checks once it has ended.
   form.dataset.state = "idle";
 
   const post = (url, body) =>
@@ -39,6 +44,9 @@
     timer = setTimeout(saveDraft, 600);
   });
 
+  // The editor itself (CodeMirror's content), or the plain textarea without the bundle.
+  const editorElement = () => form.querySelector(".cm-content") || code;
+
   const pane = (rank) => {
     let box = panes.querySelector(`[data-testid="rank-${rank}"]`);
     if (!box) {
@@ -46,10 +54,15 @@
       box.className = "rank";
       box.dataset.testid = `rank-${rank}`;
       box.innerHTML =
-        '<header><strong></strong> <span class="pill" data-testid="rank-status">running</span></header>' +
+        '<header><strong></strong> <span class="pill" data-testid="rank-status"></span></header>' +
         '<pre class="out" tabindex="0"></pre><pre class="err" tabindex="0" hidden></pre>' +
-        '<p class="stuck" hidden></p>';
+        '<p class="cut" hidden></p><p class="stuck" hidden></p>';
       box.querySelector("strong").textContent = `rank ${rank}`;
+      box.querySelector("[data-testid=rank-status]").textContent = rankWords("running");
+      box.querySelector("pre.out").setAttribute("aria-label", `rank ${rank} output`);
+      box.querySelector("pre.err").setAttribute("aria-label", `rank ${rank} errors`);
+      box.querySelector("p.cut").dataset.testid = `cut-${rank}`;
+      box.querySelector("p.stuck").dataset.testid = `stuck-${rank}`;
       const boxes = [...panes.children];
       const after = boxes.find((other) => Number(other.dataset.testid.slice(5)) > rank);
       panes.insertBefore(box, after || null);
@@ -57,34 +70,40 @@
     return box;
   };
 
-  const showChecks = (list) => {
-    checks.replaceChildren(
-      ...list.map((check) => {
-        const item = document.createElement("li");
-        item.className = check.passed ? "passed" : "failed";
-        item.dataset.testid = "check";
-        item.dataset.passed = check.passed ? "yes" : "no";
-        const title = document.createElement("strong");
-        title.textContent = `${check.passed ? "✓" : "✗"} ${check.says}`;
-        item.append(title);
-        for (const problem of check.problems) {
-          const detail = document.createElement("small");
-          detail.textContent = problem;
-          item.append(document.createElement("br"), detail);
-        }
-        return item;
-      }),
-    );
+  // A pane follows its output while the reader is at its bottom, and leaves them be when they
+  // have scrolled up to read.
+  const append = (out, text) => {
+    const atBottom = out.scrollHeight - out.scrollTop - out.clientHeight < 8;
+    out.textContent += text;
+    if (atBottom) out.scrollTop = out.scrollHeight;
   };
 
-  const finish = (reload) => {
+  // Swap in the parts of the step page that judging changes (checks, hints and solution, the
+  // step's state), fetched fresh: the editor, the panes and the focus are left alone.
+  const refresh = async () => {
+    const response = await fetch(window.location.pathname, {
+      credentials: "same-origin",
+      headers: { Accept: "text/html" },
+    });
+    if (!response.ok) return;
+    const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+    for (const part of document.querySelectorAll("[data-live]")) {
+      const replacement = fresh.querySelector(`[data-live="${part.dataset.live}"]`);
+      if (replacement) part.replaceWith(document.importNode(replacement, true));
+    }
+  };
+
+  const finish = async (judged) => {
     if (source) source.close();
     source = null;
     stopButton.disabled = true;
-    if (reload) {
-      form.dataset.state = "reloading"; // Run stays disabled until the page is back
-      window.location.reload();
-      return;
+    if (judged) {
+      form.dataset.state = "judging"; // Run stays disabled until the judged page parts are in
+      try {
+        await refresh();
+      } catch (error) {
+        state.textContent = "The checks could not be shown: reload the page to see them.";
+      }
     }
     form.dataset.state = "idle";
     runButton.disabled = false;
@@ -98,20 +117,30 @@
       const box = pane(data.rank);
       const out = box.querySelector(data.stream === "stderr" ? "pre.err" : "pre.out");
       out.hidden = false;
-      out.textContent += data.text;
+      append(out, data.text);
+      if (state.textContent !== "Running…") state.textContent = "Running…";
     });
     source.addEventListener("result", (event) => {
       const result = JSON.parse(event.data);
       for (const rank of result.ranks) {
-        pane(rank.rank).querySelector("[data-testid=rank-status]").textContent = rank.status;
-        const stuck = pane(rank.rank).querySelector("p.stuck");
-        if (stuck) {
-          stuck.textContent = window.stuckAt ? window.stuckAt(rank.stuck) : "";
-          stuck.hidden = !stuck.textContent;
-        }
+        const box = pane(rank.rank);
+        box.querySelector("[data-testid=rank-status]").textContent = rankWords(rank.status);
+        // The final result is authoritative (a cached run streams nothing before it).
+        const out = box.querySelector("pre.out");
+        if (rank.stdout && out.textContent !== rank.stdout) out.textContent = rank.stdout;
+        const err = box.querySelector("pre.err");
+        if (rank.stderr && err.textContent !== rank.stderr) err.textContent = rank.stderr;
+        err.hidden = !err.textContent;
+        const cut = box.querySelector("p.cut");
+        cut.textContent = rank.truncated ? words.cut : "";
+        cut.hidden = !rank.truncated;
+        const stuck = box.querySelector("p.stuck");
+        stuck.textContent = window.stuckAt ? window.stuckAt(rank.stuck) : "";
+        stuck.hidden = !stuck.textContent;
       }
-      summary.textContent = `Run ${result.status}, ${result.duration_ms} ms.`;
-      state.textContent = "";
+      const count = result.ranks.length;
+      summary.textContent = `Last run: ${runWords(result.status)}, ${result.duration_ms} ms, ${count} rank${count === 1 ? "" : "s"}.`;
+      state.textContent = "Judging the checks…";
     });
     source.addEventListener("unavailable", (event) => {
       state.textContent = JSON.parse(event.data).message;
@@ -119,13 +148,17 @@
     source.addEventListener("queued", (event) => {
       state.textContent = JSON.parse(event.data).message;
     });
-    source.addEventListener("output", () => {
-      if (state.textContent !== "Running…") state.textContent = "Running…";
-    });
     source.addEventListener("stopped", (event) => {
+      stopped = true;
+      for (const status of panes.querySelectorAll("[data-testid=rank-status]")) {
+        status.textContent = rankWords("stopped");
+      }
+      summary.textContent = `Last run: ${runWords("stopped")}.`;
       state.textContent = JSON.parse(event.data).message;
     });
-    source.addEventListener("checks", (event) => showChecks(JSON.parse(event.data).checks));
+    source.addEventListener("checks", () => {
+      if (!stopped && state.textContent === "Judging the checks…") state.textContent = "";
+    });
     source.addEventListener("end", () => finish(true));
   };
 
@@ -134,8 +167,12 @@
     if (form.dataset.state !== "idle") return; // one run at a time
     form.dataset.state = "running";
     clearTimeout(timer);
+    // Run is disabled while the run goes on: a click on it must not strand the focus there.
+    const refocus = document.activeElement === runButton;
     runButton.disabled = true;
     runButton.setAttribute("aria-busy", "true");
+    if (refocus) editorElement().focus();
+    stopped = false;
     state.textContent = "Starting…";
     panes.replaceChildren();
     summary.textContent = "";
@@ -156,6 +193,17 @@
     if (runId === null) return;
     stopButton.disabled = true;
     state.textContent = "Stopping…";
+    editorElement().focus();
     await post(`/labs/runs/${runId}/stop`, new FormData());
   });
+
+  // Reset replaces the learner's code: it asks first. Cancel (or Escape) changes nothing.
+  const resetButton = document.querySelector("[data-reset]");
+  const dialog = document.getElementById("reset-dialog");
+  if (resetButton && dialog && typeof dialog.showModal === "function") {
+    resetButton.addEventListener("click", () => dialog.showModal());
+    dialog.querySelector("[data-cancel]").addEventListener("click", () => dialog.close());
+    dialog.addEventListener("close", () => resetButton.focus());
+    dialog.querySelector("form").addEventListener("submit", () => clearTimeout(timer));
+  }
 })();

@@ -204,9 +204,17 @@ def lab_step_run(page: Page) -> None:
     lab_step(page)
     page.get_by_test_id("run").click()
     expect(page.get_by_test_id("rank-1").locator("pre.out")).to_contain_text("hello")
-    # The page reloads once the run is judged (the form is idle again after it).
+    # The judged checks are swapped in once the run ends (the form is idle again after it).
     expect(page.locator("form.lab-run")).to_have_attribute("data-state", "idle", timeout=30_000)
     expect(page.get_by_test_id("check").first).to_have_attribute("data-passed", "no")
+    expect(page.get_by_test_id("check-problem").first).to_contain_text("should print")
+
+
+def lab_step_reset(page: Page) -> None:
+    """The same step with Reset's confirm dialog open."""
+    lab_step(page)
+    page.get_by_test_id("reset").click()
+    expect(page.get_by_role("dialog", name="Reset this step?")).to_be_visible()
 
 
 PAGES: list[tuple[str, str | Callable[[Page], None]]] = [
@@ -237,6 +245,7 @@ PAGES: list[tuple[str, str | Callable[[Page], None]]] = [
     ("lab", "/labs/hello-ranks"),
     ("lab step, editor", lab_step),
     ("lab step, after a run", lab_step_run),
+    ("lab step, reset dialog", lab_step_reset),
 ]
 
 

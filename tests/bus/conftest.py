@@ -254,6 +254,7 @@ def serve_process(sqlite_url: str, queue_url: str, content: Path, log: Path) -> 
         "RANKLAB_CHALLENGES_DIR": str(content),
         "RANKLAB_SECRET_KEY": "test-secret",
         "RANKLAB_ENVIRONMENT": "test",
+        "RANKLAB_CONTENT_GATE": "valid",  # test content has no proofs (as in make_settings)
     }
     command = [sys.executable, "-m", "app.cli", "serve", "--no-executor", "--port", str(port)]
     with log.open("wb") as output:

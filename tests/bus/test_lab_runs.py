@@ -157,7 +157,7 @@ def test_a_run_started_on_one_app_is_followed_on_another_to_its_end_across_a_rec
     assert frames[5]["data"]["passed"] is True, frames[5]
     # Every app relays the same log, and the step page on either shows the recorded run.
     assert browser.events(f"{a}{events}") == frames
-    assert "Last run: ok" in browser.page(b, STEP)
+    assert "Last run: finished" in browser.page(b, STEP)
     # Once the log has expired from Redis the run is replayed from its record.
     client = redis.Redis.from_url(queue_url)
     client.delete(*client.keys("ranklab:lab:*"))
@@ -180,7 +180,9 @@ def test_a_run_driven_by_one_app_is_stopped_from_another(
     wait_for(lambda: runner.killed == 1, 10, "the agent to kill the run's ranks")
     frames = browser.events(f"{b}{events}")
     assert _names(frames)[-3:] == ["stopped", "checks", "end"]
-    assert frames[-3]["data"]["message"] == "Stopped: every rank was killed."
+    assert frames[-3]["data"]["message"] == (
+        "Stopped by you: every rank was killed; what it printed stays above."
+    )
     assert "Last run: stopped" in browser.page(a, STEP)  # recorded by the app that drove it
     assert browser.stop(b, run_id).status_code == 409  # it has ended
     assert browser.stop(a, run_id).status_code == 409
@@ -252,7 +254,7 @@ def test_a_reader_is_told_the_run_was_cut_off_when_the_app_driving_it_dies(
         "This run was cut off: the server running it stopped. Run it again."
     )
     _stopped_by_cancel(queue_url, started.json()["run_id"], runner)  # not left running
-    assert "Last run: unavailable" in browser.page(b, STEP)  # the row is recorded as ended
+    assert "Last run: could not run" in browser.page(b, STEP)  # the row is recorded as ended
     assert browser.run(b, HELLO).status_code == 201  # and no longer blocks a new run
 
 

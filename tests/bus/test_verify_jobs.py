@@ -42,6 +42,7 @@ SET_YAML = """\
 id: bus-verify
 title: Verified on the bus
 topic: Collectives
+own_topic: true
 description: Two items the scripted agent plays.
 badge: {name: Verifier}
 items:

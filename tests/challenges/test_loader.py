@@ -118,4 +118,19 @@ def test_reusing_a_set_id_in_another_file_is_an_error(content: Path):
     shutil.copy(content / "basics" / "set.yaml", content / "copy.yaml")
     report = load_path(content, display_root=content.parent)
     assert sorted(loaded.challenge_set.id for loaded in report.sets) == ["test-basics", "test-runs"]
-    assert len(report.errors) == 1 and "already used by" in str(report.errors[0])
+    assert [str(error) for error in report.errors] == [
+        "challenges/copy.yaml:3:5: set id 'test-basics' is already taken: "
+        "challenges/basics/set.yaml holds it too, and comes first by path. This file is "
+        "refused: give it another id"
+    ]
+
+
+def test_a_set_id_taken_is_refused_at_the_file_not_served_before(content: Path):
+    """The file being served keeps its id, even where the new one comes first by path."""
+    shutil.copy(content / "basics" / "set.yaml", content / "aaa.yaml")
+    live = {("set", "test-basics"): "challenges/basics/set.yaml"}
+    report = load_path(content, display_root=content.parent, live=live)
+    kept = next(one for one in report.sets if one.challenge_set.id == "test-basics")
+    assert kept.path == "challenges/basics/set.yaml"
+    assert [(error.path, error.line) for error in report.errors] == [("challenges/aaa.yaml", 3)]
+    assert "challenges/basics/set.yaml holds it and is being served" in report.errors[0].message

@@ -33,7 +33,7 @@ def test_a_topic_requires_another_by_id(two_topics: Path) -> None:
     catalog = Catalog.load(two_topics)
     assert catalog.errors == []
     assert catalog.topic("drill").requires == ("basics",)  # type: ignore[union-attr]
-    assert [topic.id for topic in catalog.topics()][0] == "basics"
+    assert next(topic.id for topic in catalog.topics()) == "basics"
 
 
 def test_an_unknown_required_id_is_an_error_at_its_line_with_a_suggestion(

@@ -45,13 +45,19 @@ def test_a_topic_gathers_its_sets_cards_items_and_cheat_sheet(content: Path) -> 
     assert catalog.topic_of("modes-drill") == topic
 
 
-def test_a_set_finds_its_topic_by_title_and_an_unknown_topic_is_its_own(content: Path) -> None:
+def test_a_set_finds_its_topic_by_title_and_one_that_says_so_starts_its_own(
+    content: Path,
+) -> None:
     edit(content / "drill" / "set.yaml", "topic: drill", "topic: DRILL TOPIC")
     other = content / "other"
     shutil.copytree(content / "drill", other)
     (other / "topic.yaml").unlink()
     edit(other / "set.yaml", "id: modes-drill", "id: lonely-set")
-    edit(other / "set.yaml", "topic: DRILL TOPIC", "topic: Pipeline parallelism")
+    edit(
+        other / "set.yaml",
+        "topic: DRILL TOPIC",
+        "topic: Pipeline parallelism\nown_topic: true",
+    )
     catalog = Catalog.load(content)
     assert catalog.errors == []
     assert [f.set.id for f in catalog.topic("drill").sets] == ["modes-drill"]  # type: ignore[union-attr]
@@ -108,7 +114,7 @@ def test_a_topic_id_shared_with_a_set_or_another_topic_is_an_error(content: Path
     shutil.copy(content / "drill" / "topic.yaml", twin / "topic.yaml")
     report = load_path(content)
     assert len(report.topics) == 1
-    assert any("topic id 'drill' is already used" in str(e) for e in report.errors)
+    assert any("topic id 'drill' is already taken" in str(e) for e in report.errors)
     edit(twin / "topic.yaml", "id: drill", "id: modes-drill")
     report = load_path(content)
     assert [t.topic.id for t in report.topics] == ["drill"]

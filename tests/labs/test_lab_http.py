@@ -107,17 +107,48 @@ def test_a_step_runs_on_real_ranks_fails_then_passes_and_unlocks_the_next(learne
     assert "hello from rank {rank} of {world}" in step2  # continues from the learner's code
 
 
-def test_drafts_reset_and_the_solution_after_two_failed_runs(learner: Learner):
+def test_drafts_reset_and_hints_escalate_before_the_solution(learner: Learner):
     learner.get(STEP1)
     assert learner.post(f"{STEP1}/draft", {"code": "print('mine')\n"}).status_code == 204
     assert "print(&#39;mine&#39;)" in learner.get(STEP1).text
     assert 'data-testid="show-solution"' not in learner.get(STEP1).text
-    for _ in range(2):
+    # The step has two hints: one more after each failed run, then the solution.
+    shown = []
+    for _ in range(3):
         events(learner, run(learner, STEP1, "print('mine')\n").json()["events"])
+        page = learner.get(STEP1).text
+        shown.append((page.count('data-testid="lab-hint"'), 'data-testid="show-solution"' in page))
+    assert shown == [(1, False), (2, False), (2, True)]
     page = learner.get(f"{STEP1}?show_solution=1").text
     assert 'data-testid="solution"' in page and "WORLD_SIZE" in page
     learner.post(f"{STEP1}/reset")
     assert "print(&#39;mine&#39;)" not in learner.get(STEP1).text
+
+
+def test_a_run_of_the_starter_as_it_is_does_not_count_as_a_failure(learner: Learner):
+    starter = 'import os\nprint("hello")\n'
+    # "Press Run once as it is", and once more as a browser posts it (CRLF line endings).
+    for code in (starter, starter.replace("\n", "\r\n")):
+        started = run(learner, STEP1, code)
+        judged = [payload for _, name, payload in events(learner, started.json()["events"])
+                  if name == "checks"]  # fmt: skip
+        assert [payload["passed"] for payload in judged] == [False]
+    page = learner.get(STEP1).text
+    assert 'data-testid="lab-hint"' not in page and 'data-testid="help-next"' not in page
+    events(learner, run(learner, STEP1, starter + "# mine\n").json()["events"])
+    assert learner.get(STEP1).text.count('data-testid="lab-hint"') == 1  # own code counts
+
+
+def test_a_failed_check_is_said_in_plain_words_on_the_page(learner: Learner):
+    started = run(learner, STEP1, 'print("hello")\n')
+    checks = events(learner, started.json()["events"])[-2][2]["checks"]
+    assert checks[0]["problems"][0] == (
+        "rank 0 should print a line like `hello from rank <n> of <n>` (<n> stands for a "
+        "number); it printed `hello`."
+    )
+    page = learner.get(STEP1).text
+    assert "should print a line like <code>hello from rank &lt;n&gt; of &lt;n&gt;</code>" in page
+    assert "\\d+" not in page and "stdout_regex" not in page
 
 
 def test_limits_refuse_clearly(learner: Learner, app_factory, sqlite_url, content):
@@ -179,7 +210,7 @@ def test_another_learners_run_is_not_theirs_to_read_or_stop(learner: Learner, ap
             f"/labs/runs/{started.json()['run_id']}/stop", headers={"X-CSRF-Token": other.csrf}
         )
         assert stop.status_code == 404
-    assert re.search(r"Last run: ok", learner.get(STEP1).text)
+    assert re.search(r"Last run: finished", learner.get(STEP1).text)
 
 
 def test_hostile_lab_code_is_contained(learner: Learner, secret_dir: Path):
@@ -231,3 +262,33 @@ def test_a_run_that_hangs_shows_where_each_rank_was_stuck(app_factory, sqlite_ur
         page = person.get(STEP1).text  # the panes of the last run, as the page shows them
     assert "Stuck at line 4, waiting in dist.all_reduce when the time limit stopped it." in page
     assert "Stuck at line 6, waiting in dist.barrier when the time limit stopped it." in page
+
+
+def test_a_finished_lab_says_what_was_learned_and_leads_on(app_factory, sqlite_url, content):
+    from datetime import UTC, datetime
+
+    from sqlmodel import Session, select
+
+    from app.accounts.models import User
+    from app.labs.models import LabStepState
+
+    app = app_factory(sqlite_url, executor=FakeExecutor(), challenges_dir=content)
+    with TestClient(app) as client:
+        person = Learner(client)
+        person.start_as_guest()
+        assert 'data-testid="lab-done"' not in person.get("/labs/hello-ranks").text
+        now = datetime(2026, 1, 1, tzinfo=UTC)
+        with Session(app.state.engine) as session:
+            (user_id,) = session.exec(select(User.id)).all()
+            assert user_id is not None
+            times = {"updated_at": now, "checks_passed_at": now, "passed_at": now}
+            for step in ("print-rank", "all-reduce"):  # both steps passed
+                session.add(
+                    LabStepState(user_id=user_id, lab_id="hello-ranks", step_id=step, **times)
+                )
+            session.commit()
+        page = person.get("/labs/hello-ranks").text
+    assert 'data-testid="lab-done"' in page and "What you learned" in page
+    learned = page[page.index('data-testid="lab-learned"') :]
+    assert "Every rank says hello" in learned and "Add the ranks up" in learned
+    assert '<a href="/topics/collectives" role="button" data-testid="lab-topic">' in page

@@ -120,3 +120,25 @@ def test_a_step_that_needs_gpus_is_reported_not_run(lab_dir: Path) -> None:
     report = lab_verify.verify_step(client, loaded, step, ExecutorFacts(0, 60.0))
     assert report.verdict is Verdict.NEEDS_GPUS
     assert report.problems == ["needs 2 GPU(s); the executor has 0"]
+
+
+def test_the_rank_picker_offers_every_count_a_question_asks_about() -> None:
+    from app.labs.schema import LabStep, ranks_named
+
+    assert ranks_named("You run it with 4 ranks; then Four ranks; --nproc_per_node=8") == {4, 8}
+    assert ranks_named("rank 3 prints; 12 ranks; ranks") == set()  # a rank, or out of range
+    step = LabStep.model_validate(
+        {
+            "id": "s", "title": "S", "instructions": "Run it.", "starter": "x = 1\n",
+            "solution": "x = 2\n", "launch": {"nproc": 3},
+            "checks": [{"says": "It ends", "expect": {"hangs": False}}],
+            "questions": [{
+                "id": "q", "kind": "numeric", "category": "Conceptual",
+                "difficulty": "beginner", "title": "Four", "answer": 6,
+                "prompt": "You run the same script with 4 ranks. What does rank 3 print?",
+                "explanation": "0 + 1 + 2 + 3.",
+            }],
+        }
+    )  # fmt: skip
+    assert step.launch.choices == [3]
+    assert step.rank_choices == [3, 4]

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import text as text_sql
 
 from app.accounts.models import Role
+from app.db import make_engine
 from tests.conftest import TEST_CHALLENGES
 from tests.support.accounts import sign_up
 from tests.support.fake_executor import FakeExecutor
@@ -100,10 +102,29 @@ def test_without_an_executor_the_preview_says_runs_are_unavailable(instructor, e
     assert "Runs are unavailable right now" in page and "verify-set" not in page
 
 
-def test_a_learner_on_a_question_an_edit_removed_moves_on(instructor, folder):
+def test_a_learner_on_a_question_an_edit_removed_finishes_it_on_their_version(instructor, folder):
     attempt = instructor.start("test-basics")
     instructor.answer(attempt, 1, "B")
     instructor.next(attempt)  # now on the numeric question
+    set_file = folder / "basics" / "set.yaml"
+    text = set_file.read_text()
+    set_file.write_text(text[: text.index("  - id: speedup")])
+    instructor.post("/staff/content/reload")
+    page = instructor.get(attempt)  # their version still has it: nothing disappears
+    assert page.url.path == f"{attempt}/q/2" and "Speed-up" in page.text
+    assert instructor.get("/sets/test-basics").text.count("1 questions") == 1  # v2 for new ones
+
+
+def test_an_attempt_from_before_versions_on_a_removed_question_moves_on(
+    instructor, folder, sqlite_url
+):
+    attempt = instructor.start("test-basics")
+    instructor.answer(attempt, 1, "B")
+    instructor.next(attempt)  # now on the numeric question
+    engine = make_engine(sqlite_url)
+    with engine.begin() as connection:  # started before versions were kept: no version
+        connection.execute(text_sql("UPDATE set_attempt SET content_version = NULL"))
+    engine.dispose()
     set_file = folder / "basics" / "set.yaml"
     text = set_file.read_text()
     set_file.write_text(text[: text.index("  - id: speedup")])

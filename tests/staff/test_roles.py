@@ -21,6 +21,7 @@ INSTRUCTOR_PAGES = [
 ]
 INSTRUCTOR_POSTS = [
     "/staff/content/reload",
+    "/staff/content/publish",
     "/staff/sets/test-runs/verify",
     "/staff/sets/test-runs/items/all-reduce/verify",
 ]
@@ -70,6 +71,7 @@ def test_every_staff_route_is_covered_by_these_tests(app):
     known = {
         "GET /staff/content",
         "POST /staff/content/reload",
+        "POST /staff/content/publish",
         "GET /staff/sets/{set_id}/preview",
         "POST /staff/sets/{set_id}/verify",
         "GET /staff/sets/{set_id}/verify",

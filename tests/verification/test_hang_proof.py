@@ -22,6 +22,7 @@ SET = """\
 id: hang-proofs
 title: Hang proofs
 topic: Verification
+own_topic: true
 description: A deadlock and a slow loop of collectives, both claimed to hang.
 badge: {name: Stuck}
 items:

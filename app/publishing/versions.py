@@ -1,0 +1,143 @@
+"""A unit's version: the content needed to serve a set, topic or lab again, and its hash.
+
+The payload holds everything learners see plus the snippets (a set's code, fixes and proofs; a
+topic's cheat sheet and proofs; a lab's starters and solutions), as JSON. The hash covers the
+payload but not the file's path: a file moved unchanged is the same version.
+
+Pure: the standard library and the loader's types.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from app.challenges import cheatsheet
+from app.challenges.loader import LoadedLab, LoadedSet, LoadedTopic
+from app.challenges.schema import ChallengeSet, Topic
+from app.labs.schema import Lab
+
+Kind = Literal["set", "topic", "lab"]
+Loaded = LoadedSet | LoadedTopic | LoadedLab
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One loaded unit as a version: its kind, id, path, payload and content hash."""
+
+    kind: Kind
+    id: str
+    path: str
+    payload: dict[str, Any]
+    hash: str
+    loaded: Loaded
+
+
+def _positions(positions: dict[str, tuple[int, int]]) -> dict[str, list[int]]:
+    return {key: list(value) for key, value in positions.items()}
+
+
+def payload_of(loaded: Loaded) -> tuple[Kind, str, dict[str, Any]]:
+    """The kind, id and JSON-ready content of a loaded unit."""
+    if isinstance(loaded, LoadedSet):
+        return (
+            "set",
+            loaded.challenge_set.id,
+            {
+                "set": loaded.challenge_set.model_dump(mode="json"),
+                "code": loaded.code,
+                "fixed_code": loaded.fixed_code,
+                "proof_code": loaded.proof_code,
+                "proof_refs": _positions(loaded.proof_refs),
+                "fact_at": _positions(loaded.fact_at),
+            },
+        )
+    if isinstance(loaded, LoadedTopic):
+        return (
+            "topic",
+            loaded.topic.id,
+            {
+                "topic": loaded.topic.model_dump(mode="json"),
+                "cheat_sheet": loaded.cheat_sheet,
+                "proof_code": loaded.proof_code,
+                "entry_proof_code": loaded.entry_proof_code,
+                "fact_at": _positions(loaded.fact_at),
+            },
+        )
+    return (
+        "lab",
+        loaded.lab.id,
+        {
+            "lab": loaded.lab.model_dump(mode="json"),
+            "starters": loaded.starters,
+            "solutions": loaded.solutions,
+        },
+    )
+
+
+def hash_of(payload: dict[str, Any]) -> str:
+    """The content hash of a payload (sha256 of its canonical JSON)."""
+    dump = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(dump.encode()).hexdigest()
+
+
+def unit_of(loaded: Loaded) -> Unit:
+    """A loaded set, topic or lab as a version."""
+    kind, unit_id, payload = payload_of(loaded)
+    return Unit(kind, unit_id, loaded.path, payload, hash_of(payload), loaded)
+
+
+def _tuples(positions: dict[str, list[int]]) -> dict[str, tuple[int, int]]:
+    return {key: (value[0], value[1]) for key, value in positions.items()}
+
+
+def loaded_of(kind: str, path: str, payload: dict[str, Any]) -> Loaded:
+    """Rebuild a loaded unit from a stored payload (the inverse of payload_of)."""
+    if kind == "set":
+        return LoadedSet(
+            ChallengeSet.model_validate(payload["set"]),
+            path,
+            dict(payload["code"]),
+            dict(payload["fixed_code"]),
+            [],
+            dict(payload["proof_code"]),
+            _tuples(payload["proof_refs"]),
+            _tuples(payload["fact_at"]),
+        )
+    if kind == "topic":
+        topic = LoadedTopic(
+            Topic.model_validate(payload["topic"]),
+            path,
+            payload["cheat_sheet"],
+            dict(payload["proof_code"]),
+            dict(payload["entry_proof_code"]),
+            fact_at=_tuples(payload["fact_at"]),
+        )
+        if topic.cheat_sheet is not None:
+            topic.claims, _problems = cheatsheet.claims(topic.cheat_sheet)
+        return topic
+    if kind == "lab":
+        return LoadedLab(
+            Lab.model_validate(payload["lab"]), path, payload["starters"], payload["solutions"]
+        )
+    raise ValueError(f"unknown content kind {kind!r}")
+
+
+def stored(kind: str, path: str, text: str) -> Unit:
+    """A stored version read back: the unit it was, with its hash computed again."""
+    payload = json.loads(text)
+    loaded = loaded_of(kind, path, payload)
+    unit_kind: Kind = "set" if kind == "set" else "topic" if kind == "topic" else "lab"
+    return Unit(unit_kind, payload_id(kind, payload), path, payload, hash_of(payload), loaded)
+
+
+def payload_id(kind: str, payload: dict[str, Any]) -> str:
+    """The unit id a payload holds."""
+    return str(payload[kind]["id"])
+
+
+def dump(payload: dict[str, Any]) -> str:
+    """A payload as the JSON text stored with its version."""
+    return json.dumps(payload, sort_keys=True, ensure_ascii=False)

@@ -3,7 +3,7 @@
 Logs written before this revision have no such state (NULL) and cannot be undone.
 
 Revision ID: c4a2d9e1b7f3
-Revises: ad1f66a9ec23
+Revises: 5a7e0c1d9b42
 Create Date: 2026-11-27 03:45:00.000000
 """
 
@@ -15,7 +15,7 @@ from alembic import op
 import app.db
 
 revision: str = "c4a2d9e1b7f3"
-down_revision: str | None = "ad1f66a9ec23"
+down_revision: str | None = "5a7e0c1d9b42"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

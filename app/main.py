@@ -40,6 +40,7 @@ from app.labs import routes as lab_routes
 from app.labs.live import LiveRuns, MemoryLiveRuns
 from app.labs.live_redis import RedisLiveRuns
 from app.lessons import routes as lesson_routes
+from app.modes import cards as card_routes
 from app.modes import routes as mode_routes
 from app.progress import routes as progress_routes
 from app.publishing.service import Publisher
@@ -112,6 +113,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         run_routes,
         analytics_routes,
         mode_routes,
+        card_routes,
         lab_routes,
         lesson_routes,
         metrics,

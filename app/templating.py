@@ -93,6 +93,12 @@ def markdown(text: str | None) -> Markup:
     return Markup(_markdown().render(text or ""))
 
 
+def markdown_inline(text: str | None) -> Markup:
+    """Render one line of Markdown (a title) to safe HTML without a paragraph around it:
+    `code` and **bold** as they are meant, never raw backticks."""
+    return Markup(_markdown().renderInline(text or ""))
+
+
 # What pages render: markdown() is a pure function of the text, so a page view reuses the HTML
 # of the last view of the same text (bounded: a content reload adds texts, old ones age out).
 _markdown_once = lru_cache(maxsize=4096)(markdown)
@@ -269,6 +275,7 @@ def build_templates(auto_reload: bool = False) -> Jinja2Templates:
     templates.env.auto_reload = auto_reload
     templates.env.filters.update(
         markdown=_markdown_once,
+        inline=lru_cache(maxsize=4096)(markdown_inline),
         highlight=highlight,
         duration=duration,
         when=when,

@@ -1,7 +1,7 @@
 """lesson progress: each learner's predictions in a topic's lesson and its passed check
 
 Revision ID: 3c5a9e1d7b20
-Revises: ad1f66a9ec23
+Revises: c4a2d9e1b7f3
 Create Date: 2026-11-27 03:40:00.000000
 """
 
@@ -14,7 +14,7 @@ from alembic import op
 import app.db
 
 revision: str = "3c5a9e1d7b20"
-down_revision: str | None = "ad1f66a9ec23"
+down_revision: str | None = "c4a2d9e1b7f3"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -39,7 +39,6 @@ from app.modes import MODES
 from app.modes import service as modes
 from app.modes.models import ModeAnswer
 from app.review import service as review
-from app.review.scheduling import Grade
 
 router = APIRouter()
 AnswerField = Annotated[list[str] | None, Form()]
@@ -245,87 +244,6 @@ def practice_answer(
     row = modes.record_answer(session, user.id, entry, "practice", answer, correct, now, hinted)
     query = urlencode({"last": row.id, **({"hint": 1} if hinted else {})})
     url = f"/topics/{topic.id}/practice/{entry.deck}/{entry.item.id}?{query}"
-    return signed_in(request, _redirect(url), token, settings)
-
-
-# Flashcards ----------------------------------------------------------------------------------
-
-
-@router.get("/topics/{topic_id}/flashcards", response_class=HTMLResponse)
-async def flashcards(
-    request: Request,
-    topic_id: SlugId,
-    catalog: CatalogDep,
-    user: OptionalUser,
-    session: SessionDep,
-    settings: SettingsDep,
-    now: NowDep,
-    last: Annotated[str | None, Query(max_length=100)] = None,
-):
-    """The next card: due ones first, then new ones up to the daily limit. Space flips it, keys
-    1-4 grade it (Again, Hard, Good, Easy)."""
-    topic = _topic(catalog, topic_id)
-    if not topic.cards:
-        raise NotFound("This topic has no flashcards yet.")
-    if user is not None and user.id is not None:
-        deck, graded = await run_reads(
-            session, _deck_and_graded, session, catalog, user.id, topic, now,
-            settings.new_cards_per_day, last,
-        )  # fmt: skip
-    else:  # a visitor: every card is new; grading the first signs them in as a guest
-        deck = modes.Deck([], list(topic.cards[: settings.new_cards_per_day]), len(topic.cards))
-        graded = None
-    return _render(
-        request,
-        "flashcards.html",
-        {
-            "topic": topic,
-            "deck": deck,
-            "card": deck.next,
-            "graded": graded,
-            "grades": list(Grade),
-            "now": now,
-        },
-    )
-
-
-def _deck_and_graded(
-    session: Session,
-    catalog: Catalog,
-    user_id: int,
-    topic: TopicView,
-    now: datetime,
-    new_per_day: int,
-    last: str | None,
-) -> tuple[modes.Deck, dict[str, object] | None]:
-    """The learner's deck now, and the card they just graded with its next due date."""
-    deck = modes.deck(session, user_id, topic, now, new_per_day)
-    entry = catalog.entry(topic.id, last) if last is not None else None
-    card = modes.card_of(session, user_id, entry) if entry and entry.is_card else None
-    return deck, ({"entry": entry, "card": card} if card else None)
-
-
-@router.post("/topics/{topic_id}/flashcards/{card_id}/grade", dependencies=[CsrfDep])
-def grade_flashcard(
-    request: Request,
-    topic_id: SlugId,
-    card_id: SlugId,
-    catalog: CatalogDep,
-    user: OptionalUser,
-    session: SessionDep,
-    settings: SettingsDep,
-    now: NowDep,
-    grade: Annotated[int, Form(ge=1, le=4, description="1 Again, 2 Hard, 3 Good, 4 Easy.")],
-) -> Response:
-    """Grade a card (FSRS schedules its next review; every review is logged)."""
-    topic = _topic(catalog, topic_id)
-    entry = _entry(catalog, topic.id, card_id, topic)
-    if not entry.is_card:
-        raise NotFound(f"No flashcard {card_id!r}.")
-    user, token = learner_or_guest(request, session, user, settings, now)
-    assert user.id is not None
-    review.grade(session, user.id, modes.card_key(entry), Grade(grade), "flashcards", now)
-    url = f"/topics/{topic.id}/flashcards?{urlencode({'last': entry.item.id})}"
     return signed_in(request, _redirect(url), token, settings)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, time, timedelta
 
 from sqlalchemy import func, update
@@ -233,40 +233,74 @@ def best_quiz(session: Session, user_id: int, topic_id: str) -> tuple[int, int] 
 
 @dataclass(frozen=True)
 class Deck:
-    """Where a learner stands with a topic's flashcards now."""
+    """Where a learner stands with flashcards now (one topic's, or every topic's)."""
 
     due: list[Entry]  # most overdue first
     new: list[Entry]  # never seen, within today's new-card limit
     unseen: int  # never seen, whatever the limit
+    # When the soonest card not due yet comes back (a card in a learning step after "Again").
+    comes_back: datetime | None = None
+    pinned: Entry | None = None  # shown first whatever its place (the card of an undone grade)
 
     @property
     def next(self) -> Entry | None:
         """The card to show now: a due one first, then a new one."""
+        if self.pinned is not None:
+            return self.pinned
         waiting = self.due or self.new
         return waiting[0] if waiting else None
+
+    def first(self, key: str | None) -> Deck:
+        """The deck with the card "<deck>/<id>" shown first, if it is waiting (after an undo)."""
+        waiting = (e for e in (*self.due, *self.new) if f"{e.deck}/{e.item.id}" == key)
+        picked = next(waiting, None)
+        return self if picked is None else replace(self, pinned=picked)
 
 
 def deck(session: Session, user_id: int, topic: TopicView, now: datetime, new_per_day: int) -> Deck:
     """The topic's due cards and today's new ones, no fact twice: a due card's fact is not
     asked again by another due card, and a new card whose fact the learner already studies
-    (under another card) is not new to them."""
-    by_id = {entry.item.id: entry for entry in topic.cards}
-    today = review.reviewed_since(session, user_id, CardSource.FLASHCARD, _midnight(now), topic.id)
-    asked = _facts_asked(by_id.get(row.card_id) for row in today)
-    due_rows = review.due_cards(session, user_id, now + LEARN_AHEAD, CardSource.FLASHCARD, topic.id)
+    (under another card) is not new to them. A card in a learning step is not due before its
+    step is over: "Again" brings it back after a minute, behind the cards due before it."""
+    return _deck(session, user_id, topic.cards, now, new_per_day, topic.id)
+
+
+def daily_queue(
+    session: Session, user_id: int, catalog: Catalog, now: datetime, new_per_day: int
+) -> Deck:
+    """Every topic's flashcards in one queue: the due ones, most overdue first, then new ones
+    in course order up to the day's new-card limit (counted over every deck)."""
+    cards = [entry for topic in catalog.topics() for entry in topic.cards]
+    return _deck(session, user_id, cards, now, new_per_day, None)
+
+
+def _deck(
+    session: Session,
+    user_id: int,
+    cards: Sequence[Entry],
+    now: datetime,
+    new_per_day: int,
+    topic_id: str | None,
+) -> Deck:
+    by_key = {(entry.deck, entry.item.id): entry for entry in cards}
+    today = review.reviewed_since(session, user_id, CardSource.FLASHCARD, _midnight(now), topic_id)
+    asked = _facts_asked(by_key.get((row.deck_id, row.card_id)) for row in today)
+    due_rows = review.due_cards(session, user_id, now, CardSource.FLASHCARD, topic_id, 1000)
     due = rules.one_per_fact(
         rules.not_asked_elsewhere(
-            (by_id[row.card_id] for row in due_rows if row.card_id in by_id), asked
+            (by_key[key] for row in due_rows if (key := (row.deck_id, row.card_id)) in by_key),
+            asked,
         )
     )
-    known = review.known_cards(session, user_id, CardSource.FLASHCARD, topic.id)
-    studied = (rules.fact_of(by_id[card]) for card in known if card in by_id)
+    known = review.known_card_keys(session, user_id, CardSource.FLASHCARD, topic_id)
+    studied = (rules.fact_of(by_key[key]) for key in known if key in by_key)
     unseen = rules.one_per_fact(
-        (entry for entry in topic.cards if entry.item.id not in known),
+        (entry for entry in cards if (entry.deck, entry.item.id) not in known),
         asked=[fact for fact in studied if fact is not None],
     )
-    left = max(0, new_per_day - review.new_cards_today(session, user_id, topic.id, now))
-    return Deck(due, unseen[:left], len(unseen))
+    left = max(0, new_per_day - review.new_cards_today(session, user_id, topic_id, now))
+    later = review.next_due(session, user_id, now, CardSource.FLASHCARD, topic_id)
+    return Deck(due, unseen[:left], len(unseen), later.due if later else None)
 
 
 def card_of(session: Session, user_id: int, entry: Entry) -> ReviewCard | None:

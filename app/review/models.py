@@ -55,3 +55,12 @@ class ReviewLog(SQLModel, table=True):
     reviewed_at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
     due_before: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
     due_after: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
+    # The card's state before this review, so that the learner's last grade can be undone
+    # exactly; created_card: this review created the card (undo deletes it: new again).
+    # Logs from before these columns existed have none and cannot be undone.
+    state_before: int | None = Field(default=None)
+    step_before: int | None = Field(default=None)
+    stability_before: float | None = Field(default=None)
+    difficulty_before: float | None = Field(default=None)
+    last_review_before: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    created_card: bool = Field(default=False)

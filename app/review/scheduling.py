@@ -6,14 +6,18 @@ RankLab stores, so that every review is reproducible from the stored state and t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import IntEnum
 
 from fsrs import Card, Rating, Scheduler, State
 
-# One scheduler for the whole app: FSRS-6's published default parameters, 90% target recall.
-SCHEDULER = Scheduler(desired_retention=0.9)
+# One scheduler for the whole app: FSRS-6's published default parameters, 90% target recall,
+# learning steps of 1 and 10 minutes (relearning: 10 minutes). No fuzz: py-fsrs draws it from the
+# process-wide random(), so the interval a grade button shows would not be the one it gives, and
+# a review could not be replayed from its stored state.
+SCHEDULER = Scheduler(desired_retention=0.9, enable_fuzzing=False)
 
 
 class Grade(IntEnum):
@@ -69,6 +73,39 @@ def review(card: CardState, grade: Grade, now: datetime) -> CardState:
         reviewed.due,
         reviewed.last_review,
     )
+
+
+def preview(card: CardState, now: datetime) -> dict[Grade, datetime]:
+    """When the card would next be due after each grade at `now` (what its buttons show)."""
+    return {grade: review(card, grade, now).due for grade in Grade}
+
+
+def interval_label(interval: timedelta) -> str:
+    """A grade button's interval, short: "1 min", "10 min", "5 h", "4 d", "2.1 mo", "1.5 y"."""
+    seconds = max(interval.total_seconds(), 0)
+    if seconds < 3600:
+        return f"{max(1, math.ceil(seconds / 60 - 1e-9))} min"
+    if seconds < 86400:
+        return f"{round(seconds / 3600)} h"
+    days = seconds / 86400
+    if days < 30:
+        return f"{round(days)} d"
+    if days < 365:
+        return f"{days / 30:.1f} mo"
+    return f"{days / 365:.1f} y"
+
+
+def relative(moment: datetime, now: datetime) -> str:
+    """A due time in words from `now`, for pages without JavaScript: "in 4 days", "now"."""
+    seconds = (moment - now).total_seconds()
+    if seconds < 30:
+        return "now"
+    for size, unit in ((86400 * 365, "year"), (86400 * 30, "month"), (86400, "day"),
+                       (3600, "hour"), (60, "minute")):  # fmt: skip
+        if seconds >= size or unit == "minute":
+            count = max(1, round(seconds / size))
+            return f"in {count} {unit}{'s' if count != 1 else ''}"
+    raise AssertionError("unreachable")
 
 
 def grade_for_outcome(correct: bool, hinted: bool) -> Grade:

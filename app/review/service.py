@@ -31,31 +31,96 @@ def grade(
     session: Session, user_id: int, key: CardKey, grade: Grade, mode: str, now: datetime
 ) -> ReviewCard:
     """Review the learner's card for `key` with `grade` at `now`, creating it if new; commit."""
+    card, _log = grade_logged(session, user_id, key, grade, mode, now)
+    return card
+
+
+def grade_logged(
+    session: Session, user_id: int, key: CardKey, grade: Grade, mode: str, now: datetime
+) -> tuple[ReviewCard, ReviewLog]:
+    """As grade(), and also return the review's log (the one undo_last() would undo)."""
     begin_write(session)
     card = _card(session, user_id, key)
+    created = card is None
     if card is None:
-        card = _new_card(session, user_id, key, now)
-    before = CardState(card.state, card.step, card.stability, card.difficulty, card.due,
-                       card.last_review)  # fmt: skip
+        card, created = _new_card(session, user_id, key, now)
+    before = state_of(card)
     after = review(before, grade, now)
     card.state, card.step = after.state, after.step
     card.stability, card.difficulty = after.stability, after.difficulty
     card.due, card.last_review = after.due, after.last_review
     assert card.id is not None
     session.add(card)
-    session.add(
-        ReviewLog(
-            review_card_id=card.id,
-            user_id=user_id,
-            grade=int(grade),
-            mode=mode,
-            reviewed_at=now,
-            due_before=before.due,
-            due_after=after.due,
-        )
+    log = ReviewLog(
+        review_card_id=card.id,
+        user_id=user_id,
+        grade=int(grade),
+        mode=mode,
+        reviewed_at=now,
+        due_before=before.due,
+        due_after=after.due,
+        state_before=before.state,
+        step_before=before.step,
+        stability_before=before.stability,
+        difficulty_before=before.difficulty,
+        last_review_before=before.last_review,
+        created_card=created,
     )
+    session.add(log)
     session.commit()
-    return card
+    return card, log
+
+
+def state_of(card: ReviewCard) -> CardState:
+    """The scheduling state of a stored card."""
+    return CardState(card.state, card.step, card.stability, card.difficulty, card.due,
+                     card.last_review)  # fmt: skip
+
+
+def last_log(session: Session, user_id: int, mode: str) -> ReviewLog | None:
+    """The learner's latest review in this mode."""
+    query = select(ReviewLog).where(ReviewLog.user_id == user_id, ReviewLog.mode == mode)
+    return session.exec(query.order_by(col(ReviewLog.id).desc()).limit(1)).first()
+
+
+def undoable(session: Session, log: ReviewLog) -> bool:
+    """Whether this review can be undone: its learner's latest in its mode, its card's latest,
+    and written with the state before it."""
+    if log.state_before is None and not log.created_card:
+        return False
+    latest = last_log(session, log.user_id, log.mode)
+    card_latest = session.exec(
+        select(func.max(ReviewLog.id)).where(ReviewLog.review_card_id == log.review_card_id)
+    ).one()
+    return latest is not None and latest.id == log.id == card_latest
+
+
+def undo_last(session: Session, user_id: int, mode: str, log_id: int) -> CardKey:
+    """Undo the learner's review `log_id` if it is still their latest in `mode` (else a
+    LookupError; see undoable()): the card gets back exactly the state it had before (a card
+    that review created is deleted: new again) and the log is deleted; commit. Return what the
+    card stands for."""
+    begin_write(session)
+    log = session.get(ReviewLog, log_id)
+    if log is None or log.user_id != user_id or log.mode != mode or not undoable(session, log):
+        session.rollback()
+        raise LookupError("That grade can no longer be undone.")
+    card = session.get(ReviewCard, log.review_card_id)
+    assert card is not None
+    key = CardKey(card.source, card.topic, card.deck_id, card.card_id)
+    session.delete(log)
+    session.flush()
+    if log.created_card:
+        session.delete(card)
+        session.commit()
+        return key
+    assert log.state_before is not None
+    card.state, card.step = log.state_before, log.step_before
+    card.stability, card.difficulty = log.stability_before, log.difficulty_before
+    card.due, card.last_review = log.due_before, log.last_review_before
+    session.add(card)
+    session.commit()
+    return key
 
 
 def record_item_outcome(
@@ -123,6 +188,18 @@ def known_cards(session: Session, user_id: int, source: CardSource, deck_id: str
     return set(session.exec(query))
 
 
+def known_card_keys(
+    session: Session, user_id: int, source: CardSource, topic: str | None = None
+) -> set[tuple[str, str]]:
+    """(deck, id) of the cards of this source (of one topic) the learner has seen."""
+    query = select(ReviewCard.deck_id, ReviewCard.card_id).where(
+        ReviewCard.user_id == user_id, ReviewCard.source == source
+    )
+    if topic is not None:
+        query = query.where(ReviewCard.topic == topic)
+    return {(deck, card) for deck, card in session.exec(query)}
+
+
 def reviewed_since(
     session: Session, user_id: int, source: CardSource, since: datetime, topic: str | None = None
 ) -> list[ReviewCard]:
@@ -137,8 +214,9 @@ def reviewed_since(
     return list(session.exec(query))
 
 
-def new_cards_today(session: Session, user_id: int, deck_id: str, now: datetime) -> int:
-    """How many flashcards of this deck the learner first saw today (UTC): the new-card limit."""
+def new_cards_today(session: Session, user_id: int, deck_id: str | None, now: datetime) -> int:
+    """How many flashcards of this deck (None: of any deck) the learner first saw today (UTC):
+    the new-card limit."""
     midnight = datetime.combine(now.date(), time(0), tzinfo=now.tzinfo)
     query = (
         select(func.count())
@@ -146,11 +224,12 @@ def new_cards_today(session: Session, user_id: int, deck_id: str, now: datetime)
         .where(
             ReviewCard.user_id == user_id,
             ReviewCard.source == CardSource.FLASHCARD,
-            ReviewCard.deck_id == deck_id,
             col(ReviewCard.created_at) >= midnight,
             col(ReviewCard.created_at) < midnight + timedelta(days=1),
         )
     )
+    if deck_id is not None:
+        query = query.where(ReviewCard.deck_id == deck_id)
     return int(session.exec(query).one())
 
 
@@ -165,7 +244,11 @@ def _card(session: Session, user_id: int, key: CardKey) -> ReviewCard | None:
     ).first()
 
 
-def _new_card(session: Session, user_id: int, key: CardKey, now: datetime) -> ReviewCard:
+def _new_card(
+    session: Session, user_id: int, key: CardKey, now: datetime
+) -> tuple[ReviewCard, bool]:
+    """The card made for `key`, and True; or, when another request made it first, that one and
+    False (undoing this review then must not delete it)."""
     state = CardState.new(now)
     card = ReviewCard(
         user_id=user_id,
@@ -188,5 +271,22 @@ def _new_card(session: Session, user_id: int, key: CardKey, now: datetime) -> Re
         begin_write(session)
         existing = _card(session, user_id, key)
         assert existing is not None
-        return existing
-    return card
+        return existing, False
+    return card, True
+
+
+def next_due(
+    session: Session, user_id: int, after: datetime, source: CardSource, topic: str | None = None
+) -> ReviewCard | None:
+    """The learner's card of this source (of one topic) due soonest after `after`."""
+    query = select(ReviewCard).where(
+        ReviewCard.user_id == user_id, ReviewCard.source == source, ReviewCard.due > after
+    )
+    if topic is not None:
+        query = query.where(ReviewCard.topic == topic)
+    return session.exec(query.order_by(col(ReviewCard.due)).limit(1)).first()
+
+
+def card_by_id(session: Session, card_id: int) -> ReviewCard | None:
+    """A review card by its row id."""
+    return session.get(ReviewCard, card_id)

@@ -1,18 +1,54 @@
-// Flashcard keys: Space flips the card (its <details> opens or closes), 1-4 grade it.
+// Flashcard keys: Space flips the card (its <details> opens or closes), 1-4 grade it once it is
+// flipped (the buttons sit on its back), U undoes the last grade.
 // Without JavaScript the card is a <details> and the grades are buttons: everything works.
 document.addEventListener("keydown", (event) => {
-  const card = document.querySelector("[data-flashcard]");
-  if (!card || event.ctrlKey || event.metaKey || event.altKey) return;
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
   if (event.target.closest("input, textarea, select, [contenteditable]")) return;
+  if (event.key === "u" || event.key === "U") {
+    const undo = document.querySelector('[data-testid="undo"]');
+    if (undo) {
+      event.preventDefault();
+      undo.click();
+    }
+    return;
+  }
+  const card = document.querySelector("[data-flashcard]");
+  if (!card) return;
+  const back = card.querySelector("details.card-back");
   if (event.key === " " || event.code === "Space") {
     event.preventDefault(); // no scroll, and no click on a focused button
-    const back = card.querySelector("details.card-back");
     back.open = !back.open;
     return;
   }
+  if (!back.open) return; // graded only once the answer was seen
   const button = card.querySelector(`button[data-grade="${event.key}"]`);
   if (button) {
     event.preventDefault();
     button.click();
   }
 });
+
+// When a card comes back, in the learner's words and time zone: "in 4 days (Tue 1 Dec, 10:00)".
+// The server wrote the same in UTC; the <time>'s datetime attribute is the instant.
+const relativeUnits = [
+  ["year", 365 * 86400], ["month", 30 * 86400], ["day", 86400], ["hour", 3600], ["minute", 60],
+];
+function relativeWords(when, now) {
+  const seconds = (when - now) / 1000;
+  if (seconds < 30) return "now";
+  const words = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+  for (const [unit, size] of relativeUnits) {
+    if (seconds >= size || unit === "minute") {
+      return words.format(Math.max(1, Math.round(seconds / size)), unit);
+    }
+  }
+}
+for (const element of document.querySelectorAll("time[data-relative]")) {
+  const when = new Date(element.getAttribute("datetime"));
+  if (Number.isNaN(when.getTime())) continue;
+  const local = new Intl.DateTimeFormat(undefined, {
+    weekday: "short", day: "numeric", month: "short", hour: "numeric", minute: "2-digit",
+  }).format(when);
+  element.textContent = `${relativeWords(when, Date.now())} (${local})`;
+  element.title = when.toLocaleString();
+}

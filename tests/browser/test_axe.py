@@ -117,6 +117,23 @@ def flashcard_flipped(page: Page) -> None:
     expect(page.get_by_test_id("card-back")).to_have_attribute("open", "")
 
 
+def flashcard_graded(page: Page) -> None:
+    """A shipped flashcard graded: the confirmation with its undo, and the next card."""
+    flashcard_flipped(page)
+    page.keyboard.press("3")
+    expect(page.get_by_test_id("scheduled")).to_be_visible()
+
+
+def cards_queue(page: Page) -> None:
+    """The daily queue across topics, after one grade there."""
+    flashcard_graded(page)
+    page.goto("/cards")
+    expect(page.get_by_test_id("flashcard")).to_be_visible()
+    page.keyboard.press("Space")
+    page.keyboard.press("4")
+    expect(page.get_by_test_id("scheduled")).to_be_visible()
+
+
 def review_due(page: Page) -> None:
     """Review with one missed question due."""
     page.goto("/topics/drill/practice/modes-drill/world-size")
@@ -217,6 +234,8 @@ PAGES: list[tuple[str, str | Callable[[Page], None]]] = [
     ("practice, after a wrong answer", practice_wrong),
     ("flashcards, front", flashcard_front),
     ("flashcards, flipped", flashcard_flipped),
+    ("flashcards, graded", flashcard_graded),
+    ("cards, daily queue", cards_queue),
     ("review, an item due", review_due),
     ("quiz, question", quiz_question),
     ("quiz, score", quiz_score),

@@ -123,19 +123,21 @@ def test_flashcards_flip_with_space_and_grade_with_the_number_keys(page):
     page.keyboard.press("Space")
     before = datetime.now(UTC)
     page.keyboard.press("3")  # Good: FSRS's next learning step, ten minutes on
-    expect(page.get_by_test_id("scheduled")).to_contain_text("next review")
+    expect(page.get_by_test_id("scheduled")).to_contain_text("Next:")
     due = due_of(page)
     assert before + timedelta(minutes=5) < due < before + timedelta(hours=1), due
     second = card.get_attribute("data-card-id")
     assert second != first
     expect(page.get_by_test_id("deck-counts")).to_have_text("0 due · 2 new today · 2 never seen")
 
-    page.keyboard.press("1")  # Again: due within the minute, so still due in this session
-    expect(page.get_by_test_id("scheduled")).to_contain_text("next review")
+    page.keyboard.press("1")  # not flipped yet: no grade
+    expect(page.get_by_test_id("deck-counts")).to_have_text("0 due · 2 new today · 2 never seen")
+    page.keyboard.press("Space")
+    page.keyboard.press("1")  # Again: back after its one-minute step, not at once
+    expect(page.get_by_test_id("deck-counts")).to_have_text("0 due · 1 new today · 1 never seen")
     assert due_of(page) < datetime.now(UTC) + timedelta(minutes=2)
-    expect(page.get_by_test_id("deck-counts")).to_have_text("1 due · 1 new today · 1 never seen")
-    expect(card).to_have_attribute("data-card-id", second)  # due cards come first
-    expect(card.locator(".question-head")).to_contain_text("due")
+    assert card.get_attribute("data-card-id") not in (first, second)
+    expect(card.locator(".question-head")).to_contain_text("new")
 
 
 def test_a_missed_practice_question_comes_back_in_review_until_answered_right(page):
@@ -272,6 +274,7 @@ def test_the_picker_shows_every_mode_and_follows_the_learner(page):
     ]
 
     page.locator('[data-testid="mode"][data-mode="flashcards"] a').click()
+    page.get_by_test_id("flip").click()
     page.get_by_test_id("grade-3").click()
     expect(page.get_by_test_id("scheduled")).to_be_visible()
     page.goto(f"{PRACTICE}/world-size")

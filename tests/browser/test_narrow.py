@@ -78,7 +78,7 @@ def test_every_learning_mode_fits_a_390_px_screen(phone, tmp_path):
     phone.keyboard.press("Space")
     visit("flashcards, flipped")
     phone.keyboard.press("1")
-    phone.wait_for_url(re.compile(r"last="))
+    phone.wait_for_url(re.compile(r"graded="))
     visit("flashcards, graded")
     visit("review", "/review")
     visit("quiz", "/topics/ddp/quiz")

@@ -15,6 +15,7 @@ from sqlmodel import Session
 
 from app.accounts.models import User
 from app.challenges.catalog import Catalog, TopicView
+from app.config import ROOT
 from app.db import make_engine, write_session
 from app.modes import rules
 from app.modes import service as modes
@@ -141,3 +142,21 @@ def test_a_review_session_asks_a_fact_once_and_a_miss_of_the_same_item_comes_bac
         modes.review_queue(session, learner, TODAY + timedelta(hours=1), catalog)
     )
     assert ids(modes.review_queue(session, learner, TOMORROW, catalog)) == ["all-reduce-sum"]
+
+
+def test_no_shipped_quiz_asks_one_fact_twice() -> None:
+    """The shipped course: every item and card a quiz draws from names its fact, several facts
+    are asked by more than one entry, and no draw asks any fact twice."""
+    shipped = Catalog.load(ROOT / "challenges")
+    assert shipped.errors == []
+    shared = 0
+    for topic in shipped.topics():
+        pool = [*topic.practice, *topic.cards]
+        facts = [entry.item.fact for entry in pool]
+        assert None not in facts, [entry.item.id for entry in pool if entry.item.fact is None]
+        shared += len(facts) - len(set(facts))
+        for seed in range(30):
+            drawn = rules.draw_quiz(pool, modes.QUIZ_MAX, random.Random(seed))
+            asked = [entry.item.fact for entry in drawn]
+            assert len(asked) == len(set(asked)), (topic.id, seed, ids(drawn))
+    assert shared > 0  # the rule has twins to keep apart

@@ -117,7 +117,7 @@ def test_a_quiz_draws_from_items_and_cards_and_each_question_is_answered_once(
         kind = re.search(r'data-kind="(\w+)"', page)[1]  # type: ignore[index]
         choice = {"flashcard": "knew", "numeric": "1", "choice": "B"}[kind]
         response = visitor.post(f"{quiz_url}/q/{number}/answer", {"choice": choice})
-        right += verdict(response.text) == "✓ Correct"
+        right += verdict(response.text) in ("✓ Correct", "✓ You knew it")
         again = visitor.post(f"{quiz_url}/q/{number}/answer", {"choice": choice})
         assert again.status_code == 409
     score = visitor.get(quiz_url).text
@@ -125,6 +125,24 @@ def test_a_quiz_draws_from_items_and_cards_and_each_question_is_answered_once(
     assert f"Best {right}/6" in visitor.get("/topics/drill").text
     other = TestClient(visitor.client.app)
     assert other.get(quiz_url, follow_redirects=False).status_code in (303, 401)
+
+
+def shown_card(page: str) -> tuple[str, str]:
+    """The card a flashcard page shows, and the token its grade form carries."""
+    card = re.search(r'data-card-id="([^"]+)"', page)
+    token = re.search(r'name="shown" value="([0-9a-f]+)"', page)
+    assert card and token, page
+    return card[1], token[1]
+
+
+def grade_shown(person: Learner, page: str, grade: int, deck: str = "drill") -> str:
+    """Grade the card this page shows, as its buttons do; the page it leads to."""
+    card, token = shown_card(page)
+    back = re.search(r'name="back" value="([a-z]+)"', page)
+    url = f"/topics/{deck}/flashcards/{card}/grade"
+    response = person.post(url, {"grade": str(grade), "shown": token, "back": back and back[1]})
+    assert response.status_code == 200, response.text
+    return response.text
 
 
 def test_flashcards_show_due_cards_first_then_new_ones_up_to_the_daily_limit(
@@ -136,28 +154,83 @@ def test_flashcards_show_due_cards_first_then_new_ones_up_to_the_daily_limit(
         deck = "/topics/drill/flashcards"
         first = person.get(deck).text
         assert 'data-card-id="what-is-rank"' in first and "2 new today" in first
-        graded = person.post(f"{deck}/what-is-rank/grade", {"grade": "1"})  # Again: 1 min
-        assert 'data-testid="next-due"' in graded.text
-        assert 'data-card-id="what-is-rank"' in graded.text  # due again at once (learn-ahead)
-        person.post(f"{deck}/what-is-rank/grade", {"grade": "4"})  # Easy: days away
-        page = person.post(f"{deck}/what-is-world-size/grade", {"grade": "3"}).text
+        graded = grade_shown(person, first, 1)  # Again: back in a minute, not at once
+        assert 'data-testid="next-due"' in graded and "in 1 minute" in graded
+        assert 'data-card-id="what-is-world-size"' in graded
+        assert "0 due · 1 new today" in graded
+        page = grade_shown(person, graded, 3)  # Good: its next step, ten minutes on
         assert 'data-testid="deck-done"' in page  # two new today: the limit is reached
         assert "0 due · 0 new today · 1 never seen" in page
+        assert 'data-testid="comes-back"' in page and 'data-testid="study-more"' in page
+        clock.advance(60)  # its step is over: the missed card is back
+        page = person.get(deck).text
+        assert 'data-card-id="what-is-rank"' in page and "1 due · 0 new today" in page
+        page = grade_shown(person, page, 3)
         clock.advance(24 * 3600)  # a new day: the cards seen yesterday are due, and come first
         page = person.get(deck).text
         shown = []
         while 'data-card-id="who-is-rank-zero"' not in page:
-            card = re.search(r'data-card-id="([^"]+)"', page)[1]  # type: ignore[index]
             assert "0 due" not in page
-            shown.append(card)
-            page = person.post(f"{deck}/{card}/grade", {"grade": "3"}).text
+            shown.append(shown_card(page)[0])
+            page = grade_shown(person, page, 3)
         assert sorted(shown) == ["what-is-rank", "what-is-world-size"]
         assert "0 due · 1 new today" in page  # then today's new cards
-        assert person.post(f"{deck}/what-is-rank/grade", {"grade": "5"}).status_code == 422
+        card, token = shown_card(page)
+        refused = person.post(f"{deck}/{card}/grade", {"grade": "5", "shown": token})
+        assert refused.status_code == 422
         logs = rows(database_url, ReviewLog)
-        assert [log.grade for log in logs] == [1, 4, 3, 3, 3] and {log.mode for log in logs} == {
+        assert [log.grade for log in logs] == [1, 3, 3, 3, 3] and {log.mode for log in logs} == {
             "flashcards"
         }
+
+
+def test_a_grade_is_taken_only_for_the_card_its_page_showed_and_only_once(
+    visitor: Learner, database_url: str
+) -> None:
+    deck = "/topics/drill/flashcards"
+    page = visitor.get(deck).text
+    card, token = shown_card(page)
+    assert visitor.post(f"{deck}/{card}/grade", {"grade": "3"}).status_code == 422  # no token
+    # A card no page showed (the token is another card's) is refused, and nothing changes.
+    other = visitor.post(f"{deck}/who-is-rank-zero/grade", {"grade": "3", "shown": token})
+    assert other.status_code == 409 and "nothing was changed" in other.text
+    assert rows(database_url, ReviewLog) == []
+    assert visitor.post(f"{deck}/{card}/grade", {"grade": "3", "shown": token}).status_code == 200
+    # The same form sent again (a second tab, a resend): the card has moved on, refused.
+    again = visitor.post(f"{deck}/{card}/grade", {"grade": "1", "shown": token})
+    assert again.status_code == 409
+    assert [log.grade for log in rows(database_url, ReviewLog)] == [3]
+
+
+def test_each_grade_button_shows_its_interval_and_the_last_grade_can_be_undone(
+    visitor: Learner, database_url: str
+) -> None:
+    deck = "/topics/drill/flashcards"
+    page = visitor.get(deck).text
+    intervals = dict(re.findall(r'data-testid="interval-(\d)">([^<]+)<', page))
+    assert (intervals["1"], intervals["3"]) == ("1 min", "10 min")
+    assert intervals["4"].endswith(" d")
+    graded = grade_shown(visitor, page, 4)
+    log = re.search(r'name="log" value="(\d+)"', graded)
+    assert log, graded
+    undone = visitor.post("/cards/undo", {"log": log[1]})
+    assert undone.status_code == 200 and 'data-card-id="what-is-rank"' in undone.text
+    assert rows(database_url, ReviewLog) == [] and rows(database_url, ReviewCard) == []
+    assert "0 due · 3 new today" in undone.text  # new again, so not counted as seen today
+    # Undone once: that grade is gone, and a second undo is refused.
+    again = visitor.post("/cards/undo", {"log": log[1]})
+    assert again.status_code == 409
+
+
+def test_the_daily_queue_needs_a_learner_and_shows_every_topics_cards(visitor: Learner) -> None:
+    assert visitor.get("/cards", follow_redirects=False).status_code in (303, 401)
+    page = visitor.get("/topics/drill/flashcards").text
+    grade_shown(visitor, page, 3)
+    queue = visitor.get("/cards").text
+    assert "Today&#39;s cards" in queue or "Today's cards" in queue
+    assert 'data-card-id="what-is-world-size"' in queue
+    after = grade_shown(visitor, queue, 4)
+    assert 'data-testid="scheduled"' in after and "<h1>Today" in after  # back to /cards
 
 
 def test_an_explanation_is_scored_kept_in_full_and_a_poor_one_enters_review(

@@ -115,7 +115,10 @@ def test_the_progress_page_shows_every_mode_of_every_topic(site, database_url, c
     # Flashcards through their route: Easy takes a new card past its learning steps (learned),
     # Good leaves one learning (studied, not learned yet).
     for card, grade in (("what-is-rank", 4), ("what-is-world-size", 3)):
-        learner.post(f"/topics/drill/flashcards/{card}/grade", {"grade": grade})
+        deck = learner.get("/topics/drill/flashcards").text  # the page that shows the card
+        shown = re.search(rf'data-card-id="{card}".*?name="shown" value="([0-9a-f]+)"', deck, re.S)
+        assert shown is not None, deck
+        learner.post(f"/topics/drill/flashcards/{card}/grade", {"grade": grade, "shown": shown[1]})
     learner.post(
         "/topics/drill/explain/explain-averaging/answer",
         {"choice": ["Each rank computes gradients on its own batch."]},

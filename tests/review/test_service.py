@@ -12,7 +12,7 @@ from sqlmodel import Session, select
 from app.accounts.models import User
 from app.db import make_engine, write_session
 from app.review import service as review
-from app.review.models import CardSource, ReviewLog
+from app.review.models import CardSource, ReviewCard, ReviewLog
 from app.review.scheduling import Grade
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
@@ -79,3 +79,57 @@ def test_new_flashcards_are_counted_per_utc_day(session: Session, learner: int) 
         "what-is-a-rank",
         "world-size",
     }
+
+
+def _columns(card: ReviewCard) -> tuple[object, ...]:
+    return (card.state, card.step, card.stability, card.difficulty, card.due, card.last_review)
+
+
+def test_undoing_the_last_grade_restores_the_cards_state_exactly(
+    session: Session, learner: int
+) -> None:
+    review.grade(session, learner, CARD, Grade.GOOD, "flashcards", NOW)
+    card = review.grade(session, learner, CARD, Grade.GOOD, "flashcards", NOW + timedelta(hours=1))
+    before = _columns(card)
+    later = card.due + timedelta(days=2)
+    _card, log = review.grade_logged(session, learner, CARD, Grade.EASY, "flashcards", later)
+    changed = session.get(ReviewCard, card.id)
+    assert changed is not None and _columns(changed) != before
+    assert log.id is not None
+    assert review.undo_last(session, learner, "flashcards", log.id) == CARD
+    session.expire_all()
+    restored = session.get(ReviewCard, card.id)
+    assert restored is not None and _columns(restored) == before
+    assert session.get(ReviewLog, log.id) is None  # the undone review is no longer in the log
+    assert len(session.exec(select(ReviewLog)).all()) == 2
+
+
+def test_undoing_a_new_cards_first_grade_makes_it_new_again(session: Session, learner: int) -> None:
+    _card, log = review.grade_logged(session, learner, CARD, Grade.AGAIN, "flashcards", NOW)
+    assert log.created_card and review.new_cards_today(session, learner, "ddp", NOW) == 1
+    assert log.id is not None
+    review.undo_last(session, learner, "flashcards", log.id)
+    assert review.known_cards(session, learner, CardSource.FLASHCARD, "ddp") == set()
+    assert review.new_cards_today(session, learner, "ddp", NOW) == 0
+
+
+def test_only_the_learners_latest_grade_can_be_undone(session: Session, learner: int) -> None:
+    _card, first = review.grade_logged(session, learner, CARD, Grade.GOOD, "flashcards", NOW)
+    second_card = review.CardKey(CardSource.FLASHCARD, "ddp", "ddp", "world-size")
+    _card, second = review.grade_logged(
+        session, learner, second_card, Grade.GOOD, "flashcards", NOW
+    )
+    assert first.id is not None and second.id is not None
+    assert not review.undoable(session, first) and review.undoable(session, second)
+    with pytest.raises(LookupError):
+        review.undo_last(session, learner, "flashcards", first.id)
+    other = User(created_at=NOW)
+    session.add(other)
+    session.commit()
+    assert other.id is not None
+    with pytest.raises(LookupError):  # another learner's grade is not theirs to undo
+        review.undo_last(session, other.id, "flashcards", second.id)
+    review.undo_last(session, learner, "flashcards", second.id)
+    session.expire_all()
+    latest = session.get(ReviewLog, first.id)
+    assert latest is not None and review.undoable(session, latest)  # now the latest

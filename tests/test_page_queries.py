@@ -26,13 +26,14 @@ GRACE_S = 3.0
 # begins implicitly): the user, then one query for the page's rows (two for a result's). The
 # hot pages read through app.reads, with no transaction: the user and their rows, nothing else.
 # Home's course path reads each mode's table once, grouped: the sets' standings, the untimed
-# answers, the quizzes, the review cards and the lab steps (never a query per topic).
+# answers, the quizzes, the review cards, the lab steps and the lessons (never a query per
+# topic).
 PAGES = {
-    "/": 6,
+    "/": 7,
     "/sets/test-basics": 2,
     "/attempts/{current}/q/1": 2,
     "/attempts/{finished}/results": 4,
-    "/me/progress": 8,  # the path's five, the attempts, the activity calendar
+    "/me/progress": 9,  # the path's six, the attempts, the activity calendar
     "/admin": 9,  # the overview's totals, days, sets: each a GROUP BY
     "/admin/sets/test-basics": 5,
     "/admin/learners": 5,

@@ -25,8 +25,7 @@ async def home(page: Page) -> Response:
     user, catalog = page.user, page.catalog
     standing = None
     if user and user.id:
-        read = progress.read_for(page.engine, progress.LESSON_DONE)
-        standing = await reads.read(page.engine, read, user.id, page.now)
+        standing = await reads.read(page.engine, progress.read_standing, user.id, page.now)
     path = progress.path_of(catalog, standing)
     done, total = path_rules.completion(path)
     return page.render(

@@ -24,11 +24,8 @@ async def progress_page(page: Page) -> HTMLResponse:
     badges earned and every timed attempt, newest first."""
     user = page.signed_in()
     assert user.id is not None
-    read = progress.read_for(page.engine, progress.LESSON_DONE)
     today = page.now.date()
-    standing, history, days = await reads.read(
-        page.engine, _everything, read, user.id, page.now, today
-    )
+    standing, history, days = await reads.read(page.engine, _everything, user.id, page.now, today)
     path = progress.path_of(page.catalog, standing)
     done, total = rules.completion(path)
     badges = []
@@ -62,10 +59,10 @@ async def progress_page(page: Page) -> HTMLResponse:
 
 
 def _everything(
-    reader: reads.Reader, read: progress.StandingRead, user_id: int, now: datetime, today: date
+    reader: reads.Reader, user_id: int, now: datetime, today: date
 ) -> tuple[progress.Standing, list[SetAttempt], dict[date, int]]:
     """The standing, the timed attempts and the activity calendar, on one reader."""
-    standing = read(reader, user_id, now)
+    standing = progress.read_standing(reader, user_id, now)
     history = attempts.history(reader, user_id)
     return standing, history, progress.activity(reader, user_id, today)
 

@@ -2,46 +2,35 @@
 
 The home page's course path and the progress page need the same facts: per topic, what is done
 in each step. Each table is read once, grouped (never once per topic): the timed sets'
-standings, the untimed modes' answers, the quick quizzes, the review cards and the lab steps;
-the progress page adds one query for its activity calendar. Lessons are another feature's: a
-`LessonDone` provider says which topics' lessons the learner has finished.
+standings, the untimed modes' answers, the quick quizzes, the review cards, the lab steps and
+the lessons completed; the progress page adds one query for its activity calendar.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import ColumnElement, Select, String, bindparam, case, cast, func, union_all
 from sqlalchemy import select as select_columns
-from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import SQLCoreOperations
-from sqlmodel import Session, col
+from sqlmodel import col
 
 from app import reads
 from app.attempts import service as attempts
 from app.attempts.models import SetAttempt
 from app.challenges.catalog import Catalog, TopicView
 from app.labs.models import LabRun, LabStepState
+from app.lessons.models import CHECK, LessonProgress
 from app.modes.models import ModeAnswer, Quiz
 from app.progress import rules
 from app.progress.rules import Step, StepKind, TopicPath
 from app.review.models import CardSource, ReviewCard, ReviewLog
 
-LessonDone = Callable[[Session, int], set[str]]
 QUIZ_PASS = 0.8  # a quick quiz counts as done from this share right
-LEARN_AHEAD = timedelta(minutes=1)  # as the flashcard and review pages count "due"
+LEARN_AHEAD = timedelta(minutes=1)  # as the review page counts "due" (flashcards: none)
 CALENDAR_WEEKS = 12
-
-
-def no_lessons(session: Session, user_id: int) -> set[str]:
-    """No lesson is done (the default until lessons record their completion)."""
-    return set()
-
-
-# Which topics' lessons a learner has finished: the lessons feature's reader plugs in here.
-LESSON_DONE: LessonDone = no_lessons
 
 
 def _flag(condition: ColumnElement[bool]) -> ColumnElement[int]:
@@ -72,17 +61,43 @@ _QUIZZES = reads.Query(
     .where(col(Quiz.user_id) == bindparam("user_id"))
     .group_by(col(Quiz.topic), col(Quiz.total))
 )
+_DUE = col(ReviewCard.due).type  # bound times are stored as the column stores them
 _CARDS = reads.Query(
     select_columns(
         col(ReviewCard.topic),
         col(ReviewCard.source),
         col(ReviewCard.state),
         func.count(),
-        func.sum(case((col(ReviewCard.due) <= bindparam("due_by"), 1), else_=0)),
+        # Flashcards are due on the minute (their learning steps: "Again" waits its step), the
+        # review of mistakes a minute ahead: each as its own page counts it.
+        func.sum(
+            case(
+                (
+                    col(ReviewCard.due)
+                    <= case(
+                        (
+                            col(ReviewCard.source) == CardSource.FLASHCARD,
+                            bindparam("now", type_=_DUE),
+                        ),
+                        else_=bindparam("due_by", type_=_DUE),
+                    ),
+                    1,
+                ),
+                else_=0,
+            )
+        ),
         func.max(col(ReviewCard.last_review)),
     )
     .where(col(ReviewCard.user_id) == bindparam("user_id"))
     .group_by(col(ReviewCard.topic), col(ReviewCard.source), col(ReviewCard.state))
+)
+# The topics whose lesson the learner completed (passed its closing check).
+_LESSONS = reads.Query(
+    select_columns(col(LessonProgress.topic_id)).where(
+        col(LessonProgress.user_id) == bindparam("user_id"),
+        col(LessonProgress.step) == CHECK,
+        col(LessonProgress.completed_at).is_not(None),
+    )
 )
 _LAB_STEPS = reads.Query(
     select_columns(
@@ -147,8 +162,9 @@ class Standing:
     lessons: set[str]
 
 
-def read_standing(reader: reads.Reader, user_id: int, now: datetime, lessons: set[str]) -> Standing:
-    """Read the learner's rows of every mode: five grouped queries, whatever they have done."""
+def read_standing(reader: reads.Reader, user_id: int, now: datetime) -> Standing:
+    """Read the learner's rows of every mode: six grouped queries, whatever they have done."""
+    lessons = {topic for (topic,) in reader.rows(_LESSONS, user_id=user_id)}
     topics: dict[str, _TopicRows] = {}
 
     def rows_of(topic: str) -> _TopicRows:
@@ -174,7 +190,7 @@ def read_standing(reader: reads.Reader, user_id: int, now: datetime, lessons: se
                 rows.quiz_best = (int(best), int(total))
     due_by = now + LEARN_AHEAD
     for topic, source, state, count, due, last in reader.rows(
-        _CARDS, user_id=user_id, due_by=due_by
+        _CARDS, user_id=user_id, due_by=due_by, now=now
     ):
         rows = rows_of(topic)
         if source == CardSource.FLASHCARD:
@@ -224,7 +240,7 @@ def topic_path(topic: TopicView, standing: Standing | None) -> TopicPath:
     rows = (standing.topics.get(topic.id) if standing else None) or _TopicRows()
     base = f"/topics/{topic.id}"
     steps: list[Step] = []
-    if topic.loaded_topic is not None:  # every topic file has a lesson
+    if topic.loaded_topic is not None and topic.loaded_topic.topic.lesson is not None:
         done = standing is not None and topic.id in standing.lessons
         steps.append(Step(StepKind.LESSON, f"{base}/lesson", done, done))
     if topic.practice:
@@ -334,21 +350,6 @@ def open_attempt(catalog: Catalog, standing: Standing | None) -> rules.OpenAttem
     loaded, topic = catalog.get(set_id), catalog.topic_of(set_id)
     title = loaded.challenge_set.title if loaded else set_id
     return rules.OpenAttempt(attempt_id, title, topic.id if topic else None)
-
-
-StandingRead = Callable[[reads.Reader, int, datetime], Standing]
-
-
-def read_for(engine: Engine, lesson_done: LessonDone) -> StandingRead:
-    """A read of a learner's standing that asks `lesson_done` (with a session of its own, on the
-    same thread) which lessons are finished."""
-
-    def read(reader: reads.Reader, user_id: int, now: datetime) -> Standing:
-        with Session(engine) as session:  # the default provider sends nothing
-            lessons = lesson_done(session, user_id)
-        return read_standing(reader, user_id, now, lessons)
-
-    return read
 
 
 def suggestion_after(

@@ -77,7 +77,10 @@ def test_the_guides_printed_numeric_example_validates(tmp_path: Path):
     guide = (ROOT / "docs" / "authoring.md").read_text()
     example = re.search(r"```yaml\n(- id: sum-of-three-ranks\n.*?)```", guide, re.DOTALL)
     assert example is not None
-    head = "id: guide\ntitle: Guide\ntopic: t\nown_topic: true\ndescription: d\nbadge: {name: b}\nitems:\n"
+    head = (
+        "id: guide\ntitle: Guide\ntopic: t\nown_topic: true\ndescription: d\n"
+        "badge: {name: b}\nitems:\n"
+    )
     (tmp_path / "set.yaml").write_text(head + example[1])
     (tmp_path / "sum_three_ranks.py").write_text("print('sum 6.0')\n")
     report = load_path(tmp_path)

@@ -23,10 +23,15 @@ from tests.support.learner import Learner
 
 @pytest.fixture
 def content(tmp_path: Path) -> Path:
-    """The drill topic (a set, cards, practice, explain-it; first on the path) and the hello
-    lab (its topic, Collectives, has no topic file: no lesson)."""
+    """The drill topic (a lesson, a set, cards, practice, explain-it; first on the path) and
+    the hello lab (its topic, Collectives, has no topic file: no lesson)."""
     target = tmp_path / "challenges"
     shutil.copytree(FIXTURES / "modes", target / "drill")
+    # The lesson tests' small lesson, given to drill: a topic's path starts with its lesson.
+    lesson = (FIXTURES / "lessons" / "topic.yaml").read_text()
+    with (target / "drill" / "topic.yaml").open("a") as topic:
+        topic.write(lesson[lesson.index("\nlesson:") :])
+    shutil.copy(FIXTURES / "lessons" / "sum.py", target / "drill")
     shutil.copytree(FIXTURES / "labs" / "hello", target / "hello-lab")
     return target
 

@@ -21,6 +21,7 @@ from app import reads
 from app.attempts import service as attempts
 from app.attempts.models import SetAttempt
 from app.challenges.catalog import Catalog, TopicView
+from app.db import UTCDateTime
 from app.labs.models import LabRun, LabStepState
 from app.lessons.models import CHECK, LessonProgress
 from app.modes.models import ModeAnswer, Quiz
@@ -61,7 +62,7 @@ _QUIZZES = reads.Query(
     .where(col(Quiz.user_id) == bindparam("user_id"))
     .group_by(col(Quiz.topic), col(Quiz.total))
 )
-_DUE = col(ReviewCard.due).type  # bound times are stored as the column stores them
+_DUE = UTCDateTime()  # bound times are compared as the column stores them
 _CARDS = reads.Query(
     select_columns(
         col(ReviewCard.topic),

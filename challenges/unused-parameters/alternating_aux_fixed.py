@@ -22,9 +22,14 @@ rank = dist.get_rank()
 torch.manual_seed(0)
 model = DDP(WithAux(), find_unused_parameters=True)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for step in range(4):
-    opt.zero_grad()
-    model(torch.randn(8, 4), with_aux=(step % 2 == 0)).backward()  # aux loss every other step
-    opt.step()
-    print(f"rank {rank}: step {step} done", flush=True)
+try:
+    for step in range(4):
+        opt.zero_grad()
+        model(torch.randn(8, 4), with_aux=(step % 2 == 0)).backward()  # aux loss every other step
+        opt.step()
+        print(f"rank {rank}: step {step} done", flush=True)
+except RuntimeError as error:
+    # Each rank prints its own error. Left uncaught, the first rank to exit has torchrun stop
+    # the other within 0.1 s, often before that one can report its error.
+    print(f"rank {rank}: RuntimeError: {error}", flush=True)
 dist.destroy_process_group()

@@ -576,10 +576,12 @@ class Cell:
         if hangup_fd is not None:
             poller.register(hangup_fd, select.POLLRDHUP)
         stop_at: float | None = None  # when to stop the ranks, a failure having been seen
-        # A perturbed run delays ranks before the snippet and before their first write: the stop
-        # after a failure counts from when the last of them caught up, as if they had started
-        # together (under torchrun a peer's failure never cuts a rank's start-up short by design).
-        caught_up = time.monotonic() + 2 * self.max_rank_delay_s
+        # A perturbed run delays ranks before the snippet and before their first write, which
+        # may come late (after training steps): the stop after a failure waits out both delays
+        # on top of torchrun's interval, as if the ranks had run together (under torchrun a
+        # peer's failure never cuts a rank short by the perturbation's design). Unperturbed
+        # runs (every learner's) stop as torchrun does.
+        perturbation_s = 2 * self.max_rank_delay_s
         grace_deadline: float | None = None  # when to kill what the stop left running
         try:
             while True:
@@ -606,7 +608,7 @@ class Cell:
                         continue
                 failed = any(code != 0 for code in self.wait_codes.values())
                 if failed and stop_at is None:
-                    stop_at = max(time.monotonic(), caught_up) + MONITOR_INTERVAL_S
+                    stop_at = time.monotonic() + perturbation_s + MONITOR_INTERVAL_S
                 if self.setup_error or self.output_exceeded or self.orphaned:
                     return
                 killed = any(code == -signal.SIGKILL for code in self.wait_codes.values())

@@ -79,3 +79,33 @@ def test_a_delayed_rank_still_reaches_its_own_failure_before_the_stop(executor_u
         "RuntimeError",
         "RuntimeError",
     ]
+
+
+# Each rank works a while, prints, then raises: the delayed rank's first print (its second
+# delay) comes long after the run started, when its peer has already failed.
+PRINT_THEN_RAISE = """
+import os, time
+time.sleep(1.0)  # the work before the first print (training steps, say)
+print(f"rank {os.environ['RANK']} worked", flush=True)
+raise RuntimeError(f"rank {os.environ['RANK']} gives up")
+"""
+
+
+@pytest.mark.executor
+def test_a_rank_delayed_at_a_late_first_print_still_reaches_its_own_failure(executor_url):
+    """The perturbation's delay before a rank's first write can come long after the start: the
+    stop after a peer's failure still gives the delayed rank its delays back."""
+    from app.config import Settings
+    from app.executor_client import HttpExecutorClient
+    from executor.contract import RunRequest
+
+    client = HttpExecutorClient(executor_url, token=Settings().executor_token)
+    delays = [0.0, 4 * verification.PERTURB_STEP_S]
+    request = RunRequest(
+        code=PRINT_THEN_RAISE, nproc=2, timeout_s=30, use_cache=False, rank_delays_s=delays
+    )
+    result = client.run(request)
+    assert [
+        (rank.stdout, rank.exception.type if rank.exception else rank.status.value)
+        for rank in result.ranks
+    ] == [("rank 0 worked\n", "RuntimeError"), ("rank 1 worked\n", "RuntimeError")]

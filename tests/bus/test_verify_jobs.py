@@ -82,8 +82,8 @@ def content(tmp_path: Path) -> Path:
     folder = tmp_path / "challenges" / "bus-verify"
     folder.mkdir(parents=True)
     (folder / "set.yaml").write_text(SET_YAML)
-    (folder / "first.py").write_text("wait\nsay 1.0\n")
-    (folder / "second.py").write_text("say 0.0\n")
+    (folder / "first.py").write_text("# wait\n# say 1.0\n")  # the scripted agent's script
+    (folder / "second.py").write_text("# say 0.0\n")
     return folder.parent
 
 

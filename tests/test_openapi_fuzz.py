@@ -69,6 +69,7 @@ def seed_an_admin_with_attempts(app, database_url: str) -> dict[str, Any]:
         "lab_id": "no-such-lab",  # the test sets have no lab: 404s to reach
         "step_id": "no-such-step",
         "question_id": "no-such-question",
+        "example_id": "no-such-example",  # the test topic has no lesson: 404s to reach
         "run_id": 1,
     }
 

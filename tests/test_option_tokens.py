@@ -39,6 +39,9 @@ def content(tmp_path: Path) -> Path:
     shutil.copytree(TEST_CHALLENGES / "basics", target / "basics")
     shutil.copytree(FIXTURES / "modes", target / "modes")
     shutil.copytree(ROOT / "challenges" / "labs" / LAB, target / "labs" / LAB)
+    # Its topic's topic.yaml is not copied: here the lab starts a topic of its own.
+    with (target / "labs" / LAB / "lab.yaml").open("a") as lab:
+        lab.write("own_topic: true\n")
     return target
 
 
@@ -56,7 +59,8 @@ def guest(client: TestClient) -> Learner:
 
 
 def lab_question() -> ChoiceBase:
-    (loaded,) = load_path(ROOT / "challenges" / "labs" / LAB).labs
+    # The whole course: a lab's folder alone lacks the topic.yaml its `topic:` names.
+    (loaded,) = [lab for lab in load_path(ROOT / "challenges").labs if lab.lab.id == LAB]
     question = loaded.lab.steps[0].questions[0]
     assert isinstance(question, ChoiceBase)
     return question

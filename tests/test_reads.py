@@ -133,7 +133,8 @@ def test_standings_count_attempts_and_take_the_literal_defaults(engine):
         mine = attempts.standings(reader, user.id)
         one = attempts.standing(reader, user.id, "test-basics")
         none = attempts.standing(reader, user.id, "no-such-set")
-    expected = attempts.SetStanding(1, 0, False, started.id)  # unfinished: best 0 (the ELSE)
+    # Unfinished: best 0 (the ELSE); the path's "Continue" reads when it was started.
+    expected = attempts.SetStanding(1, 0, False, started.id, started.started_at)
     assert mine == {"test-basics": expected} and one == expected and none is None
 
 

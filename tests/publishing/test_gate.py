@@ -153,7 +153,7 @@ def test_a_wrong_key_is_held_and_learners_are_graded_by_the_live_version(
     draft = draft_of(staff, "runs/set.yaml")
     assert "Held draft" in staff.get(f"/staff/sets/test-runs/preview?version={draft}").text
     staff.post(f"/staff/sets/test-runs/verify?version={draft}", headers={"HX-Request": "true"})
-    job = app.state.verify_jobs.get(("test-runs", None))
+    job = app.state.verify_jobs.get((f"test-runs@{draft}", None))  # a draft has its own job
     assert job is not None and job.wait(10)
     staff.post("/staff/content/reload")
     row = content_row(staff, "runs/set.yaml")

@@ -129,6 +129,9 @@ def test_a_copy_with_one_wrong_key_fails_with_the_observed_output(executor_url, 
     text = set_file.read_text()
     start = text.index("id: ddp-forward-output")
     answer_at = text.index("    answer: A", start)
+    # A lone copy of the set: without the course's topic.yaml it starts a topic of its own.
+    text = text.replace("\ntopic: ", "\nown_topic: true\ntopic: ", 1)
+    answer_at = text.index("    answer: A", text.index("id: ddp-forward-output"))
     set_file.write_text(
         text[:answer_at] + "    answer: B" + text[answer_at + len("    answer: A") :]
     )
@@ -177,6 +180,7 @@ def test_an_item_needing_gpus_is_reported_not_passed_or_failed(executor_url, tmp
         (ROOT / "challenges/multi-gpu-master/set.yaml")
         .read_text()
         .replace("      gpus: 0", "      gpus: 2", 1)
+        .replace("\ntopic: ", "\nown_topic: true\ntopic: ", 1)  # no topic.yaml beside it
     )
     for snippet in (ROOT / "challenges/multi-gpu-master").glob("*.py"):
         shutil.copy(snippet, tmp_path)

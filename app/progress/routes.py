@@ -3,7 +3,7 @@ activity; badges and the history of timed attempts."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, tzinfo
 
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
@@ -14,6 +14,7 @@ from app.attempts.models import SetAttempt
 from app.deps import Page, page_route
 from app.progress import rules
 from app.progress import service as progress
+from app.progress import zone as zones
 
 router = APIRouter()
 
@@ -24,8 +25,11 @@ async def progress_page(page: Page) -> HTMLResponse:
     badges earned and every timed attempt, newest first."""
     user = page.signed_in()
     assert user.id is not None
-    today = page.now.date()
-    standing, history, days = await reads.read(page.engine, _everything, user.id, page.now, today)
+    zone = zones.of(page.request)  # the calendar's days are the learner's, not UTC's
+    today = page.now.astimezone(zone).date()
+    standing, history, days = await reads.read(
+        page.engine, _everything, user.id, page.now, today, zone
+    )
     path = progress.path_of(page.catalog, standing)
     done, total = rules.completion(path)
     badges = []
@@ -49,6 +53,7 @@ async def progress_page(page: Page) -> HTMLResponse:
             "mistakes_due": sum(r.mistakes_due for r in standing.topics.values()),
             "weeks": _weeks(today, days),
             "active_days": len(days),
+            "zone": zones.name(zone),
             "next_step": rules.next_step(path, progress.open_attempt(page.catalog, standing)),
             "history": history,
             "badges": badges,
@@ -59,12 +64,12 @@ async def progress_page(page: Page) -> HTMLResponse:
 
 
 def _everything(
-    reader: reads.Reader, user_id: int, now: datetime, today: date
+    reader: reads.Reader, user_id: int, now: datetime, today: date, zone: tzinfo
 ) -> tuple[progress.Standing, list[SetAttempt], dict[date, int]]:
     """The standing, the timed attempts and the activity calendar, on one reader."""
     standing = progress.read_standing(reader, user_id, now)
     history = attempts.history(reader, user_id)
-    return standing, history, progress.activity(reader, user_id, today)
+    return standing, history, progress.activity(reader, user_id, today, zone)
 
 
 def _weeks(today: date, days: dict[date, int]) -> list[list[tuple[date, int] | None]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from sqlalchemy import ColumnElement, Select, String, bindparam, case, cast, func, union_all
 from sqlalchemy import select as select_columns
@@ -110,24 +110,28 @@ _LAB_STEPS = reads.Query(
 )
 
 
-def _days(moment: SQLCoreOperations[datetime], user: SQLCoreOperations[int]) -> Select[tuple[str]]:
-    """The UTC day (YYYY-MM-DD) of each of a table's times since `since`, for one learner: the
-    text of a stored time starts with its day on SQLite and PostgreSQL alike."""
-    day = func.substr(cast(moment, String), 1, 10)
-    return select_columns(day.label("day")).where(
+def _minutes(
+    moment: SQLCoreOperations[datetime], user: SQLCoreOperations[int]
+) -> Select[tuple[str]]:
+    """The UTC minute (YYYY-MM-DD HH:MM) of each of a table's times since `since`, for one
+    learner: the text of a stored time starts with it on SQLite and PostgreSQL alike. Minutes,
+    not days, so that the day can be counted in the learner's zone afterwards (every zone's
+    offset is a whole number of minutes)."""
+    minute = func.substr(cast(moment, String), 1, 16)
+    return select_columns(minute.label("minute")).where(
         user == bindparam("user_id"), moment >= bindparam("since")
     )
 
 
 _ACTIVITY_ROWS = union_all(
-    _days(col(SetAttempt.started_at), col(SetAttempt.user_id)),
-    _days(col(ModeAnswer.answered_at), col(ModeAnswer.user_id)),
-    _days(col(ReviewLog.reviewed_at), col(ReviewLog.user_id)),
-    _days(col(LabRun.started_at), col(LabRun.user_id)),
-    _days(col(Quiz.created_at), col(Quiz.user_id)),
+    _minutes(col(SetAttempt.started_at), col(SetAttempt.user_id)),
+    _minutes(col(ModeAnswer.answered_at), col(ModeAnswer.user_id)),
+    _minutes(col(ReviewLog.reviewed_at), col(ReviewLog.user_id)),
+    _minutes(col(LabRun.started_at), col(LabRun.user_id)),
+    _minutes(col(Quiz.created_at), col(Quiz.user_id)),
 ).subquery()
 _ACTIVITY = reads.Query(
-    select_columns(_ACTIVITY_ROWS.c.day, func.count()).group_by(_ACTIVITY_ROWS.c.day)
+    select_columns(_ACTIVITY_ROWS.c.minute, func.count()).group_by(_ACTIVITY_ROWS.c.minute)
 )
 
 
@@ -212,14 +216,17 @@ def read_standing(reader: reads.Reader, user_id: int, now: datetime) -> Standing
 _REVIEW_STATE = 2  # FSRS's State.Review: a card past its learning steps (app.review.scheduling)
 
 
-def activity(reader: reads.Reader, user_id: int, today: date) -> dict[date, int]:
-    """How many things the learner did on each UTC day of the calendar's weeks (one query)."""
+def activity(reader: reads.Reader, user_id: int, today: date, zone: tzinfo) -> dict[date, int]:
+    """How many things the learner did on each day of the calendar's weeks, days counted in the
+    learner's zone (`today` is the zone's date): one query, grouped by minute."""
     first = calendar_start(today)
-    since = datetime.combine(first, datetime.min.time(), tzinfo=UTC)
-    return {
-        date.fromisoformat(str(day)[:10]): int(count)
-        for day, count in reader.rows(_ACTIVITY, user_id=user_id, since=since)
-    }
+    since = datetime.combine(first, time.min, tzinfo=zone).astimezone(UTC)
+    days: dict[date, int] = {}
+    for minute, count in reader.rows(_ACTIVITY, user_id=user_id, since=since):
+        moment = datetime.strptime(str(minute)[:16], "%Y-%m-%d %H:%M").replace(tzinfo=UTC)
+        day = moment.astimezone(zone).date()
+        days[day] = days.get(day, 0) + int(count)
+    return days
 
 
 def calendar_start(today: date) -> date:

@@ -89,7 +89,11 @@
     const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
     for (const part of document.querySelectorAll("[data-live]")) {
       const replacement = fresh.querySelector(`[data-live="${part.dataset.live}"]`);
-      if (replacement) part.replaceWith(document.importNode(replacement, true));
+      if (!replacement) continue;
+      const node = document.importNode(replacement, true);
+      part.replaceWith(node);
+      // htmx only wires up what it swapped itself: the fresh part's "Show solution" among them.
+      if (window.htmx) window.htmx.process(node);
     }
   };
 

@@ -210,6 +210,21 @@ def lab_step_run(page: Page) -> None:
     expect(page.get_by_test_id("check-problem").first).to_contain_text("should print")
 
 
+def lab_step_solution(page: Page) -> None:
+    """The same step after three failed runs of the learner's own code: both hints and the
+    solution, swapped in place."""
+    lab_step(page)
+    for attempt in range(3):
+        page.locator(".cm-content").click()
+        page.keyboard.press("Control+End")
+        page.keyboard.insert_text(f"\n# try {attempt}\n")
+        page.get_by_test_id("run").click()
+        expect(page.get_by_test_id("rank-1").locator("pre.out")).to_contain_text("hello")
+        expect(page.locator("form.lab-run")).to_have_attribute("data-state", "idle", timeout=30_000)
+    page.get_by_test_id("show-solution").click()
+    expect(page.get_by_test_id("solution")).to_be_visible()
+
+
 def lab_step_reset(page: Page) -> None:
     """The same step with Reset's confirm dialog open."""
     lab_step(page)
@@ -246,6 +261,7 @@ PAGES: list[tuple[str, str | Callable[[Page], None]]] = [
     ("lab step, editor", lab_step),
     ("lab step, after a run", lab_step_run),
     ("lab step, reset dialog", lab_step_reset),
+    ("lab step, solution shown", lab_step_solution),
 ]
 
 

@@ -128,6 +128,33 @@ def test_a_run_updates_the_page_in_place_and_focus_stays_in_the_editor(page: Pag
     assert navigations == [], "the page navigated during a run"
 
 
+def test_show_solution_appears_in_place_with_the_focus_on_it(page: Page):
+    """The step has two hints: after three failed runs of the learner's own code (each judged
+    in place) "Show solution" is offered; it swaps the solution in without a reload and moves
+    the focus to it, the learner's code and the panes untouched."""
+    start_lab(page)
+    navigations: list[str] = []
+    page.on("framenavigated", lambda frame: navigations.append(frame.url))
+    page.evaluate("() => { window.sameDocument = true; }")  # gone if the page reloads
+    for attempt in range(3):
+        replace_code(page, WRONG + f"# try {attempt}\n")
+        page.keyboard.press("Control+Enter")
+        expect(page.get_by_test_id("rank-1").locator("pre.out")).to_contain_text("hello")
+        judged(page)
+    expect(page.get_by_test_id("lab-hint")).to_have_count(2)
+    show = page.get_by_test_id("show-solution")
+    show.click()
+    solution = page.get_by_test_id("solution")
+    expect(solution).to_contain_text('os.environ["WORLD_SIZE"]')
+    expect(solution).to_be_focused()
+    expect(show).to_have_count(0)  # offered once; the solution stays below the hints
+    expect(page.get_by_test_id("lab-hint")).to_have_count(2)
+    expect(page.locator(".cm-content")).to_contain_text("# try 2")
+    expect(page.get_by_test_id("rank-1").locator("pre.out")).to_contain_text("hello")
+    assert page.evaluate("() => window.sameDocument") is True
+    assert navigations == [], "the page navigated to show the solution"
+
+
 def test_stop_ends_a_spinning_run_and_keeps_what_it_printed(page: Page):
     start_lab(page)
     replace_code(page, "print('started', flush=True)\nwhile True:\n    pass\n")

@@ -10,6 +10,7 @@ import random
 import re
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -23,6 +24,7 @@ from app.modes import service as modes
 from app.review import service as review
 from app.review.scheduling import Grade
 from tests.browser.test_axe import blocking_violations
+from tests.browser.test_axe import results as finish_a_set_with_its_badge
 
 pytestmark = pytest.mark.browser
 FIRST_LESSON = "/topics/process-groups/lesson"  # the shipped path's first topic
@@ -111,7 +113,8 @@ def test_the_progress_page_shows_a_passed_lab_learned_cards_a_quiz_and_explain_i
     expect(drill.get_by_test_id("explain")).to_have_text("2/3")
     collectives = page.locator('[data-testid="topic-row"][data-topic-id="collectives"]')
     expect(collectives.get_by_test_id("labs")).to_have_text(re.compile(r"^\s*1/\d\s*$"))
-    today = datetime.now(UTC).date().isoformat()
+    # The calendar counts days in the browser's time zone: today is the browser's today.
+    today = page.evaluate("() => new Date().toLocaleDateString('en-CA')")  # YYYY-MM-DD
     day = page.locator(f'[data-testid="day"][data-day="{today}"]')
     expect(day).not_to_have_attribute("data-count", "0")
     assert blocking_violations(page, "progress, with work in every mode", "/me/progress") == []
@@ -121,3 +124,99 @@ def test_the_progress_page_shows_a_passed_lab_learned_cards_a_quiz_and_explain_i
     assert blocking_violations(page, "home, returning, at 390 px", "/") == []
     page.set_viewport_size({"width": 1280, "height": 900})
     assert blocking_violations(page, "home, returning", "/") == []
+
+
+def pass_lab(database_url: str, challenges: Catalog, username: str, lab_id: str, *,
+             last_question_open: bool = False) -> None:  # fmt: skip
+    """Pass every step of a lab through the services (its checks and questions), leaving the
+    last step's last question to answer in the browser when `last_question_open`."""
+    now = datetime.now(UTC)
+    lab, topic = challenges.lab(lab_id), challenges.topic_of_lab(lab_id)
+    assert lab is not None and topic is not None
+    engine = make_engine(database_url)
+    with Session(engine, expire_on_commit=False) as session:
+        user = session.exec(select(User).where(User.username == username)).one()
+        assert user.id is not None
+        for step in lab.lab.steps:
+            run = labs.start_run(session, user.id, lab_id, step.id, 2, "code", now)
+            labs.finish_run(session, run, labs.Finished("ok", None, [], True), step, now)
+            questions = step.questions
+            if last_question_open and step is lab.lab.steps[-1]:
+                questions = questions[:-1]
+            for question in questions:
+                labs.answer_question(session, user.id, topic.id, lab_id, step, question.id,
+                                     "right", True, now)  # fmt: skip
+    engine.dispose()
+
+
+def test_finishing_a_lab_leads_to_the_next_lab_and_then_on_along_the_path(
+    page: Page, live_database_url, live_folder
+):
+    """The DDP topic has two labs: the last answer of the first finishes it, and its page then
+    leads to the second; once that one is finished too, its page suggests the path's next step."""
+    register(page, "lab-finisher")
+    challenges = Catalog.load(live_folder / "challenges")
+    topic = challenges.topic("ddp")
+    assert topic is not None
+    first, second = (loaded.lab for loaded in topic.labs[:2])
+    with ThreadPoolExecutor(1) as writer:
+        writer.submit(pass_lab, live_database_url, challenges, "lab-finisher", first.id,
+                      last_question_open=True).result()  # fmt: skip
+    last = first.steps[-1]
+    page.goto(f"/labs/{first.id}/steps/{last.id}")
+    question = last.questions[-1]
+    form = page.locator("#questions [data-testid=question]").last
+    form.get_by_test_id("numeric-input").fill(str(question.answer))
+    form.get_by_test_id("submit").click()
+    expect(page.get_by_test_id("step-status")).to_contain_text("Step passed")
+    page.get_by_test_id("next-step").click()  # "Finish the lab: what you learned"
+    page.wait_for_url(re.compile(rf"/labs/{first.id}$"))
+    expect(page.get_by_test_id("lab-done")).to_be_visible()
+    expect(page.get_by_test_id("lab-next")).to_contain_text(second.title)
+    page.get_by_test_id("lab-next").click()
+    page.wait_for_url(re.compile(rf"/labs/{second.id}$"))
+    expect(page.get_by_test_id("lab-continue")).to_have_text("Start the lab")
+
+    with ThreadPoolExecutor(1) as writer:
+        writer.submit(pass_lab, live_database_url, challenges, "lab-finisher", second.id).result()
+    page.reload()
+    expect(page.get_by_test_id("lab-done")).to_be_visible()
+    expect(page.get_by_test_id("lab-next")).to_have_count(0)  # the topic's last lab
+    suggestion = page.get_by_test_id("next-suggestion").locator("a")  # a link styled as a button
+    href = suggestion.get_attribute("href")
+    assert href and href != f"/labs/{second.id}"
+    suggestion.click()
+    page.wait_for_url(lambda url: f"/labs/{second.id}" not in url)
+    assert page.url.endswith(href), (page.url, href)
+
+
+def test_the_results_page_suggests_the_next_step(page: Page):
+    finish_a_set_with_its_badge(page)
+    suggestion = page.get_by_test_id("next-suggestion")
+    expect(suggestion).to_contain_text("Next step")  # with the badge: on along the path
+    link = suggestion.locator("a")
+    href = link.get_attribute("href")
+    assert href and "/attempts/" not in href
+    link.click()
+    page.wait_for_url(lambda url: "/results" not in url)
+    assert urlsplit(page.url).path.startswith(href), (page.url, href)  # practice opens a question
+
+
+def test_the_progress_calendar_counts_days_in_the_browsers_time_zone(browser, live_server):
+    """The browser names its zone (a cookie set by static/js/zone.js); the calendar's last day
+    is the browser's today and the page says which zone it counts in."""
+    context = browser.new_context(base_url=live_server, timezone_id="America/Los_Angeles")
+    context.set_default_timeout(15_000)
+    try:
+        page = context.new_page()
+        page.goto("/")
+        page.get_by_test_id("start-guest").click()
+        page.wait_for_url(re.compile(re.escape(FIRST_LESSON) + "$"))
+        cookies = {cookie["name"]: cookie["value"] for cookie in context.cookies()}
+        assert cookies.get("tz") == "America/Los_Angeles"
+        page.goto("/me/progress")
+        expect(page.get_by_test_id("calendar-zone")).to_have_text("America/Los_Angeles")
+        today = page.evaluate("() => new Date().toLocaleDateString('en-CA')")  # YYYY-MM-DD
+        expect(page.get_by_test_id("day").last).to_have_attribute("data-day", today)
+    finally:
+        context.close()

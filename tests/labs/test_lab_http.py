@@ -121,6 +121,7 @@ def test_drafts_reset_and_hints_escalate_before_the_solution(learner: Learner):
     assert shown == [(1, False), (2, False), (2, True)]
     page = learner.get(f"{STEP1}?show_solution=1").text
     assert 'data-testid="solution"' in page and "WORLD_SIZE" in page
+    assert 'data-testid="show-solution"' not in page  # shown: no longer offered
     learner.post(f"{STEP1}/reset")
     assert "print(&#39;mine&#39;)" not in learner.get(STEP1).text
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import re
 import shutil
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,42 @@ def href_in(page: str, testid: str) -> str:
     found = re.search(rf'data-testid="{testid}"[^>]*>.*?<a href="([^"]+)"', page, re.S)
     assert found is not None, f"no {testid}"
     return found[1]
+
+
+def test_the_calendar_counts_days_in_the_learners_time_zone(site, database_url, clock, content):
+    """Near midnight UTC, the same two runs fall on different days in Tokyo (UTC+9), New York
+    (UTC-4 in March, after its switch to summer time) and UTC, which a missing or unknown zone
+    counts in."""
+    clock.now = datetime(2026, 3, 10, 23, 45, tzinfo=UTC)
+    learner = Learner(site)
+    learner.start_as_guest()
+    user_id = latest_user(database_url)
+    lab = Catalog.load(content).lab("hello-ranks")
+    assert lab is not None
+    step = lab.lab.steps[0]
+    engine = make_engine(database_url)
+    with Session(engine, expire_on_commit=False) as session:
+        for moment in (datetime(2026, 3, 10, 3, 30, tzinfo=UTC), clock.now - timedelta(minutes=15)):
+            run = labs.start_run(session, user_id, lab.lab.id, step.id, 2, "code", moment)
+            labs.finish_run(session, run, labs.Finished("ok", None, [], True), step, moment)
+    engine.dispose()
+
+    def calendar(zone: str | None) -> tuple[dict[str, int], str | None]:
+        """The days with activity and their counts, and the zone the page says it counts in."""
+        site.cookies.delete("tz")
+        if zone is not None:
+            site.cookies.set("tz", zone)
+        page = learner.get("/me/progress").text
+        counts = re.findall(r'data-day="([\d-]+)" data-count="(\d+)"', page)
+        shown = re.search(r'data-testid="calendar-zone">([^<]*)<', page)
+        return {day: int(count) for day, count in counts if count != "0"}, shown and shown[1]
+
+    assert calendar("Asia/Tokyo") == ({"2026-03-10": 1, "2026-03-11": 1}, "Asia/Tokyo")
+    assert calendar("America/New_York") == ({"2026-03-09": 1, "2026-03-10": 1}, "America/New_York")
+    for unknown in (None, "Mars/Olympus_Mons", "../../etc/passwd", "America", "<b>"):
+        assert calendar(unknown) == ({"2026-03-10": 2}, "UTC"), unknown
+    # The last day shown is the learner's today: 11 March in Tokyo, not yet in UTC.
+    site.cookies.set("tz", "Asia/Tokyo")
+    assert 'data-day="2026-03-11"' in learner.get("/me/progress").text
+    site.cookies.delete("tz")
+    assert 'data-day="2026-03-11"' not in learner.get("/me/progress").text

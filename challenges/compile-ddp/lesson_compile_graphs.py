@@ -24,7 +24,11 @@ class Net(nn.Module):
         return x
 
 
-model = torch.compile(DDP(Net(), bucket_cap_mb=1), backend=counting_backend)
+net = Net()
+model = torch.compile(DDP(net, bucket_cap_mb=1), backend=counting_backend)
+print(" -> ".join(type(m).__name__ for m in (model, model._orig_mod, model._orig_mod.module)))
+print(f"innermost is net: {model._orig_mod.module is net}")
+print(f"optimize_ddp: {torch._dynamo.config.optimize_ddp}, bucket cap: {model._orig_mod.bucket_bytes_cap} bytes")
 print(f"after torch.compile: {len(graphs)} graphs", flush=True)
 for step in (1, 2):
     model(torch.randn(2, 512)).sum().backward()

@@ -15,5 +15,6 @@ batches = [torch.zeros(2, 1) for _ in range(dist.get_world_size())]
 dist.all_gather(batches, x)
 whole = nn.BatchNorm1d(1)(torch.cat(batches))[2 * rank : 2 * rank + 2].flatten().tolist()
 
-print(f"rank {rank}: DDP {[round(v, 2) for v in own]}, one batch of 4 {[round(v, 2) for v in whole]}")
+own, whole = [round(v, 2) for v in own], [round(v, 2) for v in whole]
+print(f"rank {rank}: DDP {own}, one batch of 4 {whole}")
 dist.destroy_process_group()

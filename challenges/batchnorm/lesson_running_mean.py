@@ -10,7 +10,7 @@ model = DDP(bn)  # default settings
 batch = torch.full((4, 1), 10.0 + 20.0 * rank)  # rank 0 sees 10s, rank 1 sees 30s
 
 means = []
-for step in range(2):  # two ordinary training steps
+for _step in range(2):  # two ordinary training steps
     model(batch).sum().backward()
     means.append(bn.running_mean.item())
 print(f"rank {rank}: running_mean after step 1 {means[0]:.2f}, after step 2 {means[1]:.2f}")

@@ -10,7 +10,7 @@ model = DDP(bn)  # default settings
 batch = torch.full((4, 1), 10.0 + 20.0 * rank)  # rank 0 sees 10s, rank 1 sees 30s
 
 means = []
-for step in range(2):  # two training-mode forwards that build no graph
+for _step in range(2):  # two training-mode forwards that build no graph
     with torch.no_grad():
         model(batch)
     means.append(bn.running_mean.item())

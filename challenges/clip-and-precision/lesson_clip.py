@@ -12,5 +12,6 @@ with torch.no_grad():
 x = torch.tensor([[1.0 + 4.0 * rank]])  # the loss is w * x: gradient 1 on rank 0, 5 on rank 1
 model(x).sum().backward()
 norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=2.0)
-print(f"rank {rank}: norm {norm.item():.1f}, grad after clipping {model.module.weight.grad.item():.4f}")
+grad = model.module.weight.grad.item()
+print(f"rank {rank}: norm {norm.item():.1f}, grad after clipping {grad:.4f}")
 dist.destroy_process_group()

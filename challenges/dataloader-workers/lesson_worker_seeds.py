@@ -16,7 +16,9 @@ rank = dist.get_rank()
 torch.manual_seed(0)  # the same seed on every rank, as most scripts do
 same = DataLoader(RandomShift(), batch_size=2, num_workers=2)
 own = DataLoader(
-    RandomShift(), batch_size=2, num_workers=2,
+    RandomShift(),
+    batch_size=2,
+    num_workers=2,
     generator=torch.Generator().manual_seed(1000 + rank),  # a seed of this rank's own
 )
 for name, loader in (("same seed", same), ("own generator", own)):

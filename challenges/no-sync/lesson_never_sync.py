@@ -22,5 +22,6 @@ local = layer.weight.item()
 model(x).sum().backward()  # a normal, synced step: gradient (1 + 2) / 2 on both ranks
 opt.step()
 opt.zero_grad()
-print(f"rank {rank}: after the local step {local:.2f}, after a synced step {layer.weight.item():.2f}")
+synced = layer.weight.item()
+print(f"rank {rank}: after the local step {local:.2f}, after a synced step {synced:.2f}")
 dist.destroy_process_group()

@@ -164,3 +164,52 @@ def test_lab_progress_keeps_the_lab_version_it_started_on(staff, learner, folder
         f"{STEP1}/questions/world-size-question/answer", {"choice": "4"}, follow_redirects=False
     )
     assert "was=right" in answered.headers["location"]
+
+
+def held_draft_link(staff: Learner, kind: str, unit_id: str) -> str:
+    """The content page's link to preview a held draft of one unit."""
+    page = staff.get("/staff/content").text
+    found = re.search(rf'href="(/staff/{kind}s/{unit_id}/preview\?version=[0-9a-f]{{64}})"', page)
+    assert found is not None, page
+    return found[1]
+
+
+def hold_edit(staff: Learner, folder: Path, file: str, old: str, new: str) -> None:
+    """Edit a file without proving it, and Reload: the edit is held as a draft."""
+    path = folder / file
+    path.write_text(path.read_text().replace(old, new, 1))
+    staff.post("/staff/content/reload")
+
+
+# A named proof the topic's draft adds: something to run, so the gate holds the draft until
+# it is proven (a topic with nothing to run is published by validating).
+DRAFT_PROOF = """
+proofs:
+  - id: draft-proof
+    code: |
+      print("hi")
+    launch: {nproc: 1, backend: gloo, timeout_s: 20}
+    outcome:
+      ranks:
+        all: {stdout: "hi\\n"}
+"""
+
+
+def test_staff_preview_a_held_topic_draft_and_a_held_lab_draft(staff, learner, folder):
+    topic_file = folder / "modes" / "topic.yaml"
+    topic_file.write_text(topic_file.read_text() + DRAFT_PROOF)
+    hold_edit(staff, folder, "modes/topic.yaml", "Rank 0, so that", "DRAFT-BACK Rank 0, so that")
+    hold_edit(staff, folder, "hello/lab.yaml", "Every rank says hello", "DRAFT-STEP-TITLE")
+    topic_draft = held_draft_link(staff, "topic", "drill")
+    page = staff.get(topic_draft).text
+    assert 'data-testid="draft-banner"' in page and "DRAFT-BACK" in page
+    assert "DRAFT-BACK" not in staff.get("/staff/topics/drill/preview").text  # the live one
+    lab_draft = held_draft_link(staff, "lab", "hello-ranks")
+    page = staff.get(lab_draft).text
+    assert 'data-testid="draft-banner"' in page and "DRAFT-STEP-TITLE" in page
+    assert f'/staff/labs/hello-ranks/verify?version={lab_draft.rsplit("=", 1)[1]}' in page
+    assert "DRAFT-STEP-TITLE" not in staff.get("/staff/labs/hello-ranks/preview").text
+    assert "DRAFT-STEP-TITLE" not in learner.get(STEP1).text  # learners see the live one
+    assert learner.get(lab_draft, follow_redirects=False).status_code in (303, 403, 404)
+    missing = "/staff/labs/hello-ranks/preview?version=" + "0" * 64
+    assert staff.get(missing).status_code == 404

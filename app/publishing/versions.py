@@ -120,9 +120,8 @@ def loaded_of(kind: str, path: str, payload: dict[str, Any]) -> Loaded:
             topic.claims, _problems = cheatsheet.claims(topic.cheat_sheet)
         return topic
     if kind == "lab":
-        return LoadedLab(
-            Lab.model_validate(payload["lab"], by_name=True), path, payload["starters"], payload["solutions"]
-        )
+        lab = Lab.model_validate(payload["lab"], by_name=True)
+        return LoadedLab(lab, path, payload["starters"], payload["solutions"])
     raise ValueError(f"unknown content kind {kind!r}")
 
 

@@ -207,7 +207,7 @@ def test_staff_preview_a_held_topic_draft_and_a_held_lab_draft(staff, learner, f
     lab_draft = held_draft_link(staff, "lab", "hello-ranks")
     page = staff.get(lab_draft).text
     assert 'data-testid="draft-banner"' in page and "DRAFT-STEP-TITLE" in page
-    assert f'/staff/labs/hello-ranks/verify?version={lab_draft.rsplit("=", 1)[1]}' in page
+    assert f"/staff/labs/hello-ranks/verify?version={lab_draft.rsplit('=', 1)[1]}" in page
     assert "DRAFT-STEP-TITLE" not in staff.get("/staff/labs/hello-ranks/preview").text
     assert "DRAFT-STEP-TITLE" not in learner.get(STEP1).text  # learners see the live one
     assert learner.get(lab_draft, follow_redirects=False).status_code in (303, 403, 404)

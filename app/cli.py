@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.challenges import json_schema, loader
+from app.challenges import course, json_schema, loader
 from app.config import ROOT, Settings
 
 EXECUTOR_COMMANDS = {"run", "executor", "agent"}
@@ -172,7 +172,8 @@ def _validate(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    report = loader.load_path(path)
+    folder = course.load(path)
+    report = folder.report
     for error in report.errors:
         print(error, file=sys.stderr)
     for warning in report.warnings:
@@ -183,9 +184,11 @@ def _validate(args: argparse.Namespace) -> int:
         verdict += f", {len(report.warnings)} warning(s)"
     topics, labs = len(report.topics), len(report.labs)
     shown = f"{path}" if path.is_file() else f"{str(path).rstrip('/')}/"
+    # A folder inside a course is checked against that course's topics and ids: say which.
+    within = "" if folder.course == path else f", references against {folder.course}/"
     print(
         f"read {shown} ({len(report.files)} file(s): {len(report.sets)} valid set(s), "
-        f"{topics} topic(s), {labs} lab(s), {items} item(s)): {verdict}"
+        f"{topics} topic(s), {labs} lab(s), {items} item(s){within}): {verdict}"
     )
     return 0 if report.ok else 1
 

@@ -63,6 +63,13 @@ class Settings(BaseSettings):
         "it and keeps the last live version; valid publishes whatever validates (a course "
         "being drafted, the tests). Either way a broken file keeps its last live version.",
     )
+    content_check_s: float = Field(
+        default=2.0,
+        ge=0,
+        description="How often (seconds) each process looks for a version another process "
+        "published (a Reload in one of several workers): one small query, then the new live "
+        "versions are served from the database. 0: on every request.",
+    )
     secret_key: str = PLACEHOLDER_SECRET
     cookie_secure: bool = False
     session_days: int = 30

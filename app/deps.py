@@ -71,9 +71,17 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
 
 
 async def get_catalog(request: Request) -> Catalog:
-    """Return the loaded challenge catalog."""
+    """Return the loaded challenge catalog, with what any process published (see follow)."""
     catalog: Catalog = request.app.state.catalog
+    await _follow(catalog)
     return catalog
+
+
+async def _follow(catalog: Catalog) -> None:
+    """Pick up a version another worker published: a clock read per request, a small query
+    every few seconds (off the event loop), a load only after a publication."""
+    if catalog.check_due():
+        await run_in_threadpool(catalog.follow)
 
 
 async def get_executor(request: Request) -> ExecutorClient:
@@ -312,6 +320,7 @@ async def open_page(request: Request) -> Page:
     if isawaitable(now):
         now = await now
     state = request.app.state
+    await _follow(state.catalog)
     user = await get_optional_user(request, now)
     return Page(request, user, now, state.settings, state.catalog, state.executor, state.engine)
 

@@ -91,7 +91,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
     lanes = min(settings.write_lanes, settings.database_pool_size)
     app.state.writes = WriteQueue(engine, lanes, settings.write_wait_s)
     publisher = Publisher(engine, settings.challenges_dir / proofs.FILE_NAME, settings.content_gate)
-    app.state.catalog = Catalog.load(settings.challenges_dir, publisher)
+    app.state.catalog = Catalog.load(settings.challenges_dir, publisher, settings.content_check_s)
     for error in app.state.catalog.errors:
         log.error("challenge file skipped: %s", error)
     app.state.templates = build_templates(auto_reload=settings.reload_templates)

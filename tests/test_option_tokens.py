@@ -103,7 +103,8 @@ def quiz(person: Learner, database_url: str) -> tuple[str, str]:
     person.get("/topics/drill/quiz")
     url = person.post("/topics/drill/quiz", follow_redirects=False).headers["location"]
     ((_, questions),) = [q for q in quizzes(database_url) if q[0] not in before]
-    number = questions.index(["modes-drill", "world-size"]) + 1
+    # Each question is [deck, id, its deck's version].
+    number = [question[:2] for question in questions].index(["modes-drill", "world-size"]) + 1
     return f"{url}?show={number}", f"{url}/q/{number}/answer"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -177,6 +178,15 @@ class _Contents:
     hashes: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, id) -> version
     unproven: frozenset[tuple[str, str]] = frozenset()  # (kind, id) published unproven
 
+    def unit(self, kind: str, unit_id: str) -> LoadedSet | LoadedTopic | LoadedLab | None:
+        """The unit served under (kind, id)."""
+        if kind == "set":
+            return self.sets.get(unit_id)
+        if kind == "lab":
+            return self.labs.get(unit_id)
+        view = self.topics.get(unit_id)
+        return view.loaded_topic if view is not None else None
+
     @classmethod
     def of(
         cls,
@@ -230,17 +240,65 @@ class Catalog:
 
     root: Path
     publisher: Publisher | None = None
+    check_every_s: float = 2.0  # how often to look for another process's publication
     _contents: _Contents = field(default_factory=_Contents, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    # Versions served before, by (kind, id, hash): (the unit, whether published unproven).
-    _past: dict[tuple[str, str, str], tuple[object, bool]] = field(default_factory=dict, repr=False)
+    # Versions served before, by (kind, id, hash): (the unit, whether published unproven,
+    # whether ever published: a held draft is for staff previews only).
+    _past: dict[tuple[str, str, str], tuple[object, bool, bool]] = field(
+        default_factory=dict, repr=False
+    )
+
+    # What was published when this process last looked (Publisher.mark), and when to look next.
+    _mark: object = field(default=None, repr=False)
+    _next_check: float = field(default=0.0, repr=False)
 
     @classmethod
-    def load(cls, root: Path, publisher: Publisher | None = None) -> Catalog:
+    def load(
+        cls, root: Path, publisher: Publisher | None = None, check_every_s: float = 2.0
+    ) -> Catalog:
         """Load every file under root; broken files are reported and skipped."""
-        catalog = cls(root=root, publisher=publisher)
+        catalog = cls(root=root, publisher=publisher, check_every_s=check_every_s)
         catalog.reload()
         return catalog
+
+    def check_due(self) -> bool:
+        """Whether it is time to look for another process's publication (a clock read)."""
+        if self.publisher is None:
+            return False
+        now = time.monotonic()
+        if now < self._next_check:
+            return False
+        self._next_check = now + self.check_every_s  # one request looks; the others go on
+        return True
+
+    def follow(self) -> bool:
+        """Serve what another process published since this one last looked (a Reload in one
+        of several workers): one small query when nothing was; else the new live versions come
+        from the database, and the files are read again for the content page's errors."""
+        publisher = self.publisher
+        if publisher is None or publisher.mark() == self._mark:
+            return False
+        with self._lock:
+            mark = publisher.mark()  # read first: a publication after it is seen next time
+            if mark == self._mark:
+                return False
+            old = self._contents
+            serving = {
+                key: (digest, unit)
+                for key, digest in old.hashes.items()
+                if (unit := old.unit(*key)) is not None
+            }
+            served = publisher.live(serving)
+            live = publisher.live_paths()
+            report = load_path(self.root, display_root=self.root.parent, live=live)
+            self._keep_past(old)
+            self._contents = _Contents.of(
+                served.sets, report.errors, report.files, served.topics, served.labs,
+                served.hashes, frozenset(served.unproven),
+            )  # fmt: skip
+            self._mark = mark
+        return True
 
     def reload(self) -> None:
         """Read the folder again and swap in the result at once."""
@@ -254,6 +312,7 @@ class Catalog:
                 )
                 return
             served = publisher.publish(report)
+            self._mark = publisher.mark()
             self._keep_past(self._contents)
             self._contents = _Contents.of(
                 served.sets, report.errors, report.files, served.topics, served.labs,
@@ -262,10 +321,21 @@ class Catalog:
 
     def _keep_past(self, old: _Contents) -> None:
         """Remember the versions being replaced, for the attempts that started on them."""
-        for set_id, loaded in old.sets.items():
-            digest = old.hashes.get(("set", set_id))
+        units: list[tuple[str, str, object]] = [
+            *(("set", unit_id, loaded) for unit_id, loaded in old.sets.items()),
+            *(("lab", unit_id, loaded) for unit_id, loaded in old.labs.items()),
+            *(
+                ("topic", view.id, view.loaded_topic)
+                for view in old.topic_list
+                if view.loaded_topic is not None
+            ),
+        ]
+        for kind, unit_id, loaded in units:
+            digest = old.hashes.get((kind, unit_id))
             if digest is not None:
-                self._past[("set", set_id, digest)] = (loaded, ("set", set_id) in old.unproven)
+                self._past[(kind, unit_id, digest)] = (
+                    loaded, (kind, unit_id) in old.unproven, True,
+                )  # fmt: skip
 
     def version_of(self, kind: str, unit_id: str) -> str | None:
         """The content hash of the version served now (None: not versioned, or not served)."""
@@ -279,14 +349,75 @@ class Catalog:
         found = self._stored(kind, unit_id, version)
         return found is not None and found[1]
 
-    def _stored(self, kind: str, unit_id: str, version: str) -> tuple[object, bool] | None:
-        """A version served before, from memory or the database."""
+    def _stored(
+        self, kind: str, unit_id: str, version: str, published: bool = False
+    ) -> tuple[object, bool, bool] | None:
+        """A version served before (or, unless `published`, a held draft), from memory or the
+        database."""
         key = (kind, unit_id, version)
         if key not in self._past and self.publisher is not None:
             found = self.publisher.version(kind, unit_id, version)
             if found is not None:
-                self._past[key] = (found[0].loaded, found[1])
-        return self._past.get(key)
+                self._past[key] = (found[0].loaded, found[1], found[2])
+        kept = self._past.get(key)
+        return None if kept is None or (published and not kept[2]) else kept
+
+    def version_kept(self, kind: str, unit_id: str, version: str | None) -> object | None:
+        """A unit as a learner's progress started it: the version by hash if it was ever
+        published (a hash from a form may name no draft), else the one served now."""
+        contents = self._contents
+        if version is None or contents.hashes.get((kind, unit_id)) == version:
+            return None
+        found = self._stored(kind, unit_id, version, published=True)
+        return found[0] if found is not None else None
+
+    def draft_topic(self, topic_id: str, version: str) -> TopicView | None:
+        """A topic's version by hash (a held draft, to preview) with the sets and labs that
+        name it now; None if no such version is stored."""
+        found = self._stored("topic", topic_id, version)
+        loaded = found[0] if found is not None else None
+        if not isinstance(loaded, LoadedTopic):
+            return None
+        served = self._contents.topics.get(topic_id)
+        sets = list(served.loaded_sets) if served is not None else []
+        labs = list(served.labs) if served is not None else []
+        return _view(topic_id, loaded.topic.title, loaded, sets, labs)
+
+    def draft_lab(self, lab_id: str, version: str) -> LoadedLab | None:
+        """A lab's version by hash (a held draft, to preview); None if no such version."""
+        found = self._stored("lab", lab_id, version)
+        loaded = found[0] if found is not None else None
+        return loaded if isinstance(loaded, LoadedLab) else None
+
+    def deck_version(self, deck: str) -> str | None:
+        """The content hash of a deck served now: a set's, or a topic's for its own entries."""
+        hashes = self._contents.hashes
+        return hashes.get(("set", deck)) or hashes.get(("topic", deck))
+
+    def lab_kept(self, lab_id: str, version: str | None) -> LoadedLab | None:
+        """The lab as a learner started it (its version by hash), else the one served now."""
+        kept = self.version_kept("lab", lab_id, version)
+        return kept if isinstance(kept, LoadedLab) else self._contents.labs.get(lab_id)
+
+    def entry_kept(self, deck: str, item_id: str, version: str | None) -> Entry | None:
+        """An item or card of the deck's version a learner was shown (by hash; an open practice
+        question or quiz keeps it through a Reload), else of the one served now."""
+        contents = self._contents
+        served = contents.entries.get((deck, item_id))
+        if version is None or version == self.deck_version(deck):
+            return served
+        kept = self.version_kept("set", deck, version) or self.version_kept("topic", deck, version)
+        if isinstance(kept, LoadedSet):
+            item = kept.challenge_set.item(item_id)
+            topic = contents.topic_of_set.get(deck) or (served.topic if served else None)
+            if item is None or topic is None:
+                return None
+            return Entry(topic, deck, item, kept.code.get(item_id))
+        if isinstance(kept, LoadedTopic):
+            own = (*kept.topic.items, *kept.topic.cards)
+            item = next((one for one in own if one.id == item_id), None)
+            return None if item is None else Entry(deck, deck, item)
+        return served
 
     def set_version(self, set_id: str, version: str | None) -> LoadedSet | None:
         """The set as an attempt started it: its version by hash (None: the one served now)."""

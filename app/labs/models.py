@@ -26,6 +26,9 @@ class LabStepState(SQLModel, table=True):
     checks_passed_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     passed_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     updated_at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
+    # The lab's version (content hash) the learner's progress started on: every step is served
+    # and judged by it through Reloads (None: started before versions, served the live one).
+    content_version: str | None = Field(default=None, max_length=64)
 
 
 class LabRun(SQLModel, table=True):

@@ -70,11 +70,16 @@ def _redirect(url: str) -> RedirectResponse:
     return RedirectResponse(url, status_code=303)
 
 
-def _lab(catalog: Catalog, lab_id: str) -> LoadedLab:
-    loaded = catalog.lab(lab_id)
+def _learners_lab(
+    catalog: Catalog, session: Session, user_id: int | None, lab_id: str
+) -> tuple[LoadedLab, str | None]:
+    """The lab as the learner's progress started it (its version, kept through Reloads as a
+    timed attempt keeps its set's), else the one served now; and that version's hash."""
+    kept = labs.kept_version(session, user_id, lab_id) if user_id is not None else None
+    loaded = catalog.lab_kept(lab_id, kept)
     if loaded is None:
         raise NotFound(f"No lab {lab_id!r}.")
-    return loaded
+    return loaded, kept or catalog.version_of("lab", lab_id)
 
 
 def _step(loaded: LoadedLab, step_id: str) -> tuple[int, LabStep]:
@@ -116,8 +121,9 @@ async def lab_page(
     request: Request, lab_id: SlugId, catalog: CatalogDep, user: OptionalUser, session: SessionDep
 ):
     """A lab: what it builds, its steps and where the learner stands in each."""
-    loaded = _lab(catalog, lab_id)
-    progress = await run_reads(session, _progress, session, user.id if user else None, loaded)
+    user_id = user.id if user else None
+    loaded, _version = await run_reads(session, _learners_lab, catalog, session, user_id, lab_id)
+    progress = await run_reads(session, _progress, session, user_id, loaded)
     topic = catalog.topic_of_lab(lab_id)
     suggestion = course.suggestion_after(catalog, topic.id if topic else None, StepKind.LAB, lab_id)
     return request.app.state.templates.TemplateResponse(
@@ -172,7 +178,7 @@ async def step_page(
     """One step: instructions, the editor (your draft), rank count, Run and Stop, each rank's
     pane, the checks, the questions, and the way on once the step is passed."""
     assert user.id is not None
-    loaded = _lab(catalog, lab_id)
+    loaded, _version = await run_reads(session, _learners_lab, catalog, session, user.id, lab_id)
     index, step = _step(loaded, step_id)
     context = await run_reads(session, _step_context, session, user.id, loaded, index, step)
     state = context["state"]
@@ -237,10 +243,10 @@ def save_draft(
 ) -> Response:
     """Keep the learner's code (the editor saves as they type; survives reload and restart)."""
     assert user.id is not None
-    loaded = _lab(catalog, lab_id)
+    loaded, version = _learners_lab(catalog, session, user.id, lab_id)
     _step(loaded, step_id)
     _check_code(code, settings.lab_code_max_chars)
-    labs.save_draft(session, user.id, lab_id, step_id, code, now)
+    labs.save_draft(session, user.id, lab_id, step_id, code, now, version)
     return Response(status_code=204)
 
 
@@ -255,9 +261,9 @@ def reset_step(
 ) -> Response:
     """Throw the draft away: the step opens with its starter again."""
     assert user.id is not None
-    loaded = _lab(catalog, lab_id)
+    loaded, version = _learners_lab(catalog, session, user.id, lab_id)
     _step(loaded, step_id)
-    labs.save_draft(session, user.id, lab_id, step_id, None, now)
+    labs.save_draft(session, user.id, lab_id, step_id, None, now, version)
     return _redirect(f"/labs/{lab_id}/steps/{step_id}")
 
 
@@ -299,7 +305,7 @@ async def start_run(
     """Start a run of the learner's code with the rank count they chose; the page follows its
     events. One run at a time per learner, a few a minute, always in the sandbox."""
     assert user.id is not None
-    loaded = _lab(catalog, lab_id)
+    loaded, version = await run_reads(session, _learners_lab, catalog, session, user.id, lab_id)
     index, step = _step(loaded, step_id)
     _check_code(code, settings.lab_code_max_chars)
     if nproc not in step.rank_choices:
@@ -313,7 +319,7 @@ async def start_run(
     if over is not None:
         return _refuse(request, 429, over[0], {"Retry-After": str(over[1])})
     run = await run_in_threadpool(
-        labs.start_run, session, user.id, lab_id, step_id, nproc, code, now
+        labs.start_run, session, user.id, lab_id, step_id, nproc, code, now, version
     )
     assert run.id is not None
     order = run_request(step, code, use_cache=False).model_copy(update={"nproc": nproc})
@@ -520,7 +526,7 @@ def answer_question(
 ) -> Response:
     """Answer one of the step's questions (as many tries as needed)."""
     assert user.id is not None
-    loaded = _lab(catalog, lab_id)
+    loaded, version = _learners_lab(catalog, session, user.id, lab_id)
     _index, step = _step(loaded, step_id)
     question = next((q for q in step.questions if q.id == question_id), None)
     if question is None:
@@ -532,7 +538,7 @@ def answer_question(
     correct = rules.is_correct(question, answer)
     labs.answer_question(
         session, user.id, topic.id if topic else loaded.lab.topic, lab_id, step, question_id,
-        answer, correct, now,
+        answer, correct, now, version,
     )  # fmt: skip
     verdict = "right" if correct else "wrong"
     return _redirect(f"/labs/{lab_id}/steps/{step_id}?q={question_id}&was={verdict}#questions")

@@ -34,6 +34,21 @@ def states(session: Session, user_id: int, lab_id: str) -> dict[str, LabStepStat
     return {state.step_id: state for state in session.exec(query)}
 
 
+def kept_version(session: Session, user_id: int, lab_id: str) -> str | None:
+    """The lab's version the learner's progress started on (None: none kept yet)."""
+    query = (
+        select(LabStepState.content_version)
+        .where(
+            LabStepState.user_id == user_id,
+            LabStepState.lab_id == lab_id,
+            col(LabStepState.content_version).is_not(None),
+        )
+        .order_by(col(LabStepState.id))
+        .limit(1)
+    )
+    return session.exec(query).first()
+
+
 def unlocked(loaded: LoadedLab, passed: set[str]) -> list[bool]:
     """Per step: open when every step before it is passed."""
     result, open_so_far = [], True
@@ -72,7 +87,14 @@ def _lines(code: str) -> list[str]:
     return [line.rstrip() for line in code.rstrip().splitlines()]
 
 
-def _state(session: Session, user_id: int, lab_id: str, step_id: str, now: datetime):
+def _state(
+    session: Session,
+    user_id: int,
+    lab_id: str,
+    step_id: str,
+    now: datetime,
+    version: str | None = None,
+):
     begin_write(session)
     query = select(LabStepState).where(
         LabStepState.user_id == user_id,
@@ -81,7 +103,10 @@ def _state(session: Session, user_id: int, lab_id: str, step_id: str, now: datet
     )
     state = session.exec(query).first()
     if state is None:
-        state = LabStepState(user_id=user_id, lab_id=lab_id, step_id=step_id, updated_at=now)
+        state = LabStepState(
+            user_id=user_id, lab_id=lab_id, step_id=step_id, updated_at=now,
+            content_version=version,
+        )  # fmt: skip
         session.add(state)
         try:
             session.flush()
@@ -93,10 +118,17 @@ def _state(session: Session, user_id: int, lab_id: str, step_id: str, now: datet
 
 
 def save_draft(
-    session: Session, user_id: int, lab_id: str, step_id: str, code: str | None, now: datetime
+    session: Session,
+    user_id: int,
+    lab_id: str,
+    step_id: str,
+    code: str | None,
+    now: datetime,
+    version: str | None = None,
 ) -> None:
-    """Keep the learner's code for the step (None: back to the starter), and commit."""
-    state = _state(session, user_id, lab_id, step_id, now)
+    """Keep the learner's code for the step (None: back to the starter), and commit; a new
+    step's state keeps the lab's `version`."""
+    state = _state(session, user_id, lab_id, step_id, now, version)
     state.draft, state.updated_at = code, now
     session.add(state)
     session.commit()
@@ -110,9 +142,10 @@ def start_run(
     nproc: int,
     code: str,
     now: datetime,
+    version: str | None = None,
 ) -> LabRun:
     """Record a new run (and keep its code as the draft); one at a time per learner (409)."""
-    state = _state(session, user_id, lab_id, step_id, now)
+    state = _state(session, user_id, lab_id, step_id, now, version)
     busy = session.exec(
         select(LabRun.id).where(
             LabRun.user_id == user_id,
@@ -215,9 +248,10 @@ def answer_question(
     answer: str,
     correct: bool,
     now: datetime,
+    version: str | None = None,
 ) -> ModeAnswer:
     """Keep an answer to a step's question; the last right answer may pass the step. Commit."""
-    state = _state(session, user_id, lab_id, step.id, now)
+    state = _state(session, user_id, lab_id, step.id, now, version)
     row = ModeAnswer(
         user_id=user_id,
         mode="lab",

@@ -43,6 +43,13 @@ from app.review import service as review
 router = APIRouter()
 AnswerField = Annotated[list[str] | None, Form()]
 LastId = Annotated[int | None, Query(ge=1, le=2**31 - 1, description="An answer to show.")]
+# The content hash of the deck's version a question was shown from: it is judged by that version
+# though a Reload publishes another meanwhile (as a timed attempt keeps its set's version).
+VERSION_PATTERN = "^[0-9a-f]{64}$"
+ShownVersion = Annotated[
+    str | None, Query(pattern=VERSION_PATTERN, description="The version it was shown from.")
+]
+AnsweredVersion = Annotated[str | None, Form(pattern=VERSION_PATTERN)]
 
 
 def _redirect(url: str) -> RedirectResponse:
@@ -65,6 +72,20 @@ def _entry(catalog: Catalog, deck: str, item_id: str, topic: TopicView | None = 
     if entry is None or (topic is not None and entry.topic != topic.id):
         raise NotFound(f"No item {item_id!r} in {deck!r}.")
     return entry
+
+
+def _kept(catalog: Catalog, topic: TopicView, deck: str, item_id: str, version: str | None):
+    """The entry of the deck's version the learner was shown (else the one served now), and
+    that version's hash to keep showing and judging it by."""
+    entry = catalog.entry_kept(deck, item_id, version)
+    if entry is None or entry.topic != topic.id:
+        raise NotFound(f"No item {item_id!r} in {deck!r}.")
+    return entry, version or catalog.deck_version(deck)
+
+
+def _keep(version: str | None) -> str:
+    """The query that keeps a page on its version ("" when unversioned)."""
+    return f"&v={version}" if version else ""
 
 
 def _parse(entry: Entry, choice: list[str] | None, seed: str | None) -> str:
@@ -184,16 +205,19 @@ async def practice_item(
     last: LastId = None,
     reveal: bool = False,
     hint: bool = False,
+    v: ShownVersion = None,
 ):
     """One practice question: untimed, answer as often as you like, feedback after each try."""
     topic = _topic(catalog, topic_id)
-    entry = _entry(catalog, deck, item_id, topic)
-    if entry not in topic.practice:
+    entry, version = _kept(catalog, topic, deck, item_id, v)
+    places = [(e.deck, e.item.id) for e in topic.practice]
+    if entry.kind == "explain" or entry.is_card or ((deck, item_id) not in places and not v):
         raise NotFound("That item is not a practice question.")
     answer = await run_reads(
         session, _owned_answer, session, last, user.id if user else None, entry
     )
-    index = topic.practice.index(entry)
+    # An item the new version dropped stays answerable from its page; it has no place now.
+    index = places.index((deck, item_id)) if (deck, item_id) in places else 0
     here = f"/topics/{topic.id}/practice/{entry.deck}/{entry.item.id}"
     hinted = hint or bool(answer and answer.hinted)
     return _render(
@@ -210,6 +234,8 @@ async def practice_item(
             "hinted": hinted,
             "action": here + "/answer",
             "here": here,
+            "keep": _keep(version),
+            "version": version,
             "answer": answer,
             "position": index,
             "count": len(topic.practice),
@@ -232,17 +258,19 @@ def practice_answer(
     now: NowDep,
     choice: AnswerField = None,
     hinted: Annotated[bool, Form()] = False,
+    version: AnsweredVersion = None,
 ) -> Response:
-    """Judge a practice answer; it never touches badges or totals, and feeds review."""
+    """Judge a practice answer by the version its page showed; it never touches badges or
+    totals, and feeds review."""
     topic = _topic(catalog, topic_id)
-    entry = _entry(catalog, deck, item_id, topic)
+    entry, version = _kept(catalog, topic, deck, item_id, version)
     # Read with the seed the page was shown with: a visitor's, before they become a guest.
     answer = _parse(entry, choice, _seed(settings, "practice", user and user.id))
     user, token = learner_or_guest(request, session, user, settings, now)
     assert user.id is not None
     correct = rules.is_correct(entry.item, answer)
     row = modes.record_answer(session, user.id, entry, "practice", answer, correct, now, hinted)
-    query = urlencode({"last": row.id, **({"hint": 1} if hinted else {})})
+    query = urlencode({"last": row.id, **({"hint": 1} if hinted else {})}) + _keep(version)
     url = f"/topics/{topic.id}/practice/{entry.deck}/{entry.item.id}?{query}"
     return signed_in(request, _redirect(url), token, settings)
 
@@ -376,7 +404,9 @@ def quiz_start(
     topic = _topic(catalog, topic_id)
     user, token = learner_or_guest(request, session, user, settings, now)
     assert user.id is not None
-    quiz = modes.start_quiz(session, user.id, topic, now, random.Random())
+    decks = {entry.deck for entry in (*topic.practice, *topic.cards)}
+    versions = {deck: catalog.deck_version(deck) for deck in decks}
+    quiz = modes.start_quiz(session, user.id, topic, now, random.Random(), versions)
     return signed_in(request, _redirect(f"/quizzes/{quiz.id}"), token, settings)
 
 
@@ -395,7 +425,7 @@ async def quiz_page(
     assert user.id is not None
     state = await run_reads(session, modes.quiz_for_user, session, quiz_id, user.id)
     topic = catalog.topic(state.quiz.topic)
-    entries = modes.entries_of(catalog, state.questions)
+    entries = modes.entries_of(catalog, state.questions, state.versions)
     seed = _seed(settings, "quiz", quiz_id, user.id)
     position = state.current if show is None else show - 1
     if position >= len(state.questions):
@@ -445,7 +475,7 @@ def quiz_answer(
         raise NotFound("The quiz has no such question.")
     if position in state.answers:
         raise Conflict("This question is already answered.")
-    entry = modes.entries_of(catalog, [state.questions[position]])[0]
+    entry = modes.entries_of(catalog, state.questions, state.versions)[position]
     if entry is None:  # removed from the course since the quiz began: counts as skipped
         raise NotFound("This question is no longer available.")
     answer = _parse(entry, choice, _seed(settings, "quiz", quiz_id, user.id))
@@ -478,13 +508,12 @@ async def explain_item(
     user: OptionalUser,
     session: SessionDep,
     last: LastId = None,
+    v: ShownVersion = None,
 ):
     """Write an explanation; once sent: concepts covered, the sentences that covered them and
-    the model answer."""
+    the model answer (of the version it was written for)."""
     topic = _topic(catalog, topic_id)
-    entry = next((e for e in topic.explain if e.item.id == item_id), None)
-    if entry is None:
-        raise NotFound(f"No explain-it item {item_id!r} in this topic.")
+    entry, version = _explain_entry(catalog, topic, item_id, v)
     answer = await run_reads(
         session, _owned_answer, session, last, user.id if user else None, entry
     )
@@ -499,6 +528,7 @@ async def explain_item(
             "answer": answer,
             "action": here + "/answer",
             "here": here,
+            "version": version,
         },
     )
 
@@ -514,12 +544,12 @@ def explain_answer(
     settings: SettingsDep,
     now: NowDep,
     choice: AnswerField = None,
+    version: AnsweredVersion = None,
 ) -> Response:
-    """Score an explanation against the item's key concepts and keep it."""
+    """Score an explanation against the key concepts of the version it was written for, and
+    keep it."""
     topic = _topic(catalog, topic_id)
-    entry = next((e for e in topic.explain if e.item.id == item_id), None)
-    if entry is None:
-        raise NotFound(f"No explain-it item {item_id!r} in this topic.")
+    entry, version = _explain_entry(catalog, topic, item_id, version)
     answer = _parse(entry, choice, None)  # a text: no options, no order
     matches = entry.item.score(answer)  # type: ignore[attr-defined]
     covered = sum(match.covered for match in matches)
@@ -529,8 +559,21 @@ def explain_answer(
     row = modes.record_answer(
         session, user.id, entry, "explain", answer, correct, now, points=covered
     )
-    url = f"/topics/{topic.id}/explain/{item_id}?{urlencode({'last': row.id})}"
+    url = f"/topics/{topic.id}/explain/{item_id}?{urlencode({'last': row.id})}{_keep(version)}"
     return signed_in(request, _redirect(url), token, settings)
+
+
+def _explain_entry(
+    catalog: Catalog, topic: TopicView, item_id: str, version: str | None
+) -> tuple[Entry, str | None]:
+    """An explain-it item of the topic, of the version it was shown from."""
+    served = next((e for e in topic.explain if e.item.id == item_id), None)
+    if served is None:
+        raise NotFound(f"No explain-it item {item_id!r} in this topic.")
+    entry, version = _kept(catalog, topic, served.deck, item_id, version)
+    if entry.kind != "explain":
+        raise NotFound(f"No explain-it item {item_id!r} in this topic.")
+    return entry, version
 
 
 # Cheat sheet ---------------------------------------------------------------------------------

@@ -124,10 +124,16 @@ def explain_best(session: Session, user_id: int, topic_id: str) -> dict[str, int
 
 
 def start_quiz(
-    session: Session, user_id: int, topic: TopicView, now: datetime, rng: random.Random
+    session: Session,
+    user_id: int,
+    topic: TopicView,
+    now: datetime,
+    rng: random.Random,
+    deck_versions: Mapping[str, str | None] | None = None,
 ) -> Quiz:
     """Draw 5-10 questions from the topic's items and cards (all of them if fewer), never two
-    asking the same fact; commit."""
+    asking the same fact; commit. Each keeps its deck's version (content hash, from
+    `deck_versions`): a Reload meanwhile changes no question of a quiz under way."""
     pool = [*topic.practice, *topic.cards]
     if not pool:
         raise NotFound(f"The topic {topic.title!r} has nothing to quiz on yet.")
@@ -137,7 +143,9 @@ def start_quiz(
     quiz = Quiz(
         user_id=user_id,
         topic=topic.id,
-        questions=json.dumps([[entry.deck, entry.item.id] for entry in drawn]),
+        questions=json.dumps(
+            [[e.deck, e.item.id, (deck_versions or {}).get(e.deck)] for e in drawn]
+        ),
         total=size,
         created_at=now,
     )
@@ -153,6 +161,7 @@ class QuizState:
     quiz: Quiz
     questions: list[tuple[str, str]]
     answers: dict[int, ModeAnswer] = field(default_factory=dict)
+    versions: list[str | None] = field(default_factory=list)  # each question's deck version
 
     @property
     def current(self) -> int:
@@ -167,8 +176,12 @@ def quiz_for_user(session: Session, quiz_id: int, user_id: int) -> QuizState:
     if quiz is None or quiz.user_id != user_id:
         raise NotFound("No such quiz.")
     rows = session.exec(select(ModeAnswer).where(ModeAnswer.quiz_id == quiz_id)).all()
-    pairs = [(str(deck), str(item)) for deck, item in json.loads(quiz.questions)]
-    return QuizState(quiz, pairs, {row.position: row for row in rows if row.position is not None})
+    # [deck, id, version]; a quiz started before versions were kept has [deck, id].
+    stored = json.loads(quiz.questions)
+    pairs = [(str(one[0]), str(one[1])) for one in stored]
+    kept = [one[2] if len(one) > 2 else None for one in stored]
+    answers = {row.position: row for row in rows if row.position is not None}
+    return QuizState(quiz, pairs, answers, kept)
 
 
 def answer_quiz(
@@ -380,6 +393,15 @@ def topic_progress(
     )
 
 
-def entries_of(catalog: Catalog, pairs: Sequence[tuple[str, str]]) -> list[Entry | None]:
-    """Look up (deck, id) pairs; None for what is no longer served."""
-    return [catalog.entry(deck_id, item_id) for deck_id, item_id in pairs]
+def entries_of(
+    catalog: Catalog,
+    pairs: Sequence[tuple[str, str]],
+    versions: Sequence[str | None] = (),
+) -> list[Entry | None]:
+    """Look up (deck, id) pairs, each of its deck's version when one is given; None for what
+    is no longer served."""
+    kept = [*versions, *([None] * (len(pairs) - len(versions)))]
+    return [
+        catalog.entry_kept(deck_id, item_id, version)
+        for (deck_id, item_id), version in zip(pairs, kept, strict=True)
+    ]

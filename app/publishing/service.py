@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from app.challenges.loader import LoadedLab, LoadedSet, LoadedTopic, LoadReport
-from app.db import utcnow
+from app.db import read_session, utcnow
 from app.publishing import versions
 from app.publishing.gate import Judgement, judge
 from app.publishing.models import ContentVersion, VersionStatus
@@ -82,11 +82,40 @@ class Publisher:
 
     def live_paths(self) -> dict[Key, str]:
         """The file each live version was loaded from, by (kind, id)."""
-        with Session(self.engine) as session:
+        with read_session(self.engine) as session:
             rows = session.exec(
                 select(ContentVersion).where(ContentVersion.status == VersionStatus.LIVE)
             ).all()
             return {(row.kind, row.unit_id): row.path for row in rows}
+
+    def mark(self) -> tuple[int, datetime | None, int]:
+        """What was published, in one cheap query: the live versions' count, latest
+        publication and id sum. Any publication, by any process, changes it."""
+        with read_session(self.engine) as session:
+            count, latest, ids = session.exec(
+                select(
+                    func.count(), func.max(ContentVersion.published_at),
+                    func.coalesce(func.sum(ContentVersion.id), 0),
+                ).where(ContentVersion.status == VersionStatus.LIVE)
+            ).one()  # fmt: skip
+            return int(count), latest, int(ids or 0)
+
+    def live(self, serving: dict[Key, tuple[str, versions.Loaded]]) -> Served:
+        """The live versions as the database has them (another process may have published):
+        a unit already served (`serving`: key -> hash and unit) is kept as it is."""
+        served = Served()
+        with read_session(self.engine) as session:
+            rows = session.exec(
+                select(ContentVersion).where(ContentVersion.status == VersionStatus.LIVE)
+            ).all()
+            for row in rows:
+                kept = serving.get((row.kind, row.unit_id))
+                if kept is not None and kept[0] == row.content_hash:
+                    unit = versions.unit_of(kept[1])
+                else:
+                    unit = versions.stored(row.kind, row.path, row.payload)
+                served.add(unit, row.unproven)
+        return served
 
     def publish(self, report: LoadReport) -> Served:
         """Record this load's versions and decide what is served."""
@@ -175,9 +204,13 @@ class Publisher:
         session.flush()
         return row
 
-    def version(self, kind: str, unit_id: str, digest: str) -> tuple[versions.Unit, bool] | None:
-        """A stored version by content hash, and whether it was published unproven."""
-        with Session(self.engine) as session:
+    def version(
+        self, kind: str, unit_id: str, digest: str
+    ) -> tuple[versions.Unit, bool, bool] | None:
+        """A stored version by content hash, whether it was published unproven, and whether it
+        was ever published (a held draft never was). A reader: a request holding the write
+        lock (an answer being judged) may ask."""
+        with read_session(self.engine) as session:
             row = session.exec(
                 select(ContentVersion).where(
                     ContentVersion.kind == kind,
@@ -187,7 +220,8 @@ class Publisher:
             ).first()
             if row is None:
                 return None
-            return versions.stored(row.kind, row.path, row.payload), row.unproven
+            unit = versions.stored(row.kind, row.path, row.payload)
+            return unit, row.unproven, row.published_at is not None
 
     def publish_unproven(self, kind: str, unit_id: str, digest: str, user_id: int) -> None:
         """Publish a held version although its keys are not proven: who and when are kept."""

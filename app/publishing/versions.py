@@ -94,10 +94,11 @@ def _tuples(positions: dict[str, list[int]]) -> dict[str, tuple[int, int]]:
 
 
 def loaded_of(kind: str, path: str, payload: dict[str, Any]) -> Loaded:
-    """Rebuild a loaded unit from a stored payload (the inverse of payload_of)."""
+    """Rebuild a loaded unit from a stored payload (the inverse of payload_of). The payload
+    holds field names (a card's `prompt`, where its file says `front`): read by name too."""
     if kind == "set":
         return LoadedSet(
-            ChallengeSet.model_validate(payload["set"]),
+            ChallengeSet.model_validate(payload["set"], by_name=True),
             path,
             dict(payload["code"]),
             dict(payload["fixed_code"]),
@@ -108,7 +109,7 @@ def loaded_of(kind: str, path: str, payload: dict[str, Any]) -> Loaded:
         )
     if kind == "topic":
         topic = LoadedTopic(
-            Topic.model_validate(payload["topic"]),
+            Topic.model_validate(payload["topic"], by_name=True),
             path,
             payload["cheat_sheet"],
             dict(payload["proof_code"]),
@@ -119,9 +120,8 @@ def loaded_of(kind: str, path: str, payload: dict[str, Any]) -> Loaded:
             topic.claims, _problems = cheatsheet.claims(topic.cheat_sheet)
         return topic
     if kind == "lab":
-        return LoadedLab(
-            Lab.model_validate(payload["lab"]), path, payload["starters"], payload["solutions"]
-        )
+        lab = Lab.model_validate(payload["lab"], by_name=True)
+        return LoadedLab(lab, path, payload["starters"], payload["solutions"])
     raise ValueError(f"unknown content kind {kind!r}")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse
 
 from app.challenges.catalog import Catalog, TopicView
@@ -27,6 +27,10 @@ from app.verification.rules import Verdict
 
 router = APIRouter(prefix="/staff")
 RunAll = Annotated[bool, Form(alias="all")]
+# A held draft's content hash (the content page links to it): preview and verify that version.
+DraftVersion = Annotated[
+    str | None, Query(pattern="^[0-9a-f]{64}$", description="A version to preview, by hash.")
+]
 
 
 @dataclass(frozen=True)
@@ -87,22 +91,42 @@ def _topic(catalog: Catalog, topic_id: str) -> TopicView:
     return topic
 
 
-def _topic_target(catalog: Catalog, topic_id: str) -> Target:
-    topic = _topic(catalog, topic_id)
+def _draft(catalog: Catalog, kind: str, unit_id: str, version: str | None) -> str | None:
+    """The version asked for when it is not the one served now (a held draft), else None."""
+    return version if version is not None and version != catalog.version_of(kind, unit_id) else None
+
+
+def _topic_or_draft(catalog: Catalog, topic_id: str, draft: str | None) -> TopicView:
+    if draft is None:
+        return _topic(catalog, topic_id)
+    topic = catalog.draft_topic(topic_id, draft)
+    if topic is None:
+        raise NotFound(f"No version {draft[:12]} of topic {topic_id!r}.")
+    return topic
+
+
+def _topic_target(catalog: Catalog, topic_id: str, version: str | None = None) -> Target:
+    draft = _draft(catalog, "topic", topic_id, version)
+    topic = _topic_or_draft(catalog, topic_id, draft)
     own = (topic.loaded_topic,) if topic.loaded_topic else ()
-    return Target((f"topic:{topic_id}", None), f"/staff/topics/{topic_id}/verify", topics=own)
+    job, query = (f"topic:{topic_id}@{draft}", f"?version={draft}") if draft else (
+        f"topic:{topic_id}", ""
+    )  # fmt: skip
+    return Target((job, None), f"/staff/topics/{topic_id}/verify{query}", topics=own)
 
 
-def _lab(catalog: Catalog, lab_id: str) -> LoadedLab:
-    lab = catalog.lab(lab_id)
+def _lab(catalog: Catalog, lab_id: str, draft: str | None = None) -> LoadedLab:
+    lab = catalog.lab(lab_id) if draft is None else catalog.draft_lab(lab_id, draft)
     if lab is None:
         raise NotFound(f"No valid lab {lab_id!r} (see the content page for errors).")
     return lab
 
 
-def _lab_target(catalog: Catalog, lab_id: str) -> Target:
-    lab = _lab(catalog, lab_id)
-    return Target((f"lab:{lab_id}", None), f"/staff/labs/{lab_id}/verify", labs=(lab,))
+def _lab_target(catalog: Catalog, lab_id: str, version: str | None = None) -> Target:
+    draft = _draft(catalog, "lab", lab_id, version)
+    lab = _lab(catalog, lab_id, draft)
+    job, query = (f"lab:{lab_id}@{draft}", f"?version={draft}") if draft else (f"lab:{lab_id}", "")
+    return Target((job, None), f"/staff/labs/{lab_id}/verify{query}", labs=(lab,))
 
 
 def _render(request: Request, jobs: VerifyJobs, catalog: Catalog, target: Target) -> Any:
@@ -218,18 +242,25 @@ def verify_topic(
     executor: ExecutorDep,
     jobs: VerifyJobsDep,
     run_all: RunAll = False,
+    version: DraftVersion = None,
 ):
-    """Start verifying a topic's proofs (named ones, cards' and items' inline ones)."""
-    target = _topic_target(catalog, topic_id)
+    """Start verifying a topic's proofs (named ones, cards' and items' inline ones; of a held
+    draft, with `?version=`)."""
+    target = _topic_target(catalog, topic_id, version)
     return _start(request, catalog, executor, jobs, target, run_all)
 
 
 @router.get("/topics/{topic_id}/verify", response_class=HTMLResponse)
 def verify_topic_progress(
-    request: Request, topic_id: SlugId, staff: StaffUser, catalog: CatalogDep, jobs: VerifyJobsDep
+    request: Request,
+    topic_id: SlugId,
+    staff: StaffUser,
+    catalog: CatalogDep,
+    jobs: VerifyJobsDep,
+    version: DraftVersion = None,
 ):
     """Show the topic's verification so far."""
-    return _render(request, jobs, catalog, _topic_target(catalog, topic_id))
+    return _render(request, jobs, catalog, _topic_target(catalog, topic_id, version))
 
 
 @router.post("/labs/{lab_id}/verify", dependencies=[CsrfDep], response_class=HTMLResponse)
@@ -241,18 +272,25 @@ def verify_lab(
     executor: ExecutorDep,
     jobs: VerifyJobsDep,
     run_all: RunAll = False,
+    version: DraftVersion = None,
 ):
-    """Start verifying every step of a lab: its solution passes its checks, its starter not."""
-    target = _lab_target(catalog, lab_id)
+    """Start verifying every step of a lab (of a held draft, with `?version=`): its solution
+    passes its checks, its starter not."""
+    target = _lab_target(catalog, lab_id, version)
     return _start(request, catalog, executor, jobs, target, run_all)
 
 
 @router.get("/labs/{lab_id}/verify", response_class=HTMLResponse)
 def verify_lab_progress(
-    request: Request, lab_id: SlugId, staff: StaffUser, catalog: CatalogDep, jobs: VerifyJobsDep
+    request: Request,
+    lab_id: SlugId,
+    staff: StaffUser,
+    catalog: CatalogDep,
+    jobs: VerifyJobsDep,
+    version: DraftVersion = None,
 ):
     """Show the lab's verification so far, step by step."""
-    return _render(request, jobs, catalog, _lab_target(catalog, lab_id))
+    return _render(request, jobs, catalog, _lab_target(catalog, lab_id, version))
 
 
 def _verifiable(catalog: Catalog, target: Target) -> bool:
@@ -270,16 +308,19 @@ def preview_topic(
     staff: StaffUser,
     catalog: CatalogDep,
     executor: ExecutorDep,
+    version: DraftVersion = None,
 ):
     """A topic as instructors check it: summary, cards with their backs, explain items, proofs
-    and cheat sheet."""
-    topic = _topic(catalog, topic_id)
+    and cheat sheet; with `?version=HASH`, that version (a held draft) instead of the live one."""
+    draft = _draft(catalog, "topic", topic_id, version)
     return request.app.state.templates.TemplateResponse(
         request,
         "staff/topic_preview.html",
         {
-            "topic": topic,
-            "verifiable": _verifiable(catalog, _topic_target(catalog, topic_id)),
+            "topic": _topic_or_draft(catalog, topic_id, draft),
+            "draft": draft,
+            "query": f"?version={draft}" if draft else "",
+            "verifiable": _verifiable(catalog, _topic_target(catalog, topic_id, draft)),
             "runs_available": runs.available(executor),
         },
     )
@@ -292,10 +333,18 @@ def preview_lab(
     staff: StaffUser,
     catalog: CatalogDep,
     executor: ExecutorDep,
+    version: DraftVersion = None,
 ):
-    """A lab as instructors check it: each step with its starter, checks and solution."""
+    """A lab as instructors check it: each step with its starter, checks and solution; with
+    `?version=HASH`, that version (a held draft) instead of the live one."""
+    draft = _draft(catalog, "lab", lab_id, version)
     return request.app.state.templates.TemplateResponse(
         request,
         "staff/lab_preview.html",
-        {"loaded": _lab(catalog, lab_id), "runs_available": runs.available(executor)},
+        {
+            "loaded": _lab(catalog, lab_id, draft),
+            "draft": draft,
+            "query": f"?version={draft}" if draft else "",
+            "runs_available": runs.available(executor),
+        },
     )

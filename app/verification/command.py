@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import embedded
-from app.challenges import loader
+from app.challenges import course, loader
 from app.config import Settings
 from app.executor_client import HttpExecutorClient
 from app.verification import evidence, incremental, pipeline, proofs, records
@@ -44,10 +44,13 @@ def verify(
     the verdicts (with each item's content hash) are merged into that proofs file, which
     `ranklab content` reads."""
     started = time.monotonic()
-    report = loader.load_path(path)
+    folder = course.load(path)
+    report = folder.report
     for error in report.errors:
         print(error, file=sys.stderr)
-    selection = _select(path, report, executor_url, proofs_path, items, run_all)
+    # A folder of a course is proven against the course's proofs file (its items' entries).
+    source = proofs_path or (folder.course / proofs.FILE_NAME if folder.course.is_dir() else None)
+    selection = _select(report, executor_url, source, items, run_all)
     if selection.unknown:
         for name in selection.unknown:
             hint = selection.suggestions.get(name)
@@ -111,15 +114,14 @@ def verify(
 
 
 def _select(
-    path: Path,
     report: loader.LoadReport,
     executor_url: str | None,
-    proofs_path: Path | None,
+    source: Path | None,
     items: Sequence[str],
     run_all: bool,
 ) -> incremental.Selection:
-    """What to run: the items asked for, less those proven for their content on this executor."""
-    source = proofs_path or (path / proofs.FILE_NAME if path.is_dir() else None)
+    """What to run: the items asked for, less those proven for their content on this executor
+    (as the proofs file `source` says)."""
 
     def now() -> incremental.Stamp:
         if executor_url:

@@ -135,4 +135,10 @@ def test_the_shipped_lessons_load():
     report = load_path(ROOT / "challenges")
     assert report.ok, [str(error) for error in report.errors]
     with_lessons = {t.topic.id for t in report.topics if t.topic.lesson is not None}
-    assert {"collectives", "process-groups"} <= with_lessons
+    assert {
+        "collectives",
+        "process-groups",
+        "deadlocks",
+        "join",
+        "unused-parameters",
+    } <= with_lessons

@@ -1,12 +1,15 @@
 """A topic's lesson (the `lesson:` block of topic.yaml): short Markdown sections, each with
 runnable examples in "predict, then run" form, and a short check at the end.
 
-Every example states the output each rank prints (`output:`): `ranklab verify` runs it as it
-runs a key and fails the lesson when a run prints anything else, so what a lesson shows is what
-the snippet does. Pure: the standard library and pydantic only.
+Every example states the output each rank prints (`output:`) and, where a rank does not end
+normally, how it ends (`ends:`: it raises, or it hangs): `ranklab verify` runs it as it runs a
+key and fails the lesson when a run does anything else, so what a lesson shows is what the
+snippet does. Pure: the standard library and pydantic only.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -17,6 +20,7 @@ from app.challenges.base import (
     Option,
     Outcome,
     RankExpectation,
+    RankOutcome,
     Strict,
 )
 from app.kinds.choice import ChoiceItem
@@ -66,6 +70,32 @@ class Prediction(Strict):
         return self.prompt or f"What will rank {self.rank} print?"
 
 
+class RankEnd(Strict):
+    """How a rank ends when it does not end normally: the `status`, `exception` and
+    `message_regex` of an outcome's rank claim (docs/authoring.md, "Outcomes, precisely")."""
+
+    status: Literal[RankOutcome.RAISES, RankOutcome.HANGS] = Field(
+        description="raises (an uncaught exception ends it) or hangs (still blocked in a "
+        "collective when the time limit stops the run)."
+    )
+    exception: str | None = Field(
+        default=None,
+        description="With raises: the exception's class, e.g. RuntimeError (a subclass matches).",
+    )
+    message_regex: str | None = Field(
+        default=None,
+        description="With raises (optional): a regular expression searched in its message.",
+    )
+
+    @model_validator(mode="after")
+    def _fits_status(self) -> RankEnd:
+        if self.status is RankOutcome.RAISES and self.exception is None:
+            raise ValueError("a rank that raises names its exception (exception: RuntimeError)")
+        if self.status is RankOutcome.HANGS and (self.exception or self.message_regex):
+            raise ValueError("a rank that hangs raises nothing: drop exception/message_regex")
+        return self
+
+
 class Example(ExecutableMixin):
     """A snippet the learner runs across real ranks, after predicting what it does."""
 
@@ -74,6 +104,11 @@ class Example(ExecutableMixin):
     output: dict[str, str] = Field(
         description='What each rank prints (exact stdout), keyed by rank ("0", "1", …) or '
         '"all". The lesson shows it; `ranklab verify` proves it.'
+    )
+    ends: dict[str, RankEnd] = Field(
+        default_factory=dict,
+        description='How a rank ends when it does not end normally, keyed by rank ("0", "1", …) '
+        'or "all": it raises, or it hangs. A rank not named ends normally.',
     )
     after: str | None = Field(
         default=None, description="Shown once the run is over: what it means (Markdown)."
@@ -88,6 +123,11 @@ class Example(ExecutableMixin):
                 f'output gives each rank\'s stdout: keys {sorted(ranks)} (or just "all"), '
                 f"got {sorted(keys)}"
             )
+        unknown = sorted(set(self.ends) - ranks - {"all"})
+        if unknown or ("all" in self.ends and len(self.ends) > 1):
+            raise ValueError(
+                f'ends names ranks {sorted(ranks)} (or just "all"), got {sorted(self.ends)}'
+            )
         rank = self.predict.rank
         if rank is not None and rank >= self.launch.nproc:
             raise ValueError(f"predict.rank {rank} is not a rank of {self.launch.nproc}")
@@ -97,14 +137,37 @@ class Example(ExecutableMixin):
         """The stdout this rank prints, as the lesson shows it."""
         return self.output.get("all", self.output.get(str(rank), ""))
 
+    def end(self, rank: int) -> RankEnd | None:
+        """How this rank ends when not normally (None: it returns)."""
+        return self.ends.get("all", self.ends.get(str(rank)))
+
+    def hangs(self) -> bool:
+        """Whether the run hangs: some rank is still blocked when the time limit stops it."""
+        return any(end.status is RankOutcome.HANGS for end in self.ends.values())
+
+    def _expected(self, rank: int) -> RankExpectation:
+        end = self.end(rank)
+        if end is None:
+            return RankExpectation(stdout=self.shown(rank), status=RankOutcome.RETURNS)
+        return RankExpectation(
+            stdout=self.shown(rank),
+            status=end.status,
+            exception=end.exception,
+            message_regex=end.message_regex,
+        )
+
     def as_proof(self) -> InlineProof:
-        """The example as a proof: each rank ends normally and prints exactly its output."""
-        ranks = {key: RankExpectation(stdout=text) for key, text in self.output.items()}
+        """The example as a proof: each rank prints exactly its output and ends as `ends:`
+        says (normally when not named); the run hangs exactly when a rank does."""
+        if self.ends:
+            ranks = {str(rank): self._expected(rank) for rank in range(self.launch.nproc)}
+        else:  # every rank ends normally: the claim as written (its proof keeps its hash)
+            ranks = {key: RankExpectation(stdout=text) for key, text in self.output.items()}
         return InlineProof(
             code=self.code,
             code_file=self.code_file,
             launch=self.launch,
-            outcome=Outcome(ranks=ranks, hangs=False, order_varies=True),
+            outcome=Outcome(ranks=ranks, hangs=self.hangs(), order_varies=True),
         )
 
 

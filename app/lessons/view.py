@@ -1,13 +1,14 @@
 """What the lesson page shows of each example and check question, for one learner: options in
 the learner's order as opaque tokens (app.kinds.order), the recorded prediction and its verdict,
-the proven output per rank. Pure: no database, no web framework."""
+the proven output per rank and, where a rank does not end normally, how it ends, in words. Pure:
+no database, no web framework."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from app.challenges.base import Option
+from app.challenges.base import Option, RankOutcome
 from app.kinds import choices, order
 from app.lessons import rules
 from app.lessons.models import LessonProgress
@@ -42,6 +43,20 @@ def read_prediction(
     return ids[0] if len(ids) == 1 and ids[0] in known else None
 
 
+def ending(example: Example, rank: int) -> str | None:
+    """How a rank ends, in words for the learner, where it does not end normally (else None)."""
+    end = example.end(rank)
+    if end is None:
+        return None
+    if end.status is RankOutcome.HANGS:
+        return (
+            f"Rank {rank} hangs: it is still waiting for the other ranks when the time limit "
+            "stops the run."
+        )
+    matching = f", with a message matching `{end.message_regex}`" if end.message_regex else ""
+    return f"Rank {rank} raises `{end.exception}`{matching}."
+
+
 def example_view(
     example: Example, code: str, row: LessonProgress | None, seed: str | None
 ) -> dict[str, Any]:
@@ -56,7 +71,11 @@ def example_view(
         "options": options,
         "predicted": row is not None,
         "nproc": example.launch.nproc,
-        "output": [(rank, example.shown(rank)) for rank in range(example.launch.nproc)],
+        "output": [
+            (rank, example.shown(rank), ending(example, rank))
+            for rank in range(example.launch.nproc)
+        ],
+        "ends": bool(example.ends),
     }
     if row is not None:
         shown["right"] = row.correct

@@ -102,7 +102,53 @@ def phone_page(browser, live_server, csp_problems):
     assert csp_problems == [], "the page broke its Content-Security-Policy"
 
 
-VISITS = [("lesson, before predicting", LESSON), ("lesson, after a run", typed_run_shown)]
+def hang_and_raise_shown(page: Page) -> None:
+    """Predict the example whose ranks hang and the one where rank 1 raises; each real run
+    shows where the hung ranks were stuck and what was raised, and the proven panel says in
+    words how each rank ends."""
+    page.goto(LESSON)
+    hung = example(page, "hung-ranks")
+    expect(hung.get_by_test_id("proven-ending")).to_have_count(0)  # not before the prediction
+    hung.get_by_test_id("prediction-option").filter(has_text="Both ranks wait forever").click()
+    hung.get_by_test_id("predict-button").click()
+    hung = example(page, "hung-ranks")  # the page was loaded afresh for the new guest
+    expect(hung.get_by_test_id("prediction-verdict")).to_contain_text("Your prediction was right")
+    expect(hung.get_by_test_id("run-summary")).to_contain_text("timeout ·", timeout=RUN_TIMEOUT_MS)
+    expect(hung.get_by_test_id("rank-0").locator("p.stuck")).to_have_text(
+        "Stuck at line 8, waiting in dist.barrier when the time limit stopped it."
+    )
+    expect(hung.get_by_test_id("rank-1").locator("p.stuck")).to_have_text(
+        "Stuck at line 10, waiting in dist.all_reduce when the time limit stopped it."
+    )
+    expect(hung.get_by_test_id("rank-1").locator("pre.out")).to_have_text("rank 1: waiting\n")
+    hung.get_by_test_id("proven-output").locator("summary").click()
+    endings = hung.get_by_test_id("proven-ending")
+    expect(endings.nth(0)).to_have_text(re.compile(r"^Rank 0 hangs: it is still waiting"))
+    expect(endings.nth(1)).to_have_text(re.compile(r"^Rank 1 hangs: it is still waiting"))
+
+    raising = example(page, "raising-rank")
+    raising.get_by_test_id("prediction-option").filter(has_text="It raises").click()
+    raising.get_by_test_id("predict-button").click()
+    expect(raising.get_by_test_id("run-summary")).to_contain_text("error ·", timeout=RUN_TIMEOUT_MS)
+    expect(raising.get_by_test_id("rank-1").locator("pre.err")).to_contain_text("RuntimeError: ")
+    expect(raising.get_by_test_id("rank-0").locator("pre.out")).to_have_text("rank 0: here\n")
+    raising.get_by_test_id("proven-output").locator("summary").click()
+    endings = raising.get_by_test_id("proven-ending")
+    expect(endings.nth(0)).to_have_text("Rank 0 ends normally.")
+    expect(endings.nth(1)).to_have_text(
+        "Rank 1 raises RuntimeError, with a message matching Connection (closed|reset) by peer."
+    )
+
+
+def test_a_learner_sees_ranks_hang_and_raise(page: Page):
+    hang_and_raise_shown(page)
+
+
+VISITS = [
+    ("lesson, before predicting", LESSON),
+    ("lesson, after a run", typed_run_shown),
+    ("lesson, after a hang and a raise", hang_and_raise_shown),
+]
 
 
 @pytest.mark.parametrize(("name", "visit"), VISITS, ids=[name for name, _ in VISITS])

@@ -10,6 +10,7 @@ from ruamel.yaml import YAML
 from app.challenges.loader import load_path
 from app.challenges.schema import NumericItem, Outcome, RankExpectation, RankOutcome
 from app.config import ROOT
+from app.lessons.schema import Example
 
 
 def test_the_guides_example_validates(tmp_path: Path):
@@ -107,3 +108,13 @@ def test_the_guides_lesson_example_validates(tmp_path: Path):
         "check-who-calls",
     ]
     assert topic.lesson_code == {"all-reduce-in-place": "import torch.distributed as dist\n"}
+
+
+def test_the_guides_hang_and_raise_examples_validate():
+    guide = (ROOT / "docs" / "authoring.md").read_text()
+    block = re.search(r"```yaml\n# ends-examples.*?\n(.*?)```", guide, re.DOTALL)
+    assert block is not None
+    entries = YAML(typ="safe").load(block[1])
+    hangs, raises = (Example.model_validate(entry) for entry in entries)
+    assert hangs.hangs() and hangs.as_proof().outcome.hangs is True
+    assert not raises.hangs() and raises.end(1) is not None and raises.end(0) is None

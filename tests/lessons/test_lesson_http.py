@@ -45,10 +45,17 @@ def option_values(page: str, name: str) -> list[str]:
     return [m["value"] for m in TOKEN.finditer(page) if m["name"] == name]
 
 
+def example_html(page: str, example_id: str) -> str:
+    """One example's part of the lesson page (up to the next example)."""
+    start = page.index(f'id="example-{example_id}"')
+    end = page.find('class="lesson-example"', start)
+    return page[start : end if end != -1 else len(page)]
+
+
 def test_the_page_shows_sections_and_prediction_forms_before_any_run(visitor):
     page = visitor.get(LESSON)
     assert page.status_code == 200
-    assert page.text.count('data-testid="predict-form"') == 2
+    assert page.text.count('data-testid="predict-form"') == 4
     assert "What will rank 1 print?" in page.text
     assert 'data-testid="run-button"' not in page.text  # nothing runs before a prediction
     assert visitor.get("/topics/lesson-drill").text.count('href="/topics/lesson-drill/lesson"')
@@ -107,7 +114,7 @@ def test_htmx_gets_the_example_with_the_run_starting(visitor):
     assert first.headers["hx-redirect"] == f"{LESSON}?run=typed-sum"
     page = visitor.get(first.headers["hx-redirect"]).text
     assert page.count('x-init="start()"') == 1  # the example just predicted runs at once
-    values = option_values(page, "choice")
+    values = option_values(example_html(page, "chosen-sum"), "choice")
     assert len(values) == 2
     fragment = visitor.post(
         f"{LESSON}/examples/chosen-sum/predict",
@@ -150,3 +157,30 @@ def test_an_unanswered_check_is_refused(visitor):
 
 def test_a_topic_without_a_lesson_has_no_lesson_page(visitor):
     assert visitor.get("/topics/no-such-topic/lesson").status_code == 404
+
+
+def test_a_rank_that_hangs_or_raises_is_said_in_words_once_predicted(visitor):
+    """The proven panel says how each rank ends; before the prediction it is not on the page."""
+    page = visitor.get(LESSON).text
+    assert "hangs: it is still waiting" not in page  # the answer waits for the prediction
+    visitor.start_as_guest()
+    for example_id in ("hung-ranks", "raising-rank"):
+        page = visitor.get(LESSON).text
+        values = option_values(example_html(page, example_id), "choice")
+        made = visitor.post(
+            f"{LESSON}/examples/{example_id}/predict", {"choice": values[0]},
+            follow_redirects=False,
+        )  # fmt: skip
+        assert made.status_code == 303
+    page = visitor.get(LESSON).text
+    hung, raising = example_html(page, "hung-ranks"), example_html(page, "raising-rank")
+    assert "What each rank prints and how it ends" in hung
+    for rank in (0, 1):
+        assert f"Rank {rank} hangs: it is still waiting for the other ranks" in hung
+    assert "Rank 0 ends normally." in raising
+    assert (
+        "Rank 1 raises <code>RuntimeError</code>, with a message matching "
+        "<code>Connection (closed|reset) by peer</code>" in raising
+    )
+    typed = example_html(page, "typed-sum")
+    assert "how it ends" not in typed and "ends normally" not in typed  # all end normally

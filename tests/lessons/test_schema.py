@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from app.challenges.base import RankExpectation
+from app.challenges.base import RankExpectation, RankOutcome
 from app.challenges.loader import load_path
 from app.config import ROOT
 from app.lessons.schema import Example, Prediction
@@ -56,12 +56,55 @@ def test_an_example_shows_every_rank_or_all_and_its_proof_claims_exactly_that():
     assert example.shown(1) == "b\n"
 
 
+def test_an_example_says_how_a_rank_ends_when_not_normally_and_its_proof_claims_it():
+    launch = {"nproc": 2, "backend": "gloo", "timeout_s": 3}
+    shown = {"0": "a\n", "1": "b\n"}
+    choice = {"prompt": "?", "options": [{"id": "A", "text": "a"}, {"id": "B", "text": "b"}]}
+    predict = {**choice, "answer": "A"}
+
+    def example(ends: dict) -> Example:
+        return Example(id="e", code="x", launch=launch, predict=predict, output=shown, ends=ends)
+
+    hung = example({"all": {"status": "hangs"}}).as_proof().outcome
+    assert hung.hangs is True
+    assert hung.ranks == {
+        "0": RankExpectation(stdout="a\n", status=RankOutcome.HANGS),
+        "1": RankExpectation(stdout="b\n", status=RankOutcome.HANGS),
+    }
+    raising = (
+        example({"1": {"status": "raises", "exception": "RuntimeError", "message_regex": "closed"}})
+        .as_proof()
+        .outcome
+    )
+    assert raising.hangs is False
+    assert raising.ranks == {
+        "0": RankExpectation(stdout="a\n", status=RankOutcome.RETURNS),
+        "1": RankExpectation(
+            stdout="b\n", status=RankOutcome.RAISES, exception="RuntimeError",
+            message_regex="closed",
+        ),
+    }  # fmt: skip
+
+    bad = [
+        ({"1": {"status": "raises"}}, "names its exception"),
+        ({"1": {"status": "hangs", "exception": "RuntimeError"}}, "raises nothing"),
+        ({"1": {"status": "returns"}}, "status"),  # normal is what `ends:` leaves out
+        ({"1": {"status": "killed"}}, "status"),
+        ({"2": {"status": "hangs"}}, "ends names ranks"),
+        ({"all": {"status": "hangs"}, "0": {"status": "hangs"}}, "ends names ranks"),
+        ({"1": {"status": "hangs", "stdout": "b"}}, "stdout"),  # output: says what it prints
+    ]
+    for ends, message in bad:
+        with pytest.raises(ValidationError, match=message):
+            example(ends)
+
+
 def test_the_drill_lesson_loads_with_its_snippets():
     report = load_path(LESSONS)
     assert report.ok, [str(error) for error in report.errors]
     (loaded,) = report.topics
     assert loaded.topic.lesson is not None
-    assert set(loaded.lesson_code) == {"typed-sum", "chosen-sum"}
+    assert set(loaded.lesson_code) == {"typed-sum", "chosen-sum", "hung-ranks", "raising-rank"}
     assert "all_reduce(t)" in loaded.lesson_code["typed-sum"]  # read from sum.py
 
 
@@ -92,4 +135,10 @@ def test_the_shipped_lessons_load():
     report = load_path(ROOT / "challenges")
     assert report.ok, [str(error) for error in report.errors]
     with_lessons = {t.topic.id for t in report.topics if t.topic.lesson is not None}
-    assert {"collectives", "process-groups"} <= with_lessons
+    assert {
+        "collectives",
+        "process-groups",
+        "deadlocks",
+        "join",
+        "unused-parameters",
+    } <= with_lessons

@@ -1,0 +1,14 @@
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+
+batches = 2 if rank == 0 else 3  # rank 1's shard holds one batch more
+for step in range(batches):
+    grad = torch.ones(1)
+    dist.all_reduce(grad)
+    print(f"rank {rank}: step {step} synced", flush=True)
+
+print(f"rank {rank}: done", flush=True)
+dist.destroy_process_group()

@@ -10,6 +10,7 @@ from typing import Any
 
 from app.challenges.base import Option, RankOutcome
 from app.kinds import choices, order
+from app.labs import readable
 from app.lessons import rules
 from app.lessons.models import LessonProgress
 from app.lessons.schema import Example, Lesson
@@ -53,8 +54,10 @@ def ending(example: Example, rank: int) -> str | None:
             f"Rank {rank} hangs: it is still waiting for the other ranks when the time limit "
             "stops the run."
         )
-    matching = f", with a message matching `{end.message_regex}`" if end.message_regex else ""
-    return f"Rank {rank} raises `{end.exception}`{matching}."
+    # The message is said as the text it asks for, never as the regex itself.
+    asked = readable.read(end.message_regex) if end.message_regex else None
+    said = f", saying something like “{asked.lines[0].text}”" if asked is not None else ""
+    return f"Rank {rank} raises `{end.exception}`{said}."
 
 
 def example_view(

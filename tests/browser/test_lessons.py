@@ -136,7 +136,7 @@ def hang_and_raise_shown(page: Page) -> None:
     endings = raising.get_by_test_id("proven-ending")
     expect(endings.nth(0)).to_have_text("Rank 0 ends normally.")
     expect(endings.nth(1)).to_have_text(
-        "Rank 1 raises RuntimeError, with a message matching Connection (closed|reset) by peer."
+        "Rank 1 raises RuntimeError, saying something like “Connection closed by peer”."
     )
 
 

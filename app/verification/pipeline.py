@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from app.challenges.base import Outcome as Outcome_
 from app.challenges.base import RankOutcome
@@ -23,6 +24,7 @@ from app.challenges.schema import ItemBase
 from app.executor_client import ExecutorClient
 from app.labs import verify as lab_verify
 from app.labs.schema import LabStep
+from app.runs.service import run_request
 from app.verification import batch, incremental, packing, proofs
 from app.verification import service as verification
 from app.verification.rules import ItemReport, Verdict, keyed_outcomes
@@ -129,6 +131,18 @@ def run(
     set's items, then the proofs); `jobs` at a time, packed on the slots the costliest first
     (packing.py)."""
     facts = batch.executor_facts(client)
+    # One verify's runs of a request serve every claim about it (service.SharedRuns); a claim
+    # whose request is already claimed costs next to nothing and queues last, so that it finds
+    # the runs made instead of waiting for them on a slot.
+    shared = verification.SharedRuns()
+    requested: set[str] = set()
+
+    def once(request: str, cost: float) -> float:
+        if request in requested:
+            return 0.0
+        requested.add(request)
+        return cost
+
     work: list[packing.Work[Outcome]] = []
     for lab in selection.labs:
         for step in lab.lab.steps:
@@ -137,17 +151,26 @@ def run(
     for loaded in selection.sets:
         for item in loaded.challenge_set.items:
             hangs, cost = _item_cost(loaded, item, repeats)
-            work.append(
-                packing.Work(partial(_item, client, loaded, item, facts, repeats), cost, hangs)
-            )
+            code = loaded.code.get(item.id)
+            if code is not None and getattr(item, "launch", None) is not None:
+                cost = once(_request(item, code), cost)
+            job = partial(_item, client, loaded, item, facts, repeats, shared)
+            work.append(packing.Work(job, cost, hangs))
     for proof_run in selection.proof_runs:
         proof = proof_run.proof
         hangs = expects_hang(proof.outcome)
         cost = packing.snippet_cost(
             proof_run.code, None, proof.launch.nproc, repeats, proof.launch.timeout_s, hangs
         )
-        work.append(packing.Work(partial(_proof, client, proof_run, facts, repeats), cost, hangs))
+        cost = once(_request(proof, proof_run.code), cost)
+        job = partial(_proof, client, proof_run, facts, repeats, shared)
+        work.append(packing.Work(job, cost, hangs))
     return packing.in_order(work, jobs)
+
+
+def _request(launched: Any, code: str) -> str:
+    """The request a claim's runs make (what SharedRuns shares them by)."""
+    return run_request(launched, code, use_cache=False).model_dump_json()
 
 
 def expects_hang(outcome: Outcome_ | None) -> bool:
@@ -197,8 +220,9 @@ def _item(
     item: ItemBase,
     facts: batch.ExecutorFacts,
     repeats: int,
+    shared: verification.SharedRuns,
 ) -> Outcome:
-    verified = batch.verify_timed(client, loaded, item, repeats, facts)
+    verified = batch.verify_timed(client, loaded, item, repeats, facts, shared)
     return Outcome(
         ITEM,
         proofs.item_key(loaded.challenge_set.id, item.id),
@@ -212,9 +236,13 @@ def _item(
 
 
 def _proof(
-    client: ExecutorClient, run: proofs.ProofRun, facts: batch.ExecutorFacts, repeats: int
+    client: ExecutorClient,
+    run: proofs.ProofRun,
+    facts: batch.ExecutorFacts,
+    repeats: int,
+    shared: verification.SharedRuns,
 ) -> Outcome:
-    proven = batch.verify_proof_timed(client, run, repeats, facts)
+    proven = batch.verify_proof_timed(client, run, repeats, facts, shared)
     return Outcome(PROOF, run.key, run.path, run.label, proven.report, proven.duration_ms, run.hash)
 
 

@@ -94,3 +94,25 @@ def test_a_whole_selection_comes_back_in_the_order_names_gives_it_with_two_jobs(
     selection = pipeline.choose(sets, labs, topics, (), None, True, lambda: None, print)  # type: ignore[arg-type,return-value]
     outcomes = list(pipeline.run(FakeExecutor(), selection, repeats=1, jobs=2))
     assert [o.report.item_id for o in outcomes] == list(pipeline.names(selection))
+
+
+def test_claims_about_the_same_request_share_its_runs_within_one_verify_only(course):
+    # The compile-ddp topic's proofs run the set's snippets with the same launch: within one
+    # verify each request is made once (run 0, then each perturbed order), and every claim is
+    # still judged on all of its runs; a second verify observes afresh.
+    sets = [s for s in course.sets if s.challenge_set.id == "compile-ddp-set"]
+    topics = [t for t in course.topics if t.topic.id == "compile-ddp"]
+    selection = pipeline.choose(sets, [], topics, (), None, True, lambda: None, print)  # type: ignore[arg-type,return-value]
+    assert selection.proof_runs
+    executor = FakeExecutor()
+    outcomes = list(pipeline.run(executor, selection, repeats=3, jobs=2))
+    fixes = set(sets[0].fixed_code.values())  # a fix's runs are its item's own (not shared)
+    made = [r.model_dump_json() for r in executor.requests if r.code not in fixes]
+    assert len(made) == len(set(made))
+    proofs = [o for o in outcomes if o.kind == pipeline.PROOF]
+    assert proofs and all(o.runs == 3 for o in proofs)
+    items = [o for o in outcomes if o.kind == pipeline.ITEM and o.runs]
+    assert all(o.runs >= 3 for o in items)
+    first = len(executor.requests)
+    list(pipeline.run(executor, selection, repeats=3, jobs=2))
+    assert len(executor.requests) == 2 * first

@@ -154,6 +154,9 @@ def run(
             code = loaded.code.get(item.id)
             if code is not None and getattr(item, "launch", None) is not None:
                 cost = once(_request(item, code), cost)
+                fixed = loaded.fixed_code.get(item.id)
+                if fixed is not None:
+                    requested.add(_request(item, fixed))
             job = partial(_item, client, loaded, item, facts, repeats, shared)
             work.append(packing.Work(job, cost, hangs))
     for proof_run in selection.proof_runs:

@@ -197,13 +197,12 @@ def _observe_runs(
         if shared is None:
             observations = _observe_snippet(client, code, item, repeats, max_timeout_s)
         else:
-            key = (run_request(item, code, use_cache=False).model_dump_json(), repeats)
-            observations = list(
-                shared.runs(
-                    key, lambda: _observe_snippet(client, code, item, repeats, max_timeout_s)
-                )
-            )
-        if fixed is not None:
+            observations = _shared_runs(shared, client, code, item, repeats, max_timeout_s)
+        if fixed is not None and shared is not None:
+            # A fix is often a proof's snippet too (the fix a card recommends): shared as well.
+            fixed_runs = _shared_runs(shared, client, fixed, item, repeats, max_timeout_s)
+            observations += [dataclasses.replace(run, fixed=True) for run in fixed_runs]
+        elif fixed is not None:
             for number in range(repeats):
                 fixed_run = observe(client, fixed, item, run=number)
                 observations.append(dataclasses.replace(fixed_run, fixed=True))
@@ -212,6 +211,21 @@ def _observe_runs(
     except ExecutorUnavailable as error:
         raise _Unavailable(error, observations) from error
     return observations
+
+
+def _shared_runs(
+    shared: SharedRuns,
+    client: ExecutorClient,
+    code: str,
+    item: Any,
+    repeats: int,
+    max_timeout_s: float,
+) -> list[Observation]:
+    """_observe_snippet's runs of this request, made once per verify (SharedRuns)."""
+    key = (run_request(item, code, use_cache=False).model_dump_json(), repeats)
+    return list(
+        shared.runs(key, lambda: _observe_snippet(client, code, item, repeats, max_timeout_s))
+    )
 
 
 def _observe_snippet(

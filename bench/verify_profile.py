@@ -27,7 +27,7 @@ from app import embedded
 from app.challenges import loader
 from app.config import Settings
 from app.executor_client import HttpExecutorClient, RunEvent
-from app.verification import pipeline
+from app.verification import packing, pipeline
 from executor.contract import RunRequest, RunResult
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,7 +118,8 @@ def measure(path: Path, jobs: int, group: Path | None, top: int) -> None:
         owner.setdefault(_digest(proof_run.code), proof_run.key)
     cpu_before = _cpu_s(group)
     started = time.monotonic()
-    with embedded.temporary_executor(slots=jobs if jobs > 1 else None) as url:
+    slots = jobs + packing.SPARE_SLOTS if jobs > 1 else None  # as `ranklab verify` starts it
+    with embedded.temporary_executor(slots=slots) as url:
         warm = time.monotonic()
         client = Recording(HttpExecutorClient(url, token=Settings().executor_token))
         outcomes = list(pipeline.run(client, selection, pipeline.REPEATS, jobs))

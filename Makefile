@@ -17,7 +17,7 @@ TORCH_CPU_INDEX ?= $(if $(wildcard $(addsuffix /torch-*+cpu-*.whl,$(FIND_LINKS))
 TORCH_CPU = $(if $(TORCH_CPU_INDEX),--extra-index-url $(TORCH_CPU_INDEX) --index-strategy unsafe-best-match,--find-links $(FIND_LINKS))
 PIP_TORCH_CPU = $(if $(TORCH_CPU_INDEX),--extra-index-url $(TORCH_CPU_INDEX))
 
-.PHONY: run test lint typecheck contracts check-content docs screenshots pytest lock check-lock bench bench-bus bench-web bench-bytes bench-class bench-explain bench-labs bench-perturb migrate schema proofs vendor vendor-editor vendor-compose-schema clean
+.PHONY: run test lint typecheck contracts check-content docs screenshots pytest lock check-lock bench bench-bus bench-web bench-bytes bench-class bench-explain bench-labs bench-perturb bench-verify migrate schema proofs vendor vendor-editor vendor-compose-schema clean
 
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -112,6 +112,10 @@ bench-labs: $(STAMP)
 # a true key on the same snippet passes 20 of 20.
 bench-perturb: $(STAMP)
 	$(BIN)/python bench/verify_perturbation.py
+
+# Where a from-scratch verify's time goes: wall, CPU, runs by kind, the costliest items.
+bench-verify: $(STAMP)
+	$(BIN)/python bench/verify_profile.py $(if $(JOBS),--jobs $(JOBS))
 
 schema: $(STAMP)
 	$(BIN)/ranklab schema

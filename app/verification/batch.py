@@ -60,24 +60,34 @@ def executor_facts(client: ExecutorClient) -> ExecutorFacts:
 
 
 def verify_timed(
-    client: ExecutorClient, loaded: LoadedSet, item: ItemBase, repeats: int, facts: ExecutorFacts
+    client: ExecutorClient,
+    loaded: LoadedSet,
+    item: ItemBase,
+    repeats: int,
+    facts: ExecutorFacts,
+    shared: verification.SharedRuns | None = None,
 ) -> Verified:
     """Verify one item, measuring the wall time it took."""
     started = time.monotonic()
     report = verification.verify_item(
-        client, loaded, item, repeats, facts.cuda_devices, facts.max_timeout_s
+        client, loaded, item, repeats, facts.cuda_devices, facts.max_timeout_s, shared
     )
     return Verified(loaded, item, report, round((time.monotonic() - started) * 1000))
 
 
 def verify_proof_timed(
-    client: ExecutorClient, run: ProofRun, repeats: int, facts: ExecutorFacts
+    client: ExecutorClient,
+    run: ProofRun,
+    repeats: int,
+    facts: ExecutorFacts,
+    shared: verification.SharedRuns | None = None,
 ) -> VerifiedProof:
     """Verify one proof, measuring the wall time it took."""
     started = time.monotonic()
     report = verification.verify_proof(
-        client, run.label, run.proof, run.code, repeats, facts.cuda_devices, facts.max_timeout_s
-    )
+        client, run.label, run.proof, run.code, repeats, facts.cuda_devices,
+        facts.max_timeout_s, shared,
+    )  # fmt: skip
     return VerifiedProof(run, report, round((time.monotonic() - started) * 1000))
 
 

@@ -19,7 +19,7 @@ from app import embedded
 from app.challenges import course, loader
 from app.config import Settings
 from app.executor_client import HttpExecutorClient
-from app.verification import evidence, incremental, pipeline, proofs, records
+from app.verification import evidence, incremental, packing, pipeline, proofs, records
 from app.verification.batch import Verified
 
 
@@ -152,10 +152,12 @@ def _write_proofs(
 
 
 def _executor(url: str | None, trusted: bool, jobs: int) -> AbstractContextManager[str]:
-    """The executor to use: the one given, or a private one with a slot per job."""
+    """The executor to use: the one given, or a private one with a slot per job (and spare
+    slots for the runs that wait blocked at their limit: packing.py)."""
     if url:
         return contextlib.nullcontext(url)
-    return embedded.temporary_executor(trusted=trusted, slots=jobs if jobs > 1 else None)
+    slots = jobs + packing.SPARE_SLOTS if jobs > 1 else None
+    return embedded.temporary_executor(trusted=trusted, slots=slots)
 
 
 def _record(engine: Engine, verified: Verified) -> bool:

@@ -13,14 +13,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
+from app.challenges.base import Outcome as Outcome_
+from app.challenges.base import RankOutcome
 from app.challenges.loader import LoadedLab, LoadedSet, LoadedTopic
+from app.challenges.schema import ItemBase
 from app.executor_client import ExecutorClient
 from app.labs import verify as lab_verify
-from app.verification import batch, incremental, proofs
+from app.labs.schema import LabStep
+from app.runs.service import run_request
+from app.verification import batch, incremental, packing, proofs
 from app.verification import service as verification
-from app.verification.rules import ItemReport, Verdict
+from app.verification.rules import ItemReport, Verdict, keyed_outcomes
 
 # Runs per snippet: enough for a claim true only by luck to meet a perturbed order that breaks
 # it (service.schedule), on the CLI and on the web alike.
@@ -120,45 +127,126 @@ def run(
     repeats: int = REPEATS,
     jobs: int = 1,
 ) -> Iterator[Outcome]:
-    """Verify what was chosen, in order (names' order): each lab's steps, each set's items,
-    then the proofs; `jobs` items (or proofs) at a time."""
+    """Verify what was chosen and yield it in order (names' order: each lab's steps, each
+    set's items, then the proofs); `jobs` at a time, packed on the slots the costliest first
+    (packing.py)."""
     facts = batch.executor_facts(client)
-    for loaded in selection.labs:
-        for step in loaded.lab.steps:
-            started = time.monotonic()
-            done = lab_verify.verify_step(client, loaded, step, facts, repeats)
-            report = ItemReport(step.id, done.verdict, problems=list(done.problems))
-            yield Outcome(
-                LAB_STEP,
-                proofs.step_key(loaded.lab.id, step.id),
-                loaded.path,
-                f"{loaded.lab.id} step {step.id}",
-                report,
-                _since(started),
-                proofs.step_hash(loaded, step.id),
-            )
-    for verified in batch.verify_in_order(client, selection.sets, repeats, jobs):
-        set_id = verified.loaded.challenge_set.id
-        yield Outcome(
-            ITEM,
-            proofs.item_key(set_id, verified.item.id),
-            verified.loaded.path,
-            verified.report.item_id,
-            verified.report,
-            verified.duration_ms,
-            verified.content_hash,
-            verified,
+    # One verify's runs of a request serve every claim about it (service.SharedRuns); a claim
+    # whose request is already claimed costs next to nothing and queues last, so that it finds
+    # the runs made instead of waiting for them on a slot.
+    shared = verification.SharedRuns()
+    requested: set[str] = set()
+
+    def once(request: str, cost: float) -> float:
+        if request in requested:
+            return 0.0
+        requested.add(request)
+        return cost
+
+    work: list[packing.Work[Outcome]] = []
+    for lab in selection.labs:
+        for step in lab.lab.steps:
+            cost = (repeats + 1) * packing.run_cost(lab.solutions[step.id], step.launch.nproc)
+            work.append(packing.Work(partial(_lab_step, client, lab, step, facts, repeats), cost))
+    for loaded in selection.sets:
+        for item in loaded.challenge_set.items:
+            hangs, cost = _item_cost(loaded, item, repeats)
+            code = loaded.code.get(item.id)
+            if code is not None and getattr(item, "launch", None) is not None:
+                cost = once(_request(item, code), cost)
+                fixed = loaded.fixed_code.get(item.id)
+                if fixed is not None:
+                    requested.add(_request(item, fixed))
+            job = partial(_item, client, loaded, item, facts, repeats, shared)
+            work.append(packing.Work(job, cost, hangs))
+    for proof_run in selection.proof_runs:
+        proof = proof_run.proof
+        hangs = expects_hang(proof.outcome)
+        cost = packing.snippet_cost(
+            proof_run.code, None, proof.launch.nproc, repeats, proof.launch.timeout_s, hangs
         )
-    for proven in batch.verify_proofs_in_order(client, selection.proof_runs, repeats, jobs):
-        yield Outcome(
-            PROOF,
-            proven.run.key,
-            proven.run.path,
-            proven.run.label,
-            proven.report,
-            proven.duration_ms,
-            proven.run.hash,
-        )
+        cost = once(_request(proof, proof_run.code), cost)
+        job = partial(_proof, client, proof_run, facts, repeats, shared)
+        work.append(packing.Work(job, cost, hangs))
+    return packing.in_order(work, jobs)
+
+
+def _request(launched: Any, code: str) -> str:
+    """The request a claim's runs make (what SharedRuns shares them by)."""
+    return run_request(launched, code, use_cache=False).model_dump_json()
+
+
+def expects_hang(outcome: Outcome_ | None) -> bool:
+    """Whether an outcome says the run hangs (as a whole, or some rank's status)."""
+    if outcome is None:
+        return False
+    return outcome.hangs is True or any(
+        rank.status is RankOutcome.HANGS for rank in outcome.ranks.values()
+    )
+
+
+def _item_cost(loaded: LoadedSet, item: ItemBase, repeats: int) -> tuple[bool, float]:
+    """Whether an item's key says its snippet hangs, and its expected cost (packing.py)."""
+    code = loaded.code.get(item.id)
+    launch = getattr(item, "launch", None)
+    if code is None or launch is None:
+        return False, 0.0
+    hangs = any(expects_hang(outcome) for _, outcome in keyed_outcomes(item))
+    fixed = loaded.fixed_code.get(item.id)
+    return hangs, packing.snippet_cost(code, fixed, launch.nproc, repeats, launch.timeout_s, hangs)
+
+
+def _lab_step(
+    client: ExecutorClient,
+    loaded: LoadedLab,
+    step: LabStep,
+    facts: batch.ExecutorFacts,
+    repeats: int,
+) -> Outcome:
+    started = time.monotonic()
+    done = lab_verify.verify_step(client, loaded, step, facts, repeats)
+    report = ItemReport(step.id, done.verdict, problems=list(done.problems))
+    return Outcome(
+        LAB_STEP,
+        proofs.step_key(loaded.lab.id, step.id),
+        loaded.path,
+        f"{loaded.lab.id} step {step.id}",
+        report,
+        _since(started),
+        proofs.step_hash(loaded, step.id),
+    )
+
+
+def _item(
+    client: ExecutorClient,
+    loaded: LoadedSet,
+    item: ItemBase,
+    facts: batch.ExecutorFacts,
+    repeats: int,
+    shared: verification.SharedRuns,
+) -> Outcome:
+    verified = batch.verify_timed(client, loaded, item, repeats, facts, shared)
+    return Outcome(
+        ITEM,
+        proofs.item_key(loaded.challenge_set.id, item.id),
+        loaded.path,
+        verified.report.item_id,
+        verified.report,
+        verified.duration_ms,
+        verified.content_hash,
+        verified,
+    )
+
+
+def _proof(
+    client: ExecutorClient,
+    run: proofs.ProofRun,
+    facts: batch.ExecutorFacts,
+    repeats: int,
+    shared: verification.SharedRuns,
+) -> Outcome:
+    proven = batch.verify_proof_timed(client, run, repeats, facts, shared)
+    return Outcome(PROOF, run.key, run.path, run.label, proven.report, proven.duration_ms, run.hash)
 
 
 def _since(started: float) -> int:

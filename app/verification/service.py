@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any, cast
 
 from app import metrics
@@ -114,8 +117,10 @@ def verify_item(
     repeats: int,
     cuda_devices: int,
     max_timeout_s: float = DEFAULT_MAX_TIMEOUT_S,
+    shared: SharedRuns | None = None,
 ) -> ItemReport:
-    """Verify one item: run it `repeats` times, prove any hang, probe randomness, run the fix."""
+    """Verify one item: run it `repeats` times, prove any hang, probe randomness, run the fix
+    (the runs of its snippet shared with other claims about the same request, if `shared`)."""
     if not proven_by_run(item):
         return ItemReport(item.id, Verdict.NOT_EXECUTABLE)
     needed = gpus_needed(cast(Launched, item))  # every item proven by a run has `launch:`
@@ -128,7 +133,7 @@ def verify_item(
     try:
         observations = _observe_runs(
             client, loaded.code[item.id], loaded.fixed_code.get(item.id), item, repeats,
-            max_timeout_s,
+            max_timeout_s, shared,
         )  # fmt: skip
     except _Unavailable as error:
         return _executor_failed(item.id, error)
@@ -143,6 +148,7 @@ def verify_proof(
     repeats: int,
     cuda_devices: int,
     max_timeout_s: float = DEFAULT_MAX_TIMEOUT_S,
+    shared: SharedRuns | None = None,
 ) -> ItemReport:
     """Verify a proof as a key is verified: the same runs, hang proof and randomness probe."""
     needed = gpus_needed(proof)
@@ -153,7 +159,7 @@ def verify_proof(
             notes=[f"needs {needed} GPU(s); this executor has {cuda_devices}"],
         )
     try:
-        observations = _observe_runs(client, code, None, proof, repeats, max_timeout_s)
+        observations = _observe_runs(client, code, None, proof, repeats, max_timeout_s, shared)
     except _Unavailable as error:
         return _executor_failed(proof_id, error)
     return judge_proof(proof_id, proof.outcome, observations)
@@ -181,30 +187,22 @@ def _observe_runs(
     item: Any,
     repeats: int,
     max_timeout_s: float,
+    shared: SharedRuns | None = None,
 ) -> list[Observation]:
     """Run an item's (or a proof's) snippet `repeats` times, prove any hang with a longer
-    limit, probe randomness with more runs, then run the fixed code (if any)."""
+    limit, probe randomness with more runs (once per verify for the same request, when
+    `shared`), then run the fixed code (if any)."""
     observations: list[Observation] = []
     try:
-        for number in range(repeats):
-            observations.append(observe(client, code, item, run=number))
-            if observations[-1].result.status is RunStatus.TIMEOUT:
-                break  # a time-out takes the whole limit: prove it once, with a longer one
-        proof = proven_hang(observations[-1].result) if observations else None
-        if proof is not None:
-            # Every rank waits for a peer and none works: a deadlock, proven from its stacks
-            # in the run itself, without the re-run at a much longer limit.
-            observations[-1] = dataclasses.replace(observations[-1], hang_proof=proof)
-        elif any(o.result.status is RunStatus.TIMEOUT for o in observations):
-            longer = long_limit(item.launch.timeout_s, max_timeout_s)
-            rerun = observe(client, code, item, timeout_s=longer)
-            observations.append(dataclasses.replace(rerun, long_limit=True))
-        elif _drew_unseeded(observations):
-            for _ in range(EXTRA_RUNS_FOR_RANDOMNESS):
-                if _output_varied(observations):
-                    break
-                observations.append(observe(client, code, item, run=len(observations)))
-        if fixed is not None:
+        if shared is None:
+            observations = _observe_snippet(client, code, item, repeats, max_timeout_s)
+        else:
+            observations = _shared_runs(shared, client, code, item, repeats, max_timeout_s)
+        if fixed is not None and shared is not None:
+            # A fix is often a proof's snippet too (the fix a card recommends): shared as well.
+            fixed_runs = _shared_runs(shared, client, fixed, item, repeats, max_timeout_s)
+            observations += [dataclasses.replace(run, fixed=True) for run in fixed_runs]
+        elif fixed is not None:
             for number in range(repeats):
                 fixed_run = observe(client, fixed, item, run=number)
                 observations.append(dataclasses.replace(fixed_run, fixed=True))
@@ -213,6 +211,87 @@ def _observe_runs(
     except ExecutorUnavailable as error:
         raise _Unavailable(error, observations) from error
     return observations
+
+
+def _shared_runs(
+    shared: SharedRuns,
+    client: ExecutorClient,
+    code: str,
+    item: Any,
+    repeats: int,
+    max_timeout_s: float,
+) -> list[Observation]:
+    """_observe_snippet's runs of this request, made once per verify (SharedRuns)."""
+    key = (run_request(item, code, use_cache=False).model_dump_json(), repeats)
+    return list(
+        shared.runs(key, lambda: _observe_snippet(client, code, item, repeats, max_timeout_s))
+    )
+
+
+def _observe_snippet(
+    client: ExecutorClient, code: str, item: Any, repeats: int, max_timeout_s: float
+) -> list[Observation]:
+    """Run a snippet `repeats` times (perturbed: schedule), prove any hang from the stacks or
+    with a longer limit, and probe randomness with more runs."""
+    observations: list[Observation] = []
+    for number in range(repeats):
+        observations.append(observe(client, code, item, run=number))
+        if observations[-1].result.status is RunStatus.TIMEOUT:
+            break  # a time-out takes the whole limit: prove it once, with a longer one
+    proof = proven_hang(observations[-1].result) if observations else None
+    if proof is not None:
+        # Every rank waits for a peer and none works: a deadlock, proven from its stacks
+        # in the run itself, without the re-run at a much longer limit.
+        observations[-1] = dataclasses.replace(observations[-1], hang_proof=proof)
+    elif any(o.result.status is RunStatus.TIMEOUT for o in observations):
+        longer = long_limit(item.launch.timeout_s, max_timeout_s)
+        rerun = observe(client, code, item, timeout_s=longer)
+        observations.append(dataclasses.replace(rerun, long_limit=True))
+    elif _drew_unseeded(observations):
+        for _ in range(EXTRA_RUNS_FOR_RANDOMNESS):
+            if _output_varied(observations):
+                break
+            observations.append(observe(client, code, item, run=len(observations)))
+    return observations
+
+
+class SharedRuns:
+    """The runs of one verify, shared by the claims about the same request.
+
+    Most proofs of cards and cheat sheets run exactly an item's snippet with its launch (92 of
+    the course's 124): each claim is still judged on all the runs verify makes of that request,
+    perturbed orders included, so running them again only repeated the same evidence. A claim
+    true by luck meets the perturbed runs either way; nothing is shared between two verifies, so
+    each verify observes afresh. Thread-safe: a second claim about a request being run waits for
+    those runs; if they fail (the executor), it runs them itself."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._observed: dict[tuple[str, int], Future[list[Observation]]] = {}
+
+    def runs(
+        self, key: tuple[str, int], observe_all: Callable[[], list[Observation]]
+    ) -> list[Observation]:
+        """The observations of the request `key` names: made now, or by an earlier claim."""
+        with self._lock:
+            pending = self._observed.get(key)
+            if pending is None:
+                mine: Future[list[Observation]] = Future()
+                self._observed[key] = mine
+        if pending is not None:
+            try:
+                return pending.result()
+            except ExecutorUnavailable:
+                return observe_all()  # the first claim's runs were spoiled: run them here
+        try:
+            observed = observe_all()
+        except BaseException as error:
+            with self._lock:
+                del self._observed[key]
+            mine.set_exception(error)
+            raise
+        mine.set_result(observed)
+        return observed
 
 
 def describe_rank(rank: RankResult) -> str:

@@ -180,8 +180,8 @@ def _found(pattern: re.Pattern[str], text: str) -> str:
     return match[1]
 
 
-async def run_class(url: str, learners: int, seed: int) -> Tally:
-    """Send `learners` learners through the set together; return what they saw."""
+def set_answers() -> list[tuple[str, str]]:
+    """The right and a wrong option of each of the set's questions, in order."""
     from app.challenges.catalog import Catalog
     from app.challenges.schema import ChoiceBase
     from app.config import ROOT
@@ -194,6 +194,12 @@ async def run_class(url: str, learners: int, seed: int) -> Tally:
         right = sorted(item.answer_ids)[0]
         wrong = next(option.id for option in item.options if option.id not in item.answer_ids)
         answers.append((right, wrong))
+    return answers
+
+
+async def run_class(url: str, learners: int, seed: int) -> Tally:
+    """Send `learners` learners through the set together; return what they saw."""
+    answers = set_answers()
     tally = Tally()
     # A connection idle for 1.5 s is dropped by the client well before uvicorn's 5 s keep-alive ends
     # it, as browsers do, so no request goes out on a connection the server is closing.

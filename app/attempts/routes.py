@@ -148,19 +148,22 @@ async def resume(
     request: Request,
     attempt_id: RowId,
     user: CurrentUser,
-    session: SessionDep,
     catalog: CatalogDep,
     settings: SettingsDep,
     now: NowDep,
 ) -> Response:
     """Send the learner to where the attempt stands: its current question or its results."""
     assert user.id is not None
-    attempt = await run_reads(session, attempts.attempt_for_user, session, attempt_id, user.id)
+    # Every question's Next comes through here: one compiled read, no session unless it writes.
+    engine = request.app.state.engine
+    attempt = await reads.read(engine, attempts.attempt_of_user, attempt_id, user.id)
     if _on_removed_item(catalog, attempt):  # an edit removed it: close it and move on (writes)
         step = attempts.skip_removed_items
-        attempt = await _write(
-            request, session, _advance, session, attempt, catalog, settings, now, user, step
-        )
+        with write_session(engine) as session:
+            session.add(attempt)  # read detached: the service changes it in this session
+            attempt = await _write(
+                request, session, _advance, session, attempt, catalog, settings, now, user, step
+            )
     if attempt.finished:
         return _redirect(f"/attempts/{attempt.id}/results")
     return _redirect(f"/attempts/{attempt.id}/q/{attempt.current_position + 1}")
@@ -367,7 +370,9 @@ async def next_question(
     user_id, clock = user.id, clock_of(request)
 
     def move_on() -> SetAttempt:
-        attempt = attempts.attempt_for_user(session, attempt_id, user_id)
+        reader = reads.Reader.within(session)  # one compiled query in the write's transaction
+        attempt = attempts.attempt_of_user(reader, attempt_id, user_id)
+        session.add(attempt)
         # The clock starts when this write runs: time queued is not taken off the countdown.
         return _advance(session, attempt, catalog, settings, now, user, opened_at=max(now, clock()))
 

@@ -159,6 +159,23 @@ _QUESTION = reads.Query(
 )
 
 
+_ATTEMPT = reads.Query(
+    select_columns(*_ATTEMPTS.columns).where(
+        _ATTEMPTS.c.id == bindparam("attempt_id"), _ATTEMPTS.c.user_id == bindparam("user_id")
+    ),
+    SetAttempt,
+)
+
+
+def attempt_of_user(reader: reads.Reader, attempt_id: int, user_id: int) -> SetAttempt:
+    """attempt_for_user in one compiled query (detached: a service adds it to its session)."""
+    found = reader.first(_ATTEMPT, attempt_id=attempt_id, user_id=user_id)
+    if found is None:
+        raise NotFound("No such attempt.")
+    attempt: SetAttempt = _ATTEMPT.instances(found)[0]
+    return attempt
+
+
 def question_for_user(
     reader: reads.Reader, attempt_id: int, number: int, user_id: int
 ) -> tuple[SetAttempt, ItemAttempt]:

@@ -287,8 +287,11 @@ def fresh_postgres(server_url: str) -> str:
     return make_url(server_url).set(database=name).render_as_string(hide_password=False)
 
 
-def serve(database_url: str, workers: int, folder: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """Migrate, then start `ranklab serve` as production would (no executor)."""
+def serve(
+    database_url: str, workers: int, folder: Path, root: Path = REPO, python: str = sys.executable
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Migrate, then start `ranklab serve` as production would (no executor), from the
+    checkout `root` with its `python`."""
     from app import migrations
 
     migrations.upgrade(database_url)
@@ -299,15 +302,15 @@ def serve(database_url: str, workers: int, folder: Path) -> tuple[subprocess.Pop
         "RANKLAB_ENVIRONMENT": "production",
         "RANKLAB_SECRET_KEY": secrets.token_hex(32),
     }
-    command = [sys.executable, "-m", "app.cli", "serve", "--no-executor"]
+    command = [python, "-m", "app.cli", "serve", "--no-executor"]
     command += ["--workers", str(workers), "--host", "127.0.0.1", "--port", str(port)]
     log = folder / f"serve-{port}.log"
     with log.open("wb") as output:
         process = subprocess.Popen(
-            command, cwd=REPO, env=environment, stdout=output, stderr=subprocess.STDOUT
+            command, cwd=root, env=environment, stdout=output, stderr=subprocess.STDOUT
         )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # importing and loading the catalog: slow on a busy host
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise SystemExit(f"ranklab serve exited:\n{log.read_text()[-3000:]}")
@@ -315,7 +318,7 @@ def serve(database_url: str, workers: int, folder: Path) -> tuple[subprocess.Pop
             if httpx.get(url + "/", timeout=1).status_code == 200:
                 return process, url
         time.sleep(0.3)
-    raise SystemExit(f"ranklab serve did not answer in 60 s:\n{log.read_text()[-3000:]}")
+    raise SystemExit(f"ranklab serve did not answer in 180 s:\n{log.read_text()[-3000:]}")
 
 
 def cpu_seconds(root: int) -> float:

@@ -8,7 +8,8 @@ serve --no-executor` (one process) on a fresh SQLite or PostgreSQL database. The
 clock (ns, from the kernel) is read before each request: all it spent until the next request
 began (the response and whatever it did after) is that request's. Numbers, not assertions.
 
-    .venv/bin/python bench/class_cpu.py [--learners 40] [--postgres-url URL]
+    .venv/bin/python bench/class_cpu.py [--learners 20] [--postgres | --postgres-url URL]
+    .venv/bin/python bench/class_cpu.py --against ../main --rounds 4   # A/B, interleaved
     .venv/bin/python bench/class_cpu.py --py-spy profile.svg   # pip install py-spy first
     (a name not ending in .svg gets py-spy's folded stacks, one line each)
 """
@@ -32,6 +33,7 @@ import httpx  # noqa: E402
 from bench_class import (  # noqa: E402  # run as a script: bench/ is on sys.path
     _CSRF,
     _SUBMISSION,
+    REPO,
     SET_ID,
     _found,
     fresh_postgres,
@@ -110,61 +112,82 @@ def one_learner(url: str, meter: Meter, answers: list[tuple[str, str]]) -> None:
             question = send(kind, "GET", where.headers["location"])
 
 
+def measure(
+    args: argparse.Namespace, database_url: str, folder: Path, root: Path, meter: Meter
+) -> None:
+    """Serve from the checkout `root`, warm it up, then send args.learners through, metered."""
+    python = str(root / ".venv" / "bin" / "python") if root != REPO else sys.executable
+    answers = set_answers()
+    process, url = serve(database_url, 1, folder, root, python)
+    spy = None
+    try:
+        meter.pid, meter.recording = process.pid, False
+        for _ in range(args.warm_up):
+            one_learner(url, meter, answers)
+        if args.py_spy:
+            found = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+            command = [found, "record", "-p", str(process.pid), "-o", args.py_spy, "-r", "250"]
+            if not args.py_spy.endswith(".svg"):  # folded stacks, one a line, to read
+                command += ["-f", "raw"]
+            spy = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+            time.sleep(1)
+        meter.end()
+        meter.recording = True
+        for _ in range(args.learners):
+            one_learner(url, meter, answers)
+        meter.end()
+    finally:
+        if spy is not None:
+            spy.send_signal(2)  # py-spy writes its file on SIGINT
+            spy.wait(timeout=60)
+        stop(process)
+
+
 def main() -> int:
     """Serve, send the learners through one by one, print CPU ms per request by kind."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--learners", type=int, default=40)
-    parser.add_argument("--warm-up", type=int, default=3, help="learners not counted")
-    parser.add_argument("--postgres-url", help="a server to make the database on")
+    parser.add_argument("--learners", type=int, default=20, help="per round and checkout")
+    parser.add_argument("--warm-up", type=int, default=2, help="learners not counted")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--against", type=Path, help="another checkout (with its .venv): A/B")
+    parser.add_argument("--postgres-url", help="a server to make the databases on")
     parser.add_argument("--postgres", action="store_true", help="a private PostgreSQL server")
     parser.add_argument("--py-spy", metavar="FILE", help="record the server with py-spy")
     args = parser.parse_args()
-    answers = set_answers()
+    roots = {"this": REPO} | ({"against": args.against.resolve()} if args.against else {})
+    meters = {name: Meter(0) for name in roots}
+    load = os.getloadavg()[0]
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory() as scratch:
-        folder = Path(scratch)
-        if args.postgres or args.postgres_url:
-            server_url = args.postgres_url or stack.enter_context(private_postgres())
-            database_url = fresh_postgres(server_url)
-        else:
-            database_url = f"sqlite:///{folder / 'cpu.db'}"
-        process, url = serve(database_url, 1, folder)
-        spy = None
-        try:
-            meter = Meter(process.pid)
-            meter.recording = False
-            for _ in range(args.warm_up):
-                one_learner(url, meter, answers)
-            if args.py_spy:
-                found = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-                command = [found, "record", "-p", str(process.pid), "-o", args.py_spy, "-r", "250"]
-                if not args.py_spy.endswith(".svg"):  # folded stacks, one a line, to read
-                    command += ["-f", "raw"]
-                spy = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-                time.sleep(1)
-            meter.end()
-            meter.recording = True
-            began, load = time.perf_counter(), os.getloadavg()[0]
-            for _ in range(args.learners):
-                one_learner(url, meter, answers)
-            meter.end()
-            span = time.perf_counter() - began
-        finally:
-            if spy is not None:
-                spy.send_signal(2)  # py-spy writes its file on SIGINT
-                spy.wait(timeout=60)
-            stop(process)
-    total = sum(meter.count.values())
+        server_url = args.postgres_url
+        if args.postgres and not server_url:
+            server_url = stack.enter_context(private_postgres())
+        for turn in range(args.rounds):  # interleaved: a busy spell of the host hits both
+            for name, root in roots.items() if turn % 2 == 0 else reversed(roots.items()):
+                folder = Path(scratch)
+                database_url = (
+                    fresh_postgres(server_url)
+                    if server_url
+                    else f"sqlite:///{folder / f'{name}-{turn}.db'}"
+                )
+                measure(args, database_url, folder, root, meters[name])
     print(
-        f"{'sqlite' if 'sqlite' in database_url else 'postgresql'}, 1 process, {args.learners} "
-        f"learners one by one, {total} requests in {span:.1f} s; load average before {load:.1f}"
+        f"{'postgresql' if server_url else 'sqlite'}, 1 process, {args.rounds} x {args.learners} "
+        f"learners one by one per checkout; load average before {load:.1f}, after "
+        f"{os.getloadavg()[0]:.1f}"
     )
-    print(f"{'request':<10}{'count':>7}{'CPU ms/request':>16}")
-    for kind in KINDS:
-        if meter.count[kind]:
-            each = 1000 * meter.seconds[kind] / meter.count[kind]
-            print(f"{kind:<10}{meter.count[kind]:>7}{each:>16.2f}")
-    every = 1000 * sum(meter.seconds.values()) / max(total, 1)
-    print(f"{'all':<10}{total:>7}{every:>16.2f}")
+    names = list(roots)
+    print(f"{'request':<10}{'count':>7}" + "".join(f"{n + ' ms':>14}" for n in names))
+    for kind in [*KINDS, "all"]:
+        row = []
+        for name in names:
+            meter = meters[name]
+            seconds = sum(meter.seconds.values()) if kind == "all" else meter.seconds[kind]
+            count = sum(meter.count.values()) if kind == "all" else meter.count[kind]
+            row.append(1000 * seconds / count if count else float("nan"))
+        count = (
+            sum(meters[names[0]].count.values()) if kind == "all" else meters[names[0]].count[kind]
+        )
+        print(f"{kind:<10}{count:>7}" + "".join(f"{value:>14.2f}" for value in row))
     return 0
 
 

@@ -25,7 +25,7 @@ from app.attempts.models import ItemAttempt, SetAttempt
 from app.challenges.catalog import Catalog
 from app.challenges.schema import EXECUTABLE_KINDS
 from app.config import Settings
-from app.db import end_read, read_session, run_reads, write_session
+from app.db import end_read, run_reads, write_session
 from app.deps import (
     CatalogDep,
     CsrfDep,
@@ -197,9 +197,7 @@ async def question(page: Page, attempt_id: int, number: int) -> Response:
     context = _question_context(catalog, attempt, row, page.settings, now)
     item, loaded = context["item"], context["loaded"]
     if row.status.closed and loaded is not None:  # the key is shown: say where it was proven
-        with read_session(engine) as session:
-            lines = await run_reads(session, records.proof_lines, session, loaded, [item])
-        context["verified"] = lines.get(item.id)
+        context["verified"] = await reads.read(engine, records.proof_line_of, loaded, item)
     if isinstance(item, EXECUTABLE_KINDS) and row.status.closed:
         context["run"] = await run_in_threadpool(runs.run_panel, page.executor, item)  # HTTP
     return page.render("question.html", context)

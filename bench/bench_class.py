@@ -394,6 +394,7 @@ def main() -> int:
     parser.add_argument("--configs", nargs="+", choices=sorted(CONFIGS), default=list(CONFIGS))
     parser.add_argument("--postgres-url", help="a server to create the databases on")
     parser.add_argument("--seed", type=int, default=26)
+    parser.add_argument("--against", type=Path, help="serve another checkout (with its .venv)")
     parser.add_argument(
         "--sqlite-synchronous",
         choices=["full", "normal"],
@@ -422,7 +423,9 @@ def main() -> int:
                 else:
                     assert server_url is not None
                     database_url = fresh_postgres(server_url)
-                process, url = serve(database_url, workers, folder)
+                root = args.against.resolve() if args.against else REPO
+                python = str(root / ".venv/bin/python") if args.against else sys.executable
+                process, url = serve(database_url, workers, folder, root, python)
                 load = " ".join(f"{value:.1f}" for value in os.getloadavg())
                 server_before, tool_before = cpu_seconds(process.pid), _own_cpu()
                 try:

@@ -180,8 +180,8 @@ def _found(pattern: re.Pattern[str], text: str) -> str:
     return match[1]
 
 
-async def run_class(url: str, learners: int, seed: int) -> Tally:
-    """Send `learners` learners through the set together; return what they saw."""
+def set_answers() -> list[tuple[str, str]]:
+    """The right and a wrong option of each of the set's questions, in order."""
     from app.challenges.catalog import Catalog
     from app.challenges.schema import ChoiceBase
     from app.config import ROOT
@@ -194,6 +194,12 @@ async def run_class(url: str, learners: int, seed: int) -> Tally:
         right = sorted(item.answer_ids)[0]
         wrong = next(option.id for option in item.options if option.id not in item.answer_ids)
         answers.append((right, wrong))
+    return answers
+
+
+async def run_class(url: str, learners: int, seed: int) -> Tally:
+    """Send `learners` learners through the set together; return what they saw."""
+    answers = set_answers()
     tally = Tally()
     # A connection idle for 1.5 s is dropped by the client well before uvicorn's 5 s keep-alive ends
     # it, as browsers do, so no request goes out on a connection the server is closing.
@@ -281,8 +287,11 @@ def fresh_postgres(server_url: str) -> str:
     return make_url(server_url).set(database=name).render_as_string(hide_password=False)
 
 
-def serve(database_url: str, workers: int, folder: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """Migrate, then start `ranklab serve` as production would (no executor)."""
+def serve(
+    database_url: str, workers: int, folder: Path, root: Path = REPO, python: str = sys.executable
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Migrate, then start `ranklab serve` as production would (no executor), from the
+    checkout `root` with its `python`."""
     from app import migrations
 
     migrations.upgrade(database_url)
@@ -293,15 +302,15 @@ def serve(database_url: str, workers: int, folder: Path) -> tuple[subprocess.Pop
         "RANKLAB_ENVIRONMENT": "production",
         "RANKLAB_SECRET_KEY": secrets.token_hex(32),
     }
-    command = [sys.executable, "-m", "app.cli", "serve", "--no-executor"]
+    command = [python, "-m", "app.cli", "serve", "--no-executor"]
     command += ["--workers", str(workers), "--host", "127.0.0.1", "--port", str(port)]
     log = folder / f"serve-{port}.log"
     with log.open("wb") as output:
         process = subprocess.Popen(
-            command, cwd=REPO, env=environment, stdout=output, stderr=subprocess.STDOUT
+            command, cwd=root, env=environment, stdout=output, stderr=subprocess.STDOUT
         )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # importing and loading the catalog: slow on a busy host
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise SystemExit(f"ranklab serve exited:\n{log.read_text()[-3000:]}")
@@ -309,7 +318,7 @@ def serve(database_url: str, workers: int, folder: Path) -> tuple[subprocess.Pop
             if httpx.get(url + "/", timeout=1).status_code == 200:
                 return process, url
         time.sleep(0.3)
-    raise SystemExit(f"ranklab serve did not answer in 60 s:\n{log.read_text()[-3000:]}")
+    raise SystemExit(f"ranklab serve did not answer in 180 s:\n{log.read_text()[-3000:]}")
 
 
 def cpu_seconds(root: int) -> float:
@@ -385,6 +394,7 @@ def main() -> int:
     parser.add_argument("--configs", nargs="+", choices=sorted(CONFIGS), default=list(CONFIGS))
     parser.add_argument("--postgres-url", help="a server to create the databases on")
     parser.add_argument("--seed", type=int, default=26)
+    parser.add_argument("--against", type=Path, help="serve another checkout (with its .venv)")
     parser.add_argument(
         "--sqlite-synchronous",
         choices=["full", "normal"],
@@ -413,7 +423,9 @@ def main() -> int:
                 else:
                     assert server_url is not None
                     database_url = fresh_postgres(server_url)
-                process, url = serve(database_url, workers, folder)
+                root = args.against.resolve() if args.against else REPO
+                python = str(root / ".venv/bin/python") if args.against else sys.executable
+                process, url = serve(database_url, workers, folder, root, python)
                 load = " ".join(f"{value:.1f}" for value in os.getloadavg())
                 server_before, tool_before = cpu_seconds(process.pid), _own_cpu()
                 try:

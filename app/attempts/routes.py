@@ -25,7 +25,7 @@ from app.attempts.models import ItemAttempt, SetAttempt
 from app.challenges.catalog import Catalog
 from app.challenges.schema import EXECUTABLE_KINDS
 from app.config import Settings
-from app.db import end_read, read_session, run_reads, write_session
+from app.db import end_read, run_reads, write_session
 from app.deps import (
     CatalogDep,
     CsrfDep,
@@ -148,19 +148,22 @@ async def resume(
     request: Request,
     attempt_id: RowId,
     user: CurrentUser,
-    session: SessionDep,
     catalog: CatalogDep,
     settings: SettingsDep,
     now: NowDep,
 ) -> Response:
     """Send the learner to where the attempt stands: its current question or its results."""
     assert user.id is not None
-    attempt = await run_reads(session, attempts.attempt_for_user, session, attempt_id, user.id)
+    # Every question's Next comes through here: one compiled read, no session unless it writes.
+    engine = request.app.state.engine
+    attempt = await reads.read(engine, attempts.attempt_of_user, attempt_id, user.id)
     if _on_removed_item(catalog, attempt):  # an edit removed it: close it and move on (writes)
         step = attempts.skip_removed_items
-        attempt = await _write(
-            request, session, _advance, session, attempt, catalog, settings, now, user, step
-        )
+        with write_session(engine) as session:
+            session.add(attempt)  # read detached: the service changes it in this session
+            attempt = await _write(
+                request, session, _advance, session, attempt, catalog, settings, now, user, step
+            )
     if attempt.finished:
         return _redirect(f"/attempts/{attempt.id}/results")
     return _redirect(f"/attempts/{attempt.id}/q/{attempt.current_position + 1}")
@@ -194,9 +197,7 @@ async def question(page: Page, attempt_id: int, number: int) -> Response:
     context = _question_context(catalog, attempt, row, page.settings, now)
     item, loaded = context["item"], context["loaded"]
     if row.status.closed and loaded is not None:  # the key is shown: say where it was proven
-        with read_session(engine) as session:
-            lines = await run_reads(session, records.proof_lines, session, loaded, [item])
-        context["verified"] = lines.get(item.id)
+        context["verified"] = await reads.read(engine, records.proof_line_of, loaded, item)
     if isinstance(item, EXECUTABLE_KINDS) and row.status.closed:
         context["run"] = await run_in_threadpool(runs.run_panel, page.executor, item)  # HTTP
     return page.render("question.html", context)
@@ -367,7 +368,9 @@ async def next_question(
     user_id, clock = user.id, clock_of(request)
 
     def move_on() -> SetAttempt:
-        attempt = attempts.attempt_for_user(session, attempt_id, user_id)
+        reader = reads.Reader.within(session)  # one compiled query in the write's transaction
+        attempt = attempts.attempt_of_user(reader, attempt_id, user_id)
+        session.add(attempt)
         # The clock starts when this write runs: time queued is not taken off the countdown.
         return _advance(session, attempt, catalog, settings, now, user, opened_at=max(now, clock()))
 

@@ -12,9 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, bindparam, case, func, update
+from sqlalchemy import and_, bindparam, case, func, insert, update
 from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
 
 from app import reads
@@ -101,17 +102,30 @@ def _start(
     session.add(attempt)
     session.flush()
     assert attempt.id is not None
-    for position, item in enumerate(challenge_set.items):
-        session.add(
-            ItemAttempt(
-                set_attempt_id=attempt.id,
-                item_id=item.id,
-                position=position,
-                attempts_allowed=item.attempts,
-            )
-        )
-    session.flush()
-    _open(session, attempt.id, 0, challenge_set, now, time_multiplier)
+    # The questions in one INSERT through the session's connection (the ORM's flush of one
+    # object each cost more than the SQL), the first one opened as _open would open it.
+    rows: list[dict[str, object]] = [
+        {
+            "set_attempt_id": attempt.id,
+            "item_id": item.id,
+            "position": position,
+            "status": ItemStatus.PENDING,
+            "started_at": None,
+            "time_limit_s": None,
+            "attempts_allowed": item.attempts,
+            "attempts_used": 0,
+            "hint_shown_at": None,
+            "closed_at": None,
+            "last_answer": None,
+        }
+        for position, item in enumerate(challenge_set.items)
+    ]
+    if rows:
+        first = challenge_set.items[0]
+        rows[0]["status"] = ItemStatus.OPEN
+        rows[0]["started_at"] = now
+        rows[0]["time_limit_s"] = rules.effective_time_limit(first.time_limit, time_multiplier)
+        session.connection().execute(insert(_ITEMS), rows)
     session.commit()
     return attempt
 
@@ -156,6 +170,23 @@ _QUESTION = reads.Query(
     SetAttempt,
     ItemAttempt,
 )
+
+
+_ATTEMPT = reads.Query(
+    select_columns(*_ATTEMPTS.columns).where(
+        _ATTEMPTS.c.id == bindparam("attempt_id"), _ATTEMPTS.c.user_id == bindparam("user_id")
+    ),
+    SetAttempt,
+)
+
+
+def attempt_of_user(reader: reads.Reader, attempt_id: int, user_id: int) -> SetAttempt:
+    """attempt_for_user in one compiled query (detached: a service adds it to its session)."""
+    found = reader.first(_ATTEMPT, attempt_id=attempt_id, user_id=user_id)
+    if found is None:
+        raise NotFound("No such attempt.")
+    attempt: SetAttempt = _ATTEMPT.instances(found)[0]
+    return attempt
 
 
 def question_for_user(
@@ -267,16 +298,8 @@ def submit(
     # One conditional UPDATE claims the attempt: under parallel requests only those that find an
     # attempt left (and the item still open) succeed; PostgreSQL re-checks the row after the lock,
     # SQLite's BEGIN IMMEDIATE serialises the writers.
-    claimed = session.execute(
-        update(ItemAttempt)
-        .where(
-            col(ItemAttempt.id) == row.id,
-            col(ItemAttempt.status) == ItemStatus.OPEN,
-            col(ItemAttempt.attempts_used) < col(ItemAttempt.attempts_allowed),
-        )
-        .values(attempts_used=col(ItemAttempt.attempts_used) + 1)
-        .returning(col(ItemAttempt.attempts_used))
-    ).first()
+    connection = session.connection()
+    claimed = connection.execute(_CLAIM, {"row_id": row.id}).first()
     if claimed is None:
         session.rollback()
         session.refresh(row)
@@ -286,22 +309,23 @@ def submit(
     correct = rules.is_correct(item, answer)
     status = rules.status_after(correct, used, row.attempts_allowed)
     assert row.id is not None
-    session.add(
-        Submission(
-            item_attempt_id=row.id,
-            number=used,
-            answer=answer,
-            correct=correct,
-            submitted_at=now,
-            token=token,
-        )
-    )
     values: dict[str, object] = {"status": status, "last_answer": answer}
     if status.closed:
         values["closed_at"] = now
     try:
-        session.flush()  # the submission first: its unique indexes decide the races below
-        session.execute(update(ItemAttempt).where(col(ItemAttempt.id) == row.id).values(**values))
+        # The submission first: its unique indexes decide the races below.
+        connection.execute(
+            _SUBMIT,
+            {
+                "item_attempt_id": row.id,
+                "number": used,
+                "answer": answer,
+                "correct": correct,
+                "submitted_at": now,
+                "token": token,
+            },
+        )
+        connection.execute(_CLOSE if status.closed else _RECORD, {"row_id": row.id, **values})
         session.commit()
     except IntegrityError as error:  # the unique (item, number) constraint is the last guard
         session.rollback()
@@ -309,22 +333,55 @@ def submit(
         if first is not None:  # the same submission, arrived at once on another connection
             return first
         raise Conflict(Refusal.NO_ATTEMPTS.value) from error
-    session.refresh(row)
+    # What this transaction wrote, as a refresh would read it back (no other writer could
+    # change the row between: the claim locked it until the commit).
+    for key, value in (("attempts_used", used), *values.items()):
+        set_committed_value(row, key, value)
     return Judgement(correct, status, row.attempts_allowed - used, answer)
+
+
+# Built once: an answer's statements, run through the session's connection in its transaction
+# (Core, not the ORM: the ORM's bulk UPDATE, flush and refresh cost several times the SQL).
+_SUBMISSIONS = Submission.__table__  # type: ignore[attr-defined]
+_CLAIM = (
+    update(_ITEMS)
+    .where(
+        _ITEMS.c.id == bindparam("row_id"),
+        _ITEMS.c.status == ItemStatus.OPEN,
+        _ITEMS.c.attempts_used < _ITEMS.c.attempts_allowed,
+    )
+    .values(attempts_used=_ITEMS.c.attempts_used + 1)
+    .returning(_ITEMS.c.attempts_used)
+)
+_SUBMIT = insert(_SUBMISSIONS)
+_RECORD = (
+    update(_ITEMS)
+    .where(_ITEMS.c.id == bindparam("row_id"))
+    .values(
+        status=bindparam("status", type_=_ITEMS.c.status.type),
+        last_answer=bindparam("last_answer", type_=_ITEMS.c.last_answer.type),
+    )
+)
+_CLOSE = _RECORD.values(closed_at=bindparam("closed_at", type_=_ITEMS.c.closed_at.type))
+_JUDGED = select_columns(
+    _SUBMISSIONS.c.correct, _SUBMISSIONS.c.number, _SUBMISSIONS.c.answer
+).where(
+    _SUBMISSIONS.c.token == bindparam("token"),
+    _SUBMISSIONS.c.item_attempt_id == bindparam("row_id"),
+)
 
 
 def _judged(session: Session, row: ItemAttempt, token: str) -> Judgement | None:
     """The outcome a submission with this token had, if one was stored for this question."""
-    found = session.exec(
-        select(Submission).where(Submission.token == token, Submission.item_attempt_id == row.id)
-    ).first()
+    found = session.connection().execute(_JUDGED, {"token": token, "row_id": row.id}).first()
     if found is None:
         return None
-    status = rules.status_after(found.correct, found.number, row.attempts_allowed)
+    correct, number, answer = bool(found[0]), int(found[1]), str(found[2])
+    status = rules.status_after(correct, number, row.attempts_allowed)
     if status is ItemStatus.OPEN and row.status.closed:
         status = row.status  # what it is now: a later answer, or the clock, closed it
-    left = row.attempts_allowed - found.number
-    return Judgement(found.correct, status, left, found.answer, replayed=True)
+    left = row.attempts_allowed - number
+    return Judgement(correct, status, left, answer, replayed=True)
 
 
 def show_hint(session: Session, row: ItemAttempt, now: datetime) -> None:
@@ -357,31 +414,49 @@ def advance(
     close_if_expired(session, row, grace_s, now)
     if not row.status.closed:
         raise Conflict("Answer this question (or let its time run out) before moving on.")
-    rows = items_of(session, attempt.id)
     next_position = attempt.current_position + 1
-    if next_position < len(rows) and challenge_set is not None:
+    connection = session.connection()
+    # The attempt has a row per item id it started with (_start): no need to load them to count.
+    if next_position < len(attempt.item_id_list) and challenge_set is not None:
         # Conditional, so two tabs clicking "next" at once advance only one step.
-        moved = session.execute(
-            update(SetAttempt)
-            .where(
-                col(SetAttempt.id) == attempt.id,
-                col(SetAttempt.current_position) == attempt.current_position,
-            )
-            .values(current_position=next_position)
+        values: dict[str, object] = {"current_position": next_position}
+        moved = connection.execute(
+            _MOVE, {"attempt_id": attempt.id, "at": attempt.current_position, **values}
         )
-        if moved.rowcount:  # type: ignore[attr-defined]
+        if moved.rowcount:
             opened = opened_at or now
             _open(session, attempt.id, next_position, challenge_set, opened, time_multiplier)
     else:
+        rows = items_of(session, attempt.id)
         result = rules.score((item.status, item.attempts_used) for item in rows)
-        session.execute(
-            update(SetAttempt)
-            .where(col(SetAttempt.id) == attempt.id, col(SetAttempt.finished_at).is_(None))
-            .values(finished_at=now, correct_count=result.correct, badge_earned=result.perfect)
-        )
+        values = {"finished_at": now, "correct_count": result.correct}
+        values["badge_earned"] = result.perfect
+        moved = connection.execute(_FINISH, {"attempt_id": attempt.id, **values})
     session.commit()
-    session.refresh(attempt)
+    if moved.rowcount:  # what this transaction wrote, as a refresh would read it back
+        for key, value in values.items():
+            set_committed_value(attempt, key, value)
+    else:  # another request (a second tab) moved it first: as it is now
+        session.refresh(attempt)
     return attempt
+
+
+_MOVE = (
+    update(_ATTEMPTS)
+    .where(
+        _ATTEMPTS.c.id == bindparam("attempt_id"), _ATTEMPTS.c.current_position == bindparam("at")
+    )
+    .values(current_position=bindparam("current_position"))
+)
+_FINISH = (
+    update(_ATTEMPTS)
+    .where(_ATTEMPTS.c.id == bindparam("attempt_id"), _ATTEMPTS.c.finished_at.is_(None))
+    .values(
+        finished_at=bindparam("finished_at", type_=_ATTEMPTS.c.finished_at.type),
+        correct_count=bindparam("correct_count"),
+        badge_earned=bindparam("badge_earned"),
+    )
+)
 
 
 _HISTORY = reads.Query(

@@ -7,12 +7,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import and_, func, make_url, or_
+from sqlalchemy import and_, bindparam, func, make_url, or_
+from sqlalchemy import select as select_columns
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col, select
 
-from app import metrics, migrations
+from app import metrics, migrations, reads
 from app.challenges.loader import LoadedSet
 from app.challenges.schema import ItemBase, proven_by_run
 from app.db import make_engine, utcnow
@@ -108,6 +109,41 @@ def proof_lines(session: Session, loaded: LoadedSet, items: Sequence[ItemBase]) 
         for item_id, record in proven(session, loaded.challenge_set.id, hashes).items()
         if record.torch and record.backend and record.nproc
     }
+
+
+# The question page's "Verified on" line for its one revealed key, on every view of a closed
+# question: compiled once and run on the driver (app.reads), as `proven` decides for one item.
+_RECORDS = VerificationRecord.__table__  # type: ignore[attr-defined]
+_LATEST_JUDGED = reads.Query(
+    select_columns(*_RECORDS.columns)
+    .where(
+        _RECORDS.c.set_id == bindparam("set_id"),
+        _RECORDS.c.item_id == bindparam("item_id"),
+        _RECORDS.c.content_hash == bindparam("content_hash"),
+        or_(*(_RECORDS.c.verdict == verdict for verdict in JUDGED)),
+    )
+    .order_by(_RECORDS.c.verified_at.desc(), _RECORDS.c.id.desc())
+    .limit(1),
+    VerificationRecord,
+)
+
+
+def proof_line_of(reader: reads.Reader, loaded: LoadedSet, item: ItemBase) -> str | None:
+    """proof_lines for one item: its "Verified on" line, or None."""
+    if not proven_by_run(item):
+        return None
+    digest = evidence.item_hash(loaded, item)
+    row = reader.first(
+        _LATEST_JUDGED, set_id=loaded.challenge_set.id, item_id=item.id, content_hash=digest
+    )
+    if row is None:
+        return None
+    record: VerificationRecord = _LATEST_JUDGED.instances(row)[0]
+    if record.verdict is not Verdict.PASS or not (record.torch and record.backend):
+        return None
+    if not record.nproc:
+        return None
+    return evidence.proof_line(record.torch, record.backend, record.nproc, record.verified_at)
 
 
 def recording_engine(database_url: str) -> tuple[Engine | None, str]:

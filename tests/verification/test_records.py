@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import event
 from sqlmodel import Session, select
 
-from app import migrations
+from app import migrations, reads
 from app.challenges.loader import LoadedSet, load_path
 from app.db import make_engine
 from app.verification import evidence, records
@@ -105,6 +105,36 @@ def test_proof_lines_for_many_items_take_one_query(session, database_url, runs_s
     selects = [sql for sql in statements if sql.lstrip().upper().startswith("SELECT")]
     assert len(selects) == 1, statements
     assert lines == {"all-reduce": "Verified on torch 2.13.0+cpu, gloo, 1 rank, 2026-11-23"}
+
+
+@pytest.mark.parametrize(
+    "history",
+    [
+        [(Verdict.PASS, 0)],
+        [(Verdict.PASS, 0), (Verdict.FAIL, 1)],
+        [(Verdict.FAIL, 0), (Verdict.PASS, 1)],
+        [(Verdict.PASS, 0), (Verdict.NEEDS_GPUS, 1)],
+        [(Verdict.PASS, 0), (Verdict.PASS, 2), (Verdict.FAIL, 1)],
+        [],
+    ],
+)
+def test_the_question_pages_compiled_read_says_what_proof_lines_says(
+    session, database_url, runs_set, history
+):
+    item = runs_set.challenge_set.items[0]
+    digest = current_hash(runs_set)
+    save(session, Verdict.PASS, "the-item-before-an-edit", DAY + timedelta(hours=5))
+    for verdict, hours in history:
+        save(session, verdict, digest, DAY + timedelta(hours=hours))
+    expected = records.proof_lines(session, runs_set, [item]).get(item.id)
+    engine = make_engine(database_url)
+    try:
+        with reads.Reader(engine) as reader:
+            assert records.proof_line_of(reader, runs_set, item) == expected
+    finally:
+        engine.dispose()
+    judged = sorted((hours, verdict) for verdict, hours in history if verdict in records.JUDGED)
+    assert (expected is not None) == (judged != [] and judged[-1][1] is Verdict.PASS)
 
 
 def test_items_with_nothing_to_run_need_no_query(session):

@@ -313,6 +313,8 @@ class Catalog:
                 return
             served = publisher.publish(report)
             self._mark = publisher.mark()
+            # It has just looked: the next look is an interval away, not the first request.
+            self._next_check = time.monotonic() + self.check_every_s
             self._keep_past(self._contents)
             self._contents = _Contents.of(
                 served.sets, report.errors, report.files, served.topics, served.labs,

@@ -296,7 +296,8 @@ async def review_page(
     for entry in state.queue:
         per_topic[entry.topic] = per_topic.get(entry.topic, 0) + 1
     current = state.queue[0] if state.queue else None
-    extra = {"version": catalog.deck_version(current.deck)} if current else {}
+    version = catalog.deck_version(current.deck) if current else None
+    extra = {"version": version} if version else {}  # unversioned (no publisher): none
     return _render(
         request,
         "review.html",

@@ -4,7 +4,11 @@ A set's `topic:`, a topic's `requires:` and an id taken elsewhere are references
 the course: checked against the named folder alone, a lone set or lab "names no topic.yaml". The
 course is the nearest folder, from the one named upward, that holds `challenge-set.schema.json`
 (written there by `ranklab schema` and by `ranklab new`); without one, the folder named is a
-course of its own. The whole course is loaded and only the named folder's files are reported.
+course of its own. Only the named folder's files are reported, and only what they need is
+loaded with them: the topic files their `topic:` and `requires:` name (and what those require),
+and the other files that could collide with them (the same id, or a `fact:` of theirs). The
+other files are only scanned (app.challenges.heads); where a reference is not found by the
+scan, the whole course is loaded, so a folder's verdict is always the course's.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.challenges import json_schema, loader
+from app.challenges import heads, json_schema, loader
 
 MARKER = json_schema.SCHEMA_PATH.name  # "challenge-set.schema.json"
 
@@ -46,8 +50,13 @@ def load(path: Path) -> FolderReport:
     root = root_of(path)
     if root == path:
         return FolderReport(loader.load_path(path), root)
-    everything = loader.load_path(root)
-    inside = {str(file) for file in loader.challenge_files(root) if _within(file, path)}
+    files = loader.challenge_files(root)
+    inside_files = [file for file in files if _within(file, path)]
+    wanted = _needed(inside_files, [file for file in files if file not in inside_files])
+    # In course order: where two files claim one id, the first by path keeps it.
+    needed = None if wanted is None else [file for file in files if file in wanted]
+    everything = loader.load_path(root, files=needed)
+    inside = {str(file) for file in inside_files}
     report = loader.LoadReport(
         sets=[one for one in everything.sets if one.path in inside],
         topics=[one for one in everything.topics if one.path in inside],
@@ -63,3 +72,39 @@ def _within(file: Path, path: Path) -> bool:
     if path.is_file():
         return file.resolve() == path.resolve()
     return file.resolve().is_relative_to(path.resolve())
+
+
+def _needed(inside: list[Path], outside: list[Path]) -> set[Path] | None:
+    """The files to load: the folder's and those it needs; or None: the whole course (a
+    reference the scan could not place)."""
+    mine = [heads.read(file) for file in inside]
+    others = [heads.read(file) for file in outside]
+    topics = [head for head in [*mine, *others] if head.path.name == loader.TOPIC_FILE]
+    by_name: dict[str, list[heads.Head]] = {}
+    for head in topics:
+        for name in (head.id, (head.title or "").casefold()):
+            if name:
+                by_name.setdefault(name, []).append(head)
+    if any(head.id is None for head in [*mine, *others]):
+        return None  # a file whose id the scan cannot read might collide with anything
+    wanted: set[Path] = {head.path for head in mine}
+    ids = {head.id for head in mine}
+    facts = frozenset().union(*(head.facts for head in mine))
+    wanted |= {head.path for head in others if head.id in ids or head.facts & facts}
+    for head in mine:
+        if head.path.name != loader.TOPIC_FILE and head.topic is not None:
+            named = by_name.get(head.topic) or by_name.get(head.topic.casefold())
+            if not named:
+                return None  # names no topic the scan found: let the full load judge it
+            wanted |= {topic.path for topic in named}
+    required = [name for head in mine for name in head.requires]
+    while required:  # the topics required, and what they require (a cycle may pass by them)
+        name = required.pop()
+        named = [topic for topic in by_name.get(name, []) if topic.id == name]
+        if not named:
+            return None
+        for topic in named:
+            if topic.path not in wanted:
+                wanted.add(topic.path)
+                required.extend(topic.requires)
+    return wanted

@@ -137,16 +137,20 @@ LAB_FILE = "lab.yaml"  # a lab's file; every other YAML file is a challenge set
 
 
 def load_path(
-    root: Path, display_root: Path | None = None, live: Mapping[tuple[str, str], str] | None = None
+    root: Path,
+    display_root: Path | None = None,
+    live: Mapping[tuple[str, str], str] | None = None,
+    files: Sequence[Path] | None = None,
 ) -> LoadReport:
-    """Load every challenge set and topic file under root; never stop at the first error.
+    """Load every challenge set and topic file under root (or only `files` of it, in course
+    order: app.challenges.course); never stop at the first error.
 
     `live` maps (kind, id) to the file of the version being served: where two files claim one
     id, that file keeps it and the new one is refused (else the first by path keeps it)."""
     report = LoadReport()
     claimed: dict[tuple[str, str], list[LoadedSet | LoadedTopic | LoadedLab]] = {}
     broken_topic = False
-    for path in challenge_files(root):
+    for path in challenge_files(root) if files is None else files:
         shown = _display(path, display_root)
         report.files.append(shown)
         loaded: LoadedSet | LoadedTopic | LoadedLab | None

@@ -29,6 +29,10 @@ class LabStepState(SQLModel, table=True):
     # The lab's version (content hash) the learner's progress started on: every step is served
     # and judged by it through Reloads (None: started before versions, served the live one).
     content_version: str | None = Field(default=None, max_length=64)
+    # Moved to a newer version whose step changed: the step started over then (its questions
+    # answered before no longer count). The newer version the learner chose to stay off.
+    restarted_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    stayed_on: str | None = Field(default=None, max_length=64)
 
 
 class LabRun(SQLModel, table=True):

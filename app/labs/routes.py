@@ -49,8 +49,8 @@ from app.deps import (
 from app.errors import BadRequest, Conflict, NotFound, TooManyRequests, Unavailable
 from app.executor_client import ExecutorBusy, ExecutorClient, ExecutorUnavailable
 from app.kinds import order
+from app.labs import newer, status_words
 from app.labs import service as labs
-from app.labs import status_words
 from app.labs.live import Frames, LiveRuns, RunLog, StopOutcome
 from app.labs.models import LabRun
 from app.labs.schema import LabStep
@@ -118,19 +118,98 @@ async def topic_labs(topic_id: SlugId, catalog: CatalogDep) -> Response:
 
 @router.get("/labs/{lab_id}", response_class=HTMLResponse)
 async def lab_page(
-    request: Request, lab_id: SlugId, catalog: CatalogDep, user: OptionalUser, session: SessionDep
+    request: Request,
+    lab_id: SlugId,
+    catalog: CatalogDep,
+    user: OptionalUser,
+    session: SessionDep,
+    moved: bool = False,
 ):
-    """A lab: what it builds, its steps and where the learner stands in each."""
+    """A lab: what it builds, its steps and where the learner stands in each; and, when a newer
+    version is live than the one their progress began, what changed and the offer to move."""
     user_id = user.id if user else None
     loaded, _version = await run_reads(session, _learners_lab, catalog, session, user_id, lab_id)
     progress = await run_reads(session, _progress, session, user_id, loaded)
+    offer = await run_reads(session, _newer_offer, catalog, session, user_id, loaded)
     topic = catalog.topic_of_lab(lab_id)
     suggestion = course.suggestion_after(catalog, topic.id if topic else None, StepKind.LAB, lab_id)
     return request.app.state.templates.TemplateResponse(
         request,
         "lab.html",
-        {"loaded": loaded, **_way_on(catalog, lab_id), "suggestion": suggestion, **progress},
+        {
+            "loaded": loaded,
+            **_way_on(catalog, lab_id),
+            "suggestion": suggestion,
+            **progress,
+            "newer": offer,
+            "moved": moved,
+        },
     )
+
+
+def _newer_offer(
+    catalog: Catalog, session: Session, user_id: int | None, loaded: LoadedLab
+) -> dict[str, Any] | None:
+    """The newer live version of the lab than the one the learner's progress began (its hash,
+    what it changes, whether they chose to stay), or None."""
+    lab_id = loaded.lab.id
+    kept = labs.kept_version(session, user_id, lab_id) if user_id is not None else None
+    live, live_lab = catalog.version_of("lab", lab_id), catalog.lab(lab_id)
+    if kept is None or live is None or live == kept or live_lab is None or live_lab is loaded:
+        return None
+    assert user_id is not None
+    return {
+        "version": live,
+        "changes": newer.changes(loaded, live_lab),
+        "stayed": labs.stayed_on(session, user_id, lab_id) == live,
+    }
+
+
+def _offered(
+    catalog: Catalog, session: Session, user_id: int, lab_id: str, offered: str
+) -> tuple[str, LoadedLab, LoadedLab]:
+    """The learner's kept version with its lab and the newer live lab, if `offered` (the
+    version the page offered) is still the live one; else a clear 409."""
+    kept = labs.kept_version(session, user_id, lab_id)
+    live, live_lab = catalog.version_of("lab", lab_id), catalog.lab(lab_id)
+    if kept is None or live is None or live_lab is None or kept == live:
+        raise Conflict("There is no newer version of this lab to move to: you are on the latest.")
+    if offered != live:
+        raise Conflict("Another version of this lab was published since that page: look again.")
+    return kept, catalog.lab_kept(lab_id, kept) or live_lab, live_lab
+
+
+OfferedVersion = Annotated[str, Form(pattern="^[0-9a-f]{64}$", description="The newer version.")]
+
+
+@router.post("/labs/{lab_id}/move", dependencies=[CsrfDep])
+def move_lab(
+    lab_id: SlugId,
+    catalog: CatalogDep,
+    user: CurrentUser,
+    session: SessionDep,
+    now: NowDep,
+    version: OfferedVersion,
+) -> Response:
+    """Move the learner's progress to the newer version the page offered: unchanged steps keep
+    their state, changed steps start over."""
+    assert user.id is not None
+    kept, loaded, live_lab = _offered(catalog, session, user.id, lab_id, version)
+    restarted = newer.changes(loaded, live_lab).restarted
+    labs.move_to(session, user.id, lab_id, (kept, version), restarted, now)
+    return _redirect(f"/labs/{lab_id}?moved=1")
+
+
+@router.post("/labs/{lab_id}/stay", dependencies=[CsrfDep])
+def stay_on_lab(
+    lab_id: SlugId, catalog: CatalogDep, user: CurrentUser, session: SessionDep,
+    version: OfferedVersion,
+) -> Response:  # fmt: skip
+    """Keep the version the learner began; the lab page stops urging the newer one."""
+    assert user.id is not None
+    _offered(catalog, session, user.id, lab_id, version)
+    labs.stay_on(session, user.id, lab_id, version)
+    return _redirect(f"/labs/{lab_id}")
 
 
 def _way_on(catalog: Catalog, lab_id: str) -> dict[str, Any]:
@@ -151,7 +230,8 @@ def _step_context(
     if not progress["open"][index]:
         raise Locked("Pass the previous step first: its checks and its questions.")
     state = progress["states"].get(step.id)
-    right = labs.questions_right(session, user_id, loaded.lab.id, step.id)
+    since = state.restarted_at if state is not None else None
+    right = labs.questions_right(session, user_id, loaded.lab.id, step.id, since)
     last = labs.last_run(session, user_id, loaded.lab.id, step.id)
     return {
         **progress,

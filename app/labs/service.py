@@ -225,8 +225,11 @@ def cut_off(session: Session, run_id: int, status: str, now: datetime) -> bool:
     return bool(cast(CursorResult[Any], changed).rowcount)
 
 
-def questions_right(session: Session, user_id: int, lab_id: str, step_id: str) -> set[str]:
-    """Ids of the step's questions the learner has answered right."""
+def questions_right(
+    session: Session, user_id: int, lab_id: str, step_id: str, since: datetime | None = None
+) -> set[str]:
+    """Ids of the step's questions the learner has answered right (since the step started
+    over, if it did: see move_to())."""
     prefix = f"{step_id}/"
     query = select(ModeAnswer.item_id).where(
         ModeAnswer.user_id == user_id,
@@ -235,6 +238,8 @@ def questions_right(session: Session, user_id: int, lab_id: str, step_id: str) -
         col(ModeAnswer.correct).is_(True),
         col(ModeAnswer.item_id).startswith(prefix),
     )
+    if since is not None:
+        query = query.where(col(ModeAnswer.answered_at) >= since)
     return {item[len(prefix) :] for item in session.exec(query)}
 
 
@@ -272,7 +277,7 @@ def answer_question(
 def _maybe_pass(session: Session, state: LabStepState, step: LabStep, now: datetime) -> None:
     if state.passed_at is not None or state.checks_passed_at is None:
         return
-    right = questions_right(session, state.user_id, state.lab_id, step.id)
+    right = questions_right(session, state.user_id, state.lab_id, step.id, state.restarted_at)
     if all(question.id in right for question in step.questions):
         state.passed_at = now
         session.add(state)
@@ -290,3 +295,50 @@ def run_for_user(session: Session, run_id: int, user_id: int) -> LabRun | None:
     """The learner's own run."""
     run = session.get(LabRun, run_id)
     return run if run is not None and run.user_id == user_id else None
+
+
+def move_to(
+    session: Session,
+    user_id: int,
+    lab_id: str,
+    moves: tuple[str, str],
+    restarted: set[str],
+    now: datetime,
+) -> int:
+    """Move the learner's progress in a lab to `version`: steps in `restarted` (their content
+    changed) start over, with no draft, no failed runs, not passed, and their questions to
+    answer again; every other step keeps what was done. Commit; return the steps restarted.
+    (Runs and answers stay recorded: nothing is deleted.) `moves` is (from, to): progress
+    no longer on `from` (moved meanwhile, from another tab) is refused (409)."""
+    begin_write(session)
+    kept, version = moves
+    found = states(session, user_id, lab_id).values()
+    if any(state.content_version not in (kept, None) for state in found):
+        session.rollback()
+        raise Conflict("Your progress in this lab has moved already: look at the lab again.")
+    count = 0
+    for state in found:
+        state.content_version, state.stayed_on = version, None
+        if state.step_id in restarted:
+            state.draft, state.failed_runs = None, 0
+            state.checks_passed_at = state.passed_at = None
+            state.restarted_at, state.updated_at = now, now
+            count += 1
+        session.add(state)
+    session.commit()
+    return count
+
+
+def stay_on(session: Session, user_id: int, lab_id: str, offered: str) -> None:
+    """Keep the learner on the version they began, declining the newer `offered` one. Commit."""
+    begin_write(session)
+    for state in states(session, user_id, lab_id).values():
+        state.stayed_on = offered
+        session.add(state)
+    session.commit()
+
+
+def stayed_on(session: Session, user_id: int, lab_id: str) -> str | None:
+    """The newer version the learner chose to stay off, if any."""
+    found = states(session, user_id, lab_id).values()
+    return next((state.stayed_on for state in found if state.stayed_on is not None), None)

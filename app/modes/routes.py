@@ -5,6 +5,7 @@ and the cheat sheet. Anyone may look; the first answer of a visitor signs them i
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -65,13 +66,6 @@ def _topic(catalog: Catalog, topic_id: str) -> TopicView:
     if topic is None:
         raise NotFound(f"No topic {topic_id!r}.")
     return topic
-
-
-def _entry(catalog: Catalog, deck: str, item_id: str, topic: TopicView | None = None) -> Entry:
-    entry = catalog.entry(deck, item_id)
-    if entry is None or (topic is not None and entry.topic != topic.id):
-        raise NotFound(f"No item {item_id!r} in {deck!r}.")
-    return entry
 
 
 def _kept(catalog: Catalog, topic: TopicView, deck: str, item_id: str, version: str | None):
@@ -288,31 +282,50 @@ async def review_page(
     settings: SettingsDep,
     last: LastId = None,
     topic: Annotated[str | None, Query(max_length=100)] = None,
+    v: ShownVersion = None,
+    gone: bool = False,
 ):
-    """The learner's due mistakes across topics (or one topic), one at a time."""
+    """The learner's due mistakes across topics (or one topic), one at a time. Each question
+    carries its deck's version, so a Reload meanwhile neither changes its key nor loses it."""
     assert user.id is not None
     seed = _seed(settings, "review", user.id)
-    queue, shown, upcoming = await run_reads(
-        session, _review_state, session, catalog, user.id, now, last, topic, seed
+    state = await run_reads(
+        session, _review_state, session, catalog, user.id, now, last, topic, seed, v
     )
     per_topic: dict[str, int] = {}
-    for entry in queue:
+    for entry in state.queue:
         per_topic[entry.topic] = per_topic.get(entry.topic, 0) + 1
-    current = queue[0] if queue else None
+    current = state.queue[0] if state.queue else None
+    version = catalog.deck_version(current.deck) if current else None
+    extra = {"version": version} if version else {}  # unversioned (no publisher): none
     return _render(
         request,
         "review.html",
         {
-            "queue": queue,
+            "queue": state.queue,
             "per_topic": per_topic,
             "topics": {t.id: t for t in catalog.topics()},
             "current": current,
             "q": _view(current, None, reveal=False, hinted=False, seed=seed) if current else None,
-            "shown": shown,
+            "fields": {**extra, **({"topic": topic} if topic else {})},
+            "shown": state.shown,
             "filter": topic,
-            "next_due": upcoming,
+            "next_due": state.upcoming,
+            "skipped": state.skipped,
+            "gone": gone,
         },
     )
+
+
+@dataclass(frozen=True)
+class _ReviewState:
+    """The due queue, the answer just given (with its card), when the next card falls due if
+    none is due now, and how many due cards were skipped (gone from the course)."""
+
+    queue: list[Entry]
+    shown: dict[str, Any] | None
+    upcoming: datetime | None
+    skipped: int
 
 
 def _review_state(
@@ -323,25 +336,28 @@ def _review_state(
     last: int | None,
     topic: str | None,
     seed: str,
-) -> tuple[list[Entry], dict[str, Any] | None, datetime | None]:
-    """The due queue (of one topic, or all), the answer just given with its card, and when the
-    next card falls due if none is due now."""
-    queue = modes.review_queue(session, user_id, now, catalog)
+    version: str | None,
+) -> _ReviewState:
+    """Read the Review page's state; the answer just given is shown by the version it was
+    judged by (`version`), though a Reload published another since."""
+    queue, skipped = modes.review_due(session, user_id, now, catalog)
     if topic is not None:
         queue = [entry for entry in queue if entry.topic == topic]
     shown = None
     row = session.get(ModeAnswer, last) if last is not None else None
-    entry = catalog.entry(row.deck_id, row.item_id) if row and row.user_id == user_id else None
+    entry = None
+    if row is not None and row.user_id == user_id:
+        entry = catalog.entry_kept(row.deck_id, row.item_id, version)
     if row is not None and entry is not None:
         card = modes.card_of(session, user_id, entry)
         shown = {"entry": entry, "answer": row, "card": card,
                  "q": _view(entry, row, reveal=True, hinted=False, seed=seed)}  # fmt: skip
-        queue = [e for e in queue if e != entry]
+        queue = [e for e in queue if (e.deck, e.item.id) != (entry.deck, entry.item.id)]
     upcoming = None
     if not queue:
         later = review.due_cards(session, user_id, now + timedelta(days=36500), limit=1)
         upcoming = later[0].due if later else None
-    return queue, shown, upcoming
+    return _ReviewState(queue, shown, upcoming, skipped)
 
 
 @router.get("/review/count", response_class=HTMLResponse)
@@ -367,14 +383,20 @@ def review_answer(
     now: NowDep,
     choice: AnswerField = None,
     topic: Annotated[str | None, Form(max_length=100)] = None,
+    version: AnsweredVersion = None,
 ) -> Response:
-    """Answer a due mistake: right moves it on (Good), wrong brings it back soon (Again)."""
+    """Answer a due mistake by the version its page showed: right moves it on (Good), wrong
+    brings it back soon (Again). One no longer in the course is skipped, with a word."""
     assert user.id is not None
-    entry = _entry(catalog, deck, item_id)
+    entry = catalog.entry_kept(deck, item_id, version)
+    back = {"topic": topic} if topic else {}
+    if entry is None:  # its set or topic is gone, and no version of it was shown
+        return _redirect(f"/review?{urlencode({**back, 'gone': 1})}")
     answer = _parse(entry, choice, _seed(settings, "review", user.id))
     correct = rules.is_correct(entry.item, answer)
     row = modes.record_answer(session, user.id, entry, "review", answer, correct, now)
-    query = {"last": row.id, **({"topic": topic} if topic else {})}
+    kept = version or catalog.deck_version(deck)
+    query = {"last": row.id, **back, **({"v": kept} if kept else {})}
     return _redirect(f"/review?{urlencode(query)}")
 
 

@@ -333,12 +333,20 @@ def review_queue(
 ) -> list[Entry]:
     """The learner's missed items due for review, across topics, most overdue first (items no
     longer served are left out), each fact once: its most overdue item."""
+    return review_due(session, user_id, now, catalog, limit)[0]
+
+
+def review_due(
+    session: Session, user_id: int, now: datetime, catalog: Catalog, limit: int = 200
+) -> tuple[list[Entry], int]:
+    """As review_queue(), and how many due cards were left out because their item, set or
+    topic is no longer in the course (the Review page says so rather than hide them)."""
     rows = review.due_cards(session, user_id, now + LEARN_AHEAD, CardSource.ITEM, limit=limit)
-    found = (catalog.entry(row.deck_id, row.card_id) for row in rows)
+    found = [catalog.entry(row.deck_id, row.card_id) for row in rows]
     today = review.reviewed_since(session, user_id, CardSource.ITEM, _midnight(now))
     asked = _facts_asked(catalog.entry(row.deck_id, row.card_id) for row in today)
     due = [entry for entry in found if entry is not None]
-    return rules.one_per_fact(rules.not_asked_elsewhere(due, asked))
+    return rules.one_per_fact(rules.not_asked_elsewhere(due, asked)), len(found) - len(due)
 
 
 def _midnight(now: datetime) -> datetime:

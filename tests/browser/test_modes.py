@@ -155,7 +155,7 @@ def test_a_missed_practice_question_comes_back_in_review_until_answered_right(pa
 
     with page.expect_response(re.compile(r"/review/count$")):
         answer_choice(page, "B")
-    page.wait_for_url(re.compile(r"/review\?last=\d+$"))
+    page.wait_for_url(re.compile(r"/review\?last=\d+&v=[0-9a-f]{64}$"))  # shown by its version
     reviewed = page.get_by_test_id("reviewed")
     expect(reviewed.get_by_test_id("verdict")).to_have_text(re.compile("^✓ Correct"))
     expect(reviewed.get_by_test_id("next-due")).to_contain_text("Next review of this one:")

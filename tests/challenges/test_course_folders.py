@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app import cli
-from app.challenges import course
+from app.challenges import course, loader
 from app.config import ROOT
 from tests.challenges.test_cli import ranklab
 from tests.verification.test_verify_cli import json_records, verify
@@ -86,6 +86,85 @@ def test_an_id_taken_elsewhere_in_the_course_is_refused_at_the_lone_folder(tmp_p
     assert str(root / "demo-basics" / "set.yaml") in result.stderr
     # The folder named first by path keeps the id and still validates alone.
     assert ranklab("validate", str(root / "demo-basics")).returncode == 0
+
+
+def loaded_files(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the files the loader fully loads from now on (a spy on its three readers)."""
+    seen: list[str] = []
+    for name in ("load_file", "load_topic_file", "load_lab_file"):
+        real = getattr(loader, name)
+
+        def spy(path: Path, shown: str, real=real):
+            seen.append(str(path))
+            return real(path, shown)
+
+        monkeypatch.setattr(loader, name, spy)
+    return seen
+
+
+def add_other_topic(root: Path, requires: str = "") -> Path:
+    """A second topic with a set in the course, unrelated to `demo` (unless it `requires` it)."""
+    assert cli.main(["new", "topic", "other", "--dir", str(root)]) == 0
+    assert cli.main(["new", "set", "other-basics", "--topic", "other", "--dir", str(root)]) == 0
+    topic = root / "other" / "topic.yaml"
+    text = topic.read_text()
+    if requires:
+        text = text.replace("order: 100\n", f"order: 100\nrequires: [{requires}]\n", 1)
+    # Its facts are its own: the scaffold's are the same in every topic it writes.
+    topic.write_text(text.replace("fact: ", "fact: other-"))
+    set_file = root / "other-basics" / "set.yaml"
+    set_file.write_text(set_file.read_text().replace("fact: ", "fact: other-"))
+    return root / "other"
+
+
+def test_a_lone_folder_loads_its_topic_and_not_the_rest_of_the_course(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    root = scaffold(tmp_path)
+    add_other_topic(root)
+    seen = loaded_files(monkeypatch)
+    found = course.load(root / "demo-basics")
+    assert found.report.ok, found.report.errors
+    assert [one.challenge_set.id for one in found.report.sets] == ["demo-basics"]
+    assert sorted(seen) == sorted(
+        [str(root / "demo" / "topic.yaml"), str(root / "demo-basics" / "set.yaml")]
+    )
+
+
+def test_a_lone_topic_folder_loads_the_topics_it_requires_and_finds_a_cycle_through_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    root = scaffold(tmp_path)
+    add_other_topic(root, requires="demo")
+    topic = root / "demo" / "topic.yaml"
+    topic.write_text(topic.read_text().replace("order: 100\n", "order: 100\nrequires: [other]\n"))
+    seen = loaded_files(monkeypatch)
+    found = course.load(root / "demo")
+    assert [str(error).split(": ", 1)[1] for error in found.report.errors] == [
+        "requires 'other' makes a cycle: demo -> other -> demo"
+    ]
+    assert str(root / "other" / "topic.yaml") in seen
+    assert str(root / "other-basics" / "set.yaml") not in seen
+
+
+@pytest.mark.parametrize("folder", ["fsdp-checkpoint", "labs", "collectives/set.yaml"])
+def test_a_shipped_folder_alone_gets_the_verdict_the_whole_course_gives_it(folder: str):
+    root = ROOT / "challenges"
+    everything = loader.load_path(root)
+    alone = course.load(root / folder).report
+    inside = {str(file) for file in loader.challenge_files(root / folder)}
+
+    def paths(units) -> list[str]:
+        return [one.path for one in units if one.path in inside]
+
+    assert alone.errors == [one for one in everything.errors if one.path in inside]
+    assert alone.warnings == [one for one in everything.warnings if one.path in inside]
+    assert (paths(alone.sets), paths(alone.topics), paths(alone.labs)) == (
+        paths(everything.sets),
+        paths(everything.topics),
+        paths(everything.labs),
+    )
+    assert alone.sets or alone.labs
 
 
 @pytest.mark.executor

@@ -184,8 +184,9 @@ def run_mismatches(outcome: Outcome, result: RunResult) -> list[str]:
         problems.append(f"expected a hang, but the run ended with status {result.status.value}")
     if outcome.hangs is False and hung:
         stuck = where_stuck(result)
+        when = "proven stuck before" if result.stopped_when_stuck else "blocked at"
         problems.append(
-            f"the run hung (rank(s) {_blocked(result)} blocked at the time limit"
+            f"the run hung (rank(s) {_blocked(result)} {when} the time limit"
             f"{'; ' + stuck if stuck else ''}), but the claim is that it ends (hangs: false)"
         )
     ranks = peers_by_rank(result.ranks)

@@ -24,6 +24,7 @@ from app.verification.rules import (
     judge_proof,
 )
 from executor.contract import OutputEvent, RankResult, RankStatus, RunResult, RunStatus
+from executor.hangstop import refusing_word
 
 # A time-out is re-run with a much longer limit before it counts as a hang: a slow rank that
 # finishes is not a deadlock.
@@ -153,7 +154,9 @@ def verify_item(
         )  # fmt: skip
     except _Unavailable as error:
         return _executor_failed(item.id, error)
-    return judge(item, observations)
+    report = judge(item, observations)
+    _note_no_early_stop(report, item, loaded.code[item.id])
+    return report
 
 
 def verify_proof(
@@ -178,7 +181,24 @@ def verify_proof(
         observations = _observe_runs(client, code, None, proof, repeats, max_timeout_s, shared)
     except _Unavailable as error:
         return _executor_failed(proof_id, error)
-    return judge_proof(proof_id, proof.outcome, observations)
+    report = judge_proof(proof_id, proof.outcome, observations)
+    _note_no_early_stop(report, proof, code)
+    return report
+
+
+def _note_no_early_stop(report: ItemReport, claimant: Any, code: str) -> None:
+    """Tell the author why a hang claim's run waited out its whole limit, when the executor
+    declined to stop it early for a word of the snippet's (executor/hangstop.py)."""
+    word = refusing_word(code)
+    waited = any(
+        o.result.status is RunStatus.TIMEOUT and not o.result.stopped_when_stuck
+        for o in report.observations
+    )
+    if word and waited and claims_hang(claimant):
+        report.notes.append(
+            f"the run waited out its limit: the executor never stops early a snippet that says "
+            f"{word!r} (it may end a wait by itself); keep launch.timeout_s small"
+        )
 
 
 def _executor_failed(report_id: str, error: _Unavailable) -> ItemReport:

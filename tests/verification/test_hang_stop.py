@@ -32,7 +32,7 @@ LIMIT_S = 8  # well past the second or two a proof of a hang takes, and every ca
 
 def verify(
     executor_url: str, folder: Path, code: str, key: dict[str, Any], wrong: dict[str, Any],
-    nproc: int = 2,
+    nproc: int = 2, limit_s: float = LIMIT_S,
 ) -> ItemReport:  # fmt: skip
     """Verify a one-item set whose key (A) is `key` and whose distractor (B) is `wrong`."""
     item = {
@@ -44,7 +44,7 @@ def verify(
         "prompt": "What happens?",
         "explanation": "See the ranks.",
         "code": code,
-        "launch": {"nproc": nproc, "backend": "gloo", "timeout_s": LIMIT_S},
+        "launch": {"nproc": nproc, "backend": "gloo", "timeout_s": limit_s},
         "options": [
             {"id": "A", "text": "This.", "outcome": key},
             {"id": "B", "text": "That.", "outcome": wrong},
@@ -200,3 +200,21 @@ print(f"rank {rank} leaves", flush=True)
     (proof,) = [note for note in report.notes if note.startswith("hang proven")]
     assert "rank 0: line 6, `dist.all_reduce`; rank 1: line 8, `dist.barrier`" in proof
     assert "before its limit" in proof
+
+
+def test_a_hang_the_executor_does_not_watch_waits_out_its_limit(executor_url, tmp_path):
+    # A real deadlock, but the snippet sets a group timeout (5 minutes, past any limit): the
+    # executor does not look, the run takes its limit, and the stacks at the limit prove it.
+    code = """\
+from datetime import timedelta
+import torch, torch.distributed as dist
+dist.init_process_group("gloo", timeout=timedelta(minutes=5))
+if dist.get_rank() == 0:
+    dist.all_reduce(torch.ones(1))
+else:
+    dist.barrier()
+"""
+    report = verify(executor_url, tmp_path, code, key=HANGS, wrong=ENDS, limit_s=3)
+    assert report.verdict is Verdict.PASS, report.problems
+    assert len(report.observations) == 1 and none_stopped(report)
+    assert any("never stops early a snippet that says 'timedelta'" in n for n in report.notes)

@@ -1,6 +1,7 @@
 """Where verify's time goes: every run of `ranklab verify --all`, timed, with the CPU it cost.
 
-`make bench-verify` (`--jobs 2` by default; `--jobs 1 2 3` measures each in turn). Verifies the
+`make bench-verify` (`--jobs 2` by default; `--jobs 1 2 3` measures each in turn; `--hangs`:
+only the items and proofs whose claim says the run hangs, the "timeout" runs). Verifies the
 whole course from scratch through a private executor with a slot per job, as `make proofs`
 does, and prints for each --jobs: the wall time, the CPU seconds of everything it started (the
 verify process, the executor and every rank: a cpuacct cgroup of its own where the host has
@@ -12,6 +13,7 @@ client's). Numbers, not checks: the machine may be shared.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import os
 import resource
@@ -28,6 +30,8 @@ from app.challenges import loader
 from app.config import Settings
 from app.executor_client import HttpExecutorClient, RunEvent
 from app.verification import packing, pipeline
+from app.verification.incremental import Selection
+from app.verification.rules import claims_hang
 from executor.contract import RunRequest, RunResult
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,12 +105,14 @@ def _cpu_s(group: Path | None) -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def measure(path: Path, jobs: int, group: Path | None, top: int) -> None:
+def measure(path: Path, jobs: int, group: Path | None, top: int, hangs: bool = False) -> None:
     report = loader.load_path(path)
     selection = pipeline.choose(
         report.sets, report.labs, report.topics, (), None, True, lambda: None,  # type: ignore[arg-type,return-value]
         print,
     )  # fmt: skip
+    if hangs:
+        _only_hang_claims(selection)
     owner: dict[str, str] = {}
     for loaded in selection.sets:
         for item in loaded.challenge_set.items:
@@ -164,6 +170,18 @@ def measure(path: Path, jobs: int, group: Path | None, top: int) -> None:
         print(f"    {ms / 1000:6.1f} s {100 * ms / total:4.1f}%  {key}")
 
 
+def _only_hang_claims(selection: Selection) -> None:
+    """Keep the items and proofs whose claim says the snippet hangs (no labs)."""
+    kept = []
+    for loaded in selection.sets:
+        items = [item for item in loaded.challenge_set.items if claims_hang(item)]
+        if items:
+            subset = loaded.challenge_set.model_copy(update={"items": items})
+            kept.append(dataclasses.replace(loaded, challenge_set=subset))
+    selection.sets, selection.labs = kept, []
+    selection.proof_runs = [run for run in selection.proof_runs if claims_hang(run.proof)]
+
+
 def _sum(runs: list[Run]) -> int:
     return sum(run.wall_ms for run in runs)
 
@@ -177,11 +195,12 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, nargs="+", default=[2])
     parser.add_argument("--path", type=Path, default=ROOT / "challenges")
     parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--hangs", action="store_true", help="only the claims that it hangs")
     args = parser.parse_args()
     group = _cpu_group(f"ranklab-verify-bench-{os.getpid()}")
     try:
         for jobs in args.jobs:
-            measure(args.path, jobs, group, args.top)
+            measure(args.path, jobs, group, args.top, args.hangs)
     finally:
         if group is not None:
             (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))

@@ -23,9 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from executor import hangstop, records, sandbox, siblings, stacks
 from executor import rank as rank_module
-from executor import records, sandbox, siblings, stacks
-from executor.contract import RankStatus, RunStatus
+from executor.contract import RankStatus, RunStatus, StuckAt
 from executor.gpus import Gpu, rank_environment
 from executor.limits import RunBudget, rank_status, run_budget, run_status, shm_bytes
 from executor.ports import free_port
@@ -46,6 +46,8 @@ STOP_GRACE_S = 30.0
 STOP_SIGNAL = signal.SIGUSR1
 # ... and to have it sample the ranks' CPU time and signal them to dump their stacks (stacks.py).
 DUMP_REQUEST_SIGNAL = signal.SIGUSR2
+# ... and to have it look whether every rank is blocked, for verify's early stop (hangstop.py).
+LOOK_REQUEST_SIGNAL = signal.SIGURG
 # Each sandboxed run has its own network namespace, so any port is free; like torchrun, which
 # binds port 0, a run gets a different one from the ephemeral range each time.
 EPHEMERAL_PORTS = (32768, 60999)
@@ -126,9 +128,14 @@ class Cell:
         self.port = random.randint(*EPHEMERAL_PORTS) if plan is not None else free_port()
         self.stop_requested = self.stop_sent = False  # init: stop the ranks (a peer failed)
         self.dump_requested = False  # init: sample and dump the ranks (the deadline came)
+        self.look_requested = False  # init: look whether the ranks are blocked (hangstop.py)
+        self.store_pid = 0  # init: the process hosting the run's store
         self.capturing = False  # slot: stack dumps are wanted now
         self.cpu_ms: dict[int, int] = {}  # slot: CPU time per rank over the sample, from init
         self.sample_ms: int | None = None
+        self.watch: hangstop.Watch | None = None  # slot: verify's early stop, when asked for
+        self.stack_at = 0.0  # slot: when stack dump bytes last came
+        self.stopped_when_stuck = False
         self.oom_before = 0
         self.budget = run_budget(1, 1.0, ctx.limits)
         self.code = ""
@@ -216,6 +223,8 @@ class Cell:
             "rank_delays_s": list(request.get("rank_delays_s") or []),
         }
         self.max_rank_delay_s = max(order["rank_delays_s"], default=0.0)
+        if hangstop.refusal(request, backend) is None:
+            self.watch = hangstop.Watch(time.monotonic())
         cgroups = self.cgroups
         self.oom_before = cgroups.oom_kills() if cgroups is not None else 0
         try:
@@ -264,7 +273,9 @@ class Cell:
         # namespace, which ignores a signal it has no handler for).
         signal.signal(STOP_SIGNAL, self._on_stop)
         signal.signal(DUMP_REQUEST_SIGNAL, self._on_dump_request)
+        signal.signal(LOOK_REQUEST_SIGNAL, self._on_look_request)
         store_channel = self._fork_agent_store()
+        self.store_pid = store_channel[0]
         with os.fdopen(self.request_r, "rb") as source:
             payload = source.read()
         if not payload:
@@ -291,6 +302,7 @@ class Cell:
                 os.close(self.hello_r)
                 signal.signal(STOP_SIGNAL, signal.SIG_DFL)  # init's, not the snippet's
                 signal.signal(DUMP_REQUEST_SIGNAL, signal.SIG_DFL)
+                signal.signal(LOOK_REQUEST_SIGNAL, signal.SIG_DFL)
                 if self.plan is not None:
                     # A session of its own, as torchrun starts each worker: kill(0, ...) in a
                     # rank reaches its own process tree only, and the SIGTERM stop reaches the
@@ -341,13 +353,20 @@ class Cell:
         buffer = b""
         watching = [self.hello_r, wake_r]
         remote: dict[int, int] = {}  # siblings' ranks still running: pid in the cell -> rank
+        look: hangstop.Look | None = None  # a look for verify's early stop, under way
         while expected:
             if self.stop_requested and not self.stop_sent:
                 self.stop_sent = True
                 self._terminate_ranks(set(pids))
             if self.dump_requested:
-                self.dump_requested = False
+                self.dump_requested, look = False, None  # the deadline's dump replaces a look
                 self._dump_ranks({**pids, **remote})
+            if self.look_requested and look is None:
+                self.look_requested = False
+                look = hangstop.Look({**pids, **remote}, time.monotonic())
+            if look is not None and time.monotonic() >= look.due:
+                self._answer_look(look, {**pids, **remote}, len(expected))
+                look = None
             while True:
                 try:
                     pid, wait_status = os.waitpid(-1, os.WNOHANG)  # orphans are reaped too
@@ -360,7 +379,8 @@ class Cell:
                     expected.discard(self._report(pids.pop(pid), code))
             if not expected:
                 break
-            if self.hello_r in select.select(watching, [], [], 1.0)[0]:
+            wait_s = 1.0 if look is None else min(1.0, max(0.0, look.due - time.monotonic()))
+            if self.hello_r in select.select(watching, [], [], wait_s)[0]:
                 data = os.read(self.hello_r, READ_CHUNK)
                 if not data:
                     watching.remove(self.hello_r)
@@ -386,6 +406,19 @@ class Cell:
 
     def _on_dump_request(self, signum: int, frame: object) -> None:
         self.dump_requested = True  # acted on by _reap_ranks, as a stop is
+
+    def _on_look_request(self, signum: int, frame: object) -> None:
+        self.look_requested = True  # acted on by _reap_ranks, as a stop is
+
+    def _answer_look(self, look: hangstop.Look, running: dict[int, int], waiting: int) -> None:
+        """Tell the slot what the look found; if every rank was blocked, have them dump their
+        stacks (after the answer: the slot reads the dumps that follow it)."""
+        answer = look.finish(running, waiting, {self.store_pid, *running})
+        os.write(self.status_w, (json.dumps({"look": answer}) + "\n").encode())
+        if answer["idle"]:
+            for pid in running:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, stacks.DUMP_SIGNAL)
 
     def _dump_ranks(self, running: dict[int, int]) -> None:
         """Sample each running rank's CPU time, then signal it to dump its stack; report the CPU.
@@ -594,10 +627,15 @@ class Cell:
                     return
                 if grace_deadline is not None and now >= grace_deadline:
                     return
+                if self.watch is not None and stop_at is None and self._watch_stuck(now):
+                    self.timed_out = self.stopped_when_stuck = True  # a hang, proven early
+                    return
                 if stop_at is not None and grace_deadline is None and now >= stop_at:
                     self._stop_ranks()
                     grace_deadline = now + STOP_GRACE_S
                 limit = min(deadline, grace_deadline or stop_at or deadline) - now
+                if self.watch is not None and stop_at is None:
+                    limit = min(limit, max(0.0, self.watch.wake_at(now) - now))
                 for fd, _ in poller.poll(max(1, int(limit * 1000))):
                     if fd == init_fd:
                         return
@@ -618,12 +656,58 @@ class Cell:
         finally:
             os.close(init_fd)
 
+    def _watch_stuck(self, now: float) -> bool:
+        """Verify's early stop (hangstop.py): ask init for a look, read its answer and the
+        dumps that follow; True once the looks prove every rank still running stuck."""
+        watch = self.watch
+        assert watch is not None
+        if watch.ask_now(now):
+            for io in self.ranks:
+                io.stack = b""
+            self.capturing = True
+            try:
+                os.kill(self.init_pid, LOOK_REQUEST_SIGNAL)
+            except ProcessLookupError:
+                self.watch = None
+                return False
+            watch.asked(now)
+            return False
+        answer = watch.answer
+        if answer is None:
+            if watch.overdue(now):
+                self.capturing = False
+                watch.settle(None, {}, now)
+            return False
+        live = [io for io in self.ranks if io.rank not in self.wait_codes]
+        if answer["idle"]:
+            dumped = all(io.stack for io in live)
+            quiet = now - self.stack_at >= stacks.DUMP_QUIET_S
+            if not (dumped and quiet) and now < watch.answered_at + stacks.DUMP_WAIT_S:
+                return False  # the dumps are still coming
+        self.capturing = False
+        if not answer["idle"]:
+            return watch.settle(None, {}, now)
+        cpu = {int(rank): int(ms) for rank, ms in answer["cpu"].items()}
+        window_ms = int(answer["window_ms"])
+        stuck = {io.rank: self._stuck_in_look(io, cpu.get(io.rank), window_ms) for io in live}
+        threads = {io.rank: len(stacks.threads(io.stack)) for io in live}
+        if not watch.settle(stuck, threads, now):
+            return False
+        self.cpu_ms, self.sample_ms = cpu, window_ms  # the last look's, shown with the stacks
+        return True
+
+    def _stuck_in_look(self, io: RankIO, cpu_ms: int | None, window_ms: int) -> StuckAt:
+        return stacks.stuck_at(io.stack, self.code, rank_module.SNIPPET_NAME, cpu_ms, window_ms)
+
     def _capture_stacks(self) -> None:
         """At a time-out, before the kill: have init sample and signal the ranks, read the dumps.
 
         Bounded (stacks.SAMPLE_S + DUMP_WAIT_S at most), and it changes nothing about how the
         run is judged: ranks that end meanwhile were still running at the deadline."""
         wait_codes = dict(self.wait_codes)
+        for io in self.ranks:
+            io.stack = b""  # what a look of verify's early stop left
+        self.cpu_ms, self.sample_ms, self.watch = {}, None, None
         self.capturing = True
         started = time.monotonic()
         cutoff = started + stacks.SAMPLE_S + stacks.DUMP_WAIT_S
@@ -693,6 +777,10 @@ class Cell:
                 self.started = True
             elif "isolated" in message:
                 self.isolated = True
+            elif "look" in message:
+                if self.watch is not None:
+                    self.watch.answer = message["look"]
+                    self.watch.answered_at = time.monotonic()
             elif "cpu" in message:
                 self.cpu_ms = {int(rank): int(ms) for rank, ms in message["cpu"].items()}
                 self.sample_ms = int(message["sample_ms"])
@@ -706,6 +794,7 @@ class Cell:
             # the request on and capped: what the snippet wrote there before is dropped.
             if self.capturing:
                 io.stack = (io.stack + data)[: stacks.DUMP_LIMIT_BYTES]
+                self.stack_at = time.monotonic()
             return
         if stream == "result":
             # Kept apart from the output and capped: the snippet can write here too. Past the
@@ -814,6 +903,8 @@ class Cell:
             output_exceeded=self.output_exceeded,
         )
         outcome: dict[str, Any] = {"status": run, "ranks": results}
+        if self.stopped_when_stuck:
+            outcome["stopped_when_stuck"] = True
         if problems:
             outcome["message"] = "; ".join(problems)
         return outcome

@@ -92,6 +92,13 @@ class RunRequest(BaseModel):
         "rank_delays_s[r] seconds before it runs the snippet and again before its first write "
         "to stdout, so that a claim holding only by a lucky order of the ranks shows false.",
     )
+    stop_when_stuck: bool = Field(
+        default=False,
+        description="End the run before its limit, as a time-out, once every rank still "
+        "running is proven stuck: blocked throughout in a call that waits for another rank, "
+        "with no CPU progress (verify sets it for a claim that the run hangs; see "
+        "executor/hangstop.py for the evidence and when the executor declines to look).",
+    )
 
 
 class ExceptionInfo(BaseModel):
@@ -187,6 +194,11 @@ class RunResult(BaseModel):
         default=None, description="ISO 8601 UTC time at which this result was observed."
     )
     cached: bool = Field(default=False, description="Served from the result cache.")
+    stopped_when_stuck: bool = Field(
+        default=False,
+        description="A time-out called before the limit: the request asked for it "
+        "(stop_when_stuck) and every rank still running was proven stuck.",
+    )
 
 
 class OutputEvent(BaseModel):

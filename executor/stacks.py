@@ -37,6 +37,17 @@ _FRAME = re.compile(
 _THREAD = re.compile(r"^(Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):$")
 # Frames of decorators and wrappers: the call a learner wrote is the next public frame inward.
 _WRAPPERS = {"wrapper", "inner", "wrapped", "decorated", "decorate_context", "fn", "func"}
+# The torch.distributed calls that wait for other ranks (by function name, as the stack names
+# them); `wait` is a pending request's (isend/irecv/async_op).
+WAITING_CALLS = frozenset(
+    {
+        "all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor",
+        "all_gather_object", "gather", "gather_object", "scatter", "scatter_object_list",
+        "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single",
+        "broadcast_object_list", "barrier", "monitored_barrier", "send", "recv", "send_object_list",
+        "recv_object_list", "batch_isend_irecv", "wait", "init_process_group", "new_group",
+    }
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -92,6 +103,16 @@ def stuck_at(
         cpu_ms=cpu_ms,
         sample_ms=sample_ms,
     )
+
+
+def waits_for_peer(stuck: StuckAt | None) -> bool:
+    """Whether the call a rank's stack shows it in is one that waits for another rank: a
+    torch.distributed collective, point-to-point transfer, barrier or rendezvous, or a DDP
+    backward (which all-reduces the gradients from C++, with no torch.distributed frame)."""
+    if stuck is None or stuck.call is None:
+        return False
+    name = stuck.call.rsplit(".", 1)[-1]
+    return (stuck.distributed and name in WAITING_CALLS) or name == "backward"
 
 
 def _in_snippet(frame: Frame, snippet_name: str) -> bool:

@@ -11,18 +11,8 @@ the proof to the re-run at a much longer limit, as before.
 from __future__ import annotations
 
 from executor.contract import RankResult, RankStatus, RunResult, RunStatus, StuckAt
+from executor.stacks import waits_for_peer
 
-# The torch.distributed calls that wait for other ranks (by function name, as the stack names
-# them); `wait` is a pending request's (isend/irecv/async_op).
-WAITING_CALLS = frozenset(
-    {
-        "all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor",
-        "all_gather_object", "gather", "gather_object", "scatter", "scatter_object_list",
-        "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single",
-        "broadcast_object_list", "barrier", "monitored_barrier", "send", "recv", "send_object_list",
-        "recv_object_list", "batch_isend_irecv", "wait", "init_process_group", "new_group",
-    }
-)  # fmt: skip
 # "No CPU progress": at most 2% of the sample window (a rank blocked in gloo measures 0 ms; one
 # working through collectives took 20-80 ms of 100 with 2 cores under a load of 14).
 IDLE_SHARE = 0.02
@@ -30,13 +20,10 @@ IDLE_SHARE = 0.02
 
 def waiting_idle(stuck: StuckAt | None) -> bool:
     """Whether a rank was blocked in a distributed wait and used (next to) no CPU."""
-    if stuck is None or stuck.call is None or stuck.cpu_ms is None or not stuck.sample_ms:
+    if stuck is None or stuck.cpu_ms is None or not stuck.sample_ms:
         return False
-    name = stuck.call.rsplit(".", 1)[-1]
-    # DDP all-reduces the gradients from inside backward (in C++: no torch.distributed frame);
-    # a backward that uses no CPU at all is not computing but waiting for those all-reduces.
-    waiting = (stuck.distributed and name in WAITING_CALLS) or name == "backward"
-    return waiting and stuck.cpu_ms <= IDLE_SHARE * stuck.sample_ms
+    # A backward that uses no CPU at all is not computing but waiting for DDP's all-reduces.
+    return waits_for_peer(stuck) and stuck.cpu_ms <= IDLE_SHARE * stuck.sample_ms
 
 
 def proven_hang(result: RunResult) -> str | None:
@@ -46,7 +33,11 @@ def proven_hang(result: RunResult) -> str | None:
     live = [rank for rank in result.ranks if rank.status is RankStatus.TIMEOUT]
     if not live or not all(waiting_idle(rank.stuck) for rank in live):
         return None
-    return f"every rank still running waits for a peer with no CPU progress: {stuck_lines(live)}"
+    why = f"every rank still running waits for a peer with no CPU progress: {stuck_lines(live)}"
+    if result.stopped_when_stuck:  # proven by the executor's looks (executor/hangstop.py)
+        seconds = result.duration_ms / 1000
+        return f"{why} (the executor stopped the run after {seconds:.1f} s, before its limit)"
+    return why
 
 
 def stuck_lines(ranks: list[RankResult]) -> str:

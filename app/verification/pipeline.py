@@ -17,8 +17,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from app.challenges.base import Outcome as Outcome_
-from app.challenges.base import RankOutcome
 from app.challenges.loader import LoadedLab, LoadedSet, LoadedTopic
 from app.challenges.schema import ItemBase
 from app.executor_client import ExecutorClient
@@ -27,7 +25,7 @@ from app.labs.schema import LabStep
 from app.runs.service import run_request
 from app.verification import batch, incremental, packing, proofs
 from app.verification import service as verification
-from app.verification.rules import ItemReport, Verdict, keyed_outcomes
+from app.verification.rules import ItemReport, Verdict, claims_hang, expects_hang
 
 # Runs per snippet: enough for a claim true only by luck to meet a perturbed order that breaks
 # it (service.schedule), on the CLI and on the web alike.
@@ -176,22 +174,13 @@ def _request(launched: Any, code: str) -> str:
     return run_request(launched, code, use_cache=False).model_dump_json()
 
 
-def expects_hang(outcome: Outcome_ | None) -> bool:
-    """Whether an outcome says the run hangs (as a whole, or some rank's status)."""
-    if outcome is None:
-        return False
-    return outcome.hangs is True or any(
-        rank.status is RankOutcome.HANGS for rank in outcome.ranks.values()
-    )
-
-
 def _item_cost(loaded: LoadedSet, item: ItemBase, repeats: int) -> tuple[bool, float]:
     """Whether an item's key says its snippet hangs, and its expected cost (packing.py)."""
     code = loaded.code.get(item.id)
     launch = getattr(item, "launch", None)
     if code is None or launch is None:
         return False, 0.0
-    hangs = any(expects_hang(outcome) for _, outcome in keyed_outcomes(item))
+    hangs = claims_hang(item)
     fixed = loaded.fixed_code.get(item.id)
     return hangs, packing.snippet_cost(code, fixed, launch.nproc, repeats, launch.timeout_s, hangs)
 

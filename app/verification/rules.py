@@ -20,6 +20,7 @@ from enum import StrEnum
 from app.challenges.schema import (
     ChoiceBase,
     DebugItem,
+    InlineProof,
     ItemBase,
     NumericItem,
     Outcome,
@@ -183,8 +184,9 @@ def run_mismatches(outcome: Outcome, result: RunResult) -> list[str]:
         problems.append(f"expected a hang, but the run ended with status {result.status.value}")
     if outcome.hangs is False and hung:
         stuck = where_stuck(result)
+        when = "proven stuck before" if result.stopped_when_stuck else "blocked at"
         problems.append(
-            f"the run hung (rank(s) {_blocked(result)} blocked at the time limit"
+            f"the run hung (rank(s) {_blocked(result)} {when} the time limit"
             f"{'; ' + stuck if stuck else ''}), but the claim is that it ends (hangs: false)"
         )
     ranks = peers_by_rank(result.ranks)
@@ -296,6 +298,23 @@ def keyed_outcomes(item: ItemBase) -> list[tuple[str, Outcome]]:
                 assert option.outcome is not None
                 found.append((f"key {option.id}", option.outcome))
     return found
+
+
+def expects_hang(outcome: Outcome | None) -> bool:
+    """Whether an outcome says the run hangs (as a whole, or some rank's status)."""
+    if outcome is None:
+        return False
+    return outcome.hangs is True or any(
+        rank.status is RankOutcome.HANGS for rank in outcome.ranks.values()
+    )
+
+
+def claims_hang(claimant: ItemBase | InlineProof) -> bool:
+    """Whether what must hold of a snippet's runs says that it hangs: an item's key (a debug
+    item's failure included) or a proof's outcome."""
+    if isinstance(claimant, InlineProof):
+        return expects_hang(claimant.outcome)
+    return any(expects_hang(outcome) for _, outcome in keyed_outcomes(claimant))
 
 
 def distractor_outcomes(item: ItemBase) -> list[tuple[str, Outcome]]:
@@ -434,7 +453,8 @@ def _hang_problems(runs: Sequence[Observation], notes: list[str]) -> list[str]:
     long_runs = [o for o in runs if o.long_limit]
     proofs = [o.hang_proof for o in timed_out if o.hang_proof]
     if proofs and not long_runs:
-        notes.append(f"hang proven by the ranks' stacks: {proofs[0]}")
+        runs_proven = f" in {len(proofs)} runs" if len(proofs) > 1 else ""
+        notes.append(f"hang proven by the ranks' stacks{runs_proven}: {proofs[0]}")
         return []
     if not long_runs:
         return ["the run timed out, but no longer re-run proved that it hangs"]

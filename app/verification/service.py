@@ -15,8 +15,16 @@ from app.executor_client import ExecutorClient, ExecutorUnavailable
 from app.runs.service import Launched, gpus_needed, run_request
 from app.verification import infra
 from app.verification.hangs import proven_hang
-from app.verification.rules import ItemReport, Observation, Verdict, judge, judge_proof
+from app.verification.rules import (
+    ItemReport,
+    Observation,
+    Verdict,
+    claims_hang,
+    judge,
+    judge_proof,
+)
 from executor.contract import OutputEvent, RankResult, RankStatus, RunResult, RunStatus
+from executor.hangstop import refusing_word
 
 # A time-out is re-run with a much longer limit before it counts as a hang: a slow rank that
 # finishes is not a deadlock.
@@ -58,13 +66,15 @@ def observe(
     item: Any,
     timeout_s: float | None = None,
     run: int = 0,
+    stop_when_stuck: bool = False,
 ) -> Observation:
     """Run a snippet once, uncached, perturbed as run number `run` (schedule); a run the
     executor spoiled (infra.executor_fault) is run again, up to EXECUTOR_FAULT_TRIES times,
-    and never returned."""
+    and never returned. `stop_when_stuck`: the executor may end a run it proves hung before
+    its limit (RunRequest.stop_when_stuck)."""
     faults: list[str] = []
     for _ in range(EXECUTOR_FAULT_TRIES):
-        observation = _observe_once(client, code, item, timeout_s, run)
+        observation = _observe_once(client, code, item, timeout_s, run, stop_when_stuck)
         fault = infra.executor_fault(observation.result)
         if fault is None:
             return observation
@@ -76,10 +86,17 @@ def observe(
 
 
 def _observe_once(
-    client: ExecutorClient, code: str, item: Any, timeout_s: float | None, run: int
+    client: ExecutorClient,
+    code: str,
+    item: Any,
+    timeout_s: float | None,
+    run: int,
+    stop_when_stuck: bool = False,
 ) -> Observation:
     """Run a snippet once, uncached, noting which rank printed first, second, …"""
     request = run_request(item, code, timeout_s=timeout_s, use_cache=False)
+    if stop_when_stuck:
+        request = request.model_copy(update={"stop_when_stuck": True})
     if request.launcher == "torchrun":
         request = request.model_copy(update={"rank_delays_s": schedule(run, request.nproc)})
     order: list[int] = []
@@ -137,7 +154,9 @@ def verify_item(
         )  # fmt: skip
     except _Unavailable as error:
         return _executor_failed(item.id, error)
-    return judge(item, observations)
+    report = judge(item, observations)
+    _note_no_early_stop(report, item, loaded.code[item.id])
+    return report
 
 
 def verify_proof(
@@ -162,7 +181,24 @@ def verify_proof(
         observations = _observe_runs(client, code, None, proof, repeats, max_timeout_s, shared)
     except _Unavailable as error:
         return _executor_failed(proof_id, error)
-    return judge_proof(proof_id, proof.outcome, observations)
+    report = judge_proof(proof_id, proof.outcome, observations)
+    _note_no_early_stop(report, proof, code)
+    return report
+
+
+def _note_no_early_stop(report: ItemReport, claimant: Any, code: str) -> None:
+    """Tell the author why a hang claim's run waited out its whole limit, when the executor
+    declined to stop it early for a word of the snippet's (executor/hangstop.py)."""
+    word = refusing_word(code)
+    waited = any(
+        o.result.status is RunStatus.TIMEOUT and not o.result.stopped_when_stuck
+        for o in report.observations
+    )
+    if word and waited and claims_hang(claimant):
+        report.notes.append(
+            f"the run waited out its limit: the executor never stops early a snippet that says "
+            f"{word!r} (it may end a wait by itself); keep launch.timeout_s small"
+        )
 
 
 def _executor_failed(report_id: str, error: _Unavailable) -> ItemReport:
@@ -222,7 +258,10 @@ def _shared_runs(
     max_timeout_s: float,
 ) -> list[Observation]:
     """_observe_snippet's runs of this request, made once per verify (SharedRuns)."""
-    key = (run_request(item, code, use_cache=False).model_dump_json(), repeats)
+    request = run_request(item, code, use_cache=False)
+    if claims_hang(item):  # the runs a hang claim makes may end early (_observe_snippet)
+        request = request.model_copy(update={"stop_when_stuck": True})
+    key = (request.model_dump_json(), repeats)
     return list(
         shared.runs(key, lambda: _observe_snippet(client, code, item, repeats, max_timeout_s))
     )
@@ -232,18 +271,28 @@ def _observe_snippet(
     client: ExecutorClient, code: str, item: Any, repeats: int, max_timeout_s: float
 ) -> list[Observation]:
     """Run a snippet `repeats` times (perturbed: schedule), prove any hang from the stacks or
-    with a longer limit, and probe randomness with more runs."""
+    with a longer limit, and probe randomness with more runs.
+
+    A claim that the snippet hangs lets the executor end a run it proves hung before the
+    limit (hangstop.py), so each of its perturbed runs costs a second or two; a run that
+    still takes its whole limit (the executor declined to look, or never found every rank
+    stuck) is the last, as for any other claim."""
+    stop_when_stuck = claims_hang(item)
     observations: list[Observation] = []
     for number in range(repeats):
-        observations.append(observe(client, code, item, run=number))
-        if observations[-1].result.status is RunStatus.TIMEOUT:
+        observation = observe(client, code, item, run=number, stop_when_stuck=stop_when_stuck)
+        # Every rank waits for a peer and none works: a deadlock, proven from its stacks in
+        # the run itself, without the re-run at a much longer limit.
+        observations.append(
+            dataclasses.replace(observation, hang_proof=proven_hang(observation.result))
+        )
+        timed_out = observation.result.status is RunStatus.TIMEOUT
+        if timed_out and not observation.result.stopped_when_stuck:
             break  # a time-out takes the whole limit: prove it once, with a longer one
-    proof = proven_hang(observations[-1].result) if observations else None
-    if proof is not None:
-        # Every rank waits for a peer and none works: a deadlock, proven from its stacks
-        # in the run itself, without the re-run at a much longer limit.
-        observations[-1] = dataclasses.replace(observations[-1], hang_proof=proof)
-    elif any(o.result.status is RunStatus.TIMEOUT for o in observations):
+    unproven = [
+        o for o in observations if o.result.status is RunStatus.TIMEOUT and o.hang_proof is None
+    ]
+    if unproven:
         longer = long_limit(item.launch.timeout_s, max_timeout_s)
         rerun = observe(client, code, item, timeout_s=longer)
         observations.append(dataclasses.replace(rerun, long_limit=True))

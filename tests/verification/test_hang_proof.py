@@ -35,7 +35,7 @@ items:
     explanation: See the ranks.
     code: |
 CODE
-    launch: {nproc: 2, backend: gloo, timeout_s: 2}
+    launch: {nproc: 2, backend: gloo, timeout_s: LIMIT}
     options:
       - id: A
         text: It hangs.
@@ -69,9 +69,12 @@ print("done")
 """
 
 
-def verify(executor_url: str, folder: Path, item_id: str, code: str) -> ItemReport:
+def verify(
+    executor_url: str, folder: Path, item_id: str, code: str, limit_s: float = 2
+) -> ItemReport:
     indented = "\n".join("      " + line for line in code.splitlines())
-    (folder / "set.yaml").write_text(SET.replace("ITEM", item_id).replace("CODE", indented))
+    text = SET.replace("ITEM", item_id).replace("CODE", indented).replace("LIMIT", str(limit_s))
+    (folder / "set.yaml").write_text(text)
     report = loader.load_path(folder)
     assert report.ok, report.errors
     (loaded,) = report.sets
@@ -81,9 +84,13 @@ def verify(executor_url: str, folder: Path, item_id: str, code: str) -> ItemRepo
 
 
 def test_a_deadlock_is_proven_from_its_stacks_without_the_long_rerun(executor_url, tmp_path):
-    report = verify(executor_url, tmp_path, "deadlock", DEADLOCK)
+    # A limit well past the second or two the executor takes to prove the deadlock.
+    report = verify(executor_url, tmp_path, "deadlock", DEADLOCK, limit_s=8)
     assert report.verdict is Verdict.PASS, report.problems
-    assert [o.long_limit for o in report.observations] == [False]  # one run at the item's limit
+    # The three perturbed runs, each ended by the executor once it proved every rank stuck
+    # (executor/hangstop.py), and no re-run at a longer limit.
+    assert [o.long_limit for o in report.observations] == [False, False, False]
+    assert all(o.result.stopped_when_stuck for o in report.observations)
     (proof,) = [note for note in report.notes if note.startswith("hang proven")]
     assert "rank 0: line 4, `dist.all_reduce`; rank 1: line 6, `dist.barrier`" in proof
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import (
     HTMLResponse,
@@ -15,7 +15,9 @@ from fastapi.responses import (
     RedirectResponse,
     Response,
 )
+from pydantic import Field, TypeAdapter
 from sqlmodel import Session
+from starlette.datastructures import FormData
 
 from app import reads, writes
 from app.accounts.models import User
@@ -27,18 +29,22 @@ from app.challenges.schema import EXECUTABLE_KINDS
 from app.config import Settings
 from app.db import end_read, run_reads, write_session
 from app.deps import (
+    AskedQuestion,
     CatalogDep,
     CsrfDep,
     CurrentUser,
     NowDep,
-    OptionalUser,
     Page,
     QuestionDep,
     RowId,
     SessionDep,
     SettingsDep,
     SlugId,
+    ask_question,
     clock_of,
+    close_session,
+    form_fields,
+    form_route,
     learner_or_guest,
     page_route,
     signed_in,
@@ -52,14 +58,16 @@ from app.verification import records
 
 router = APIRouter()
 T = TypeVar("T")
-AnswerField = Annotated[list[str] | None, Form()]
-# A fresh random token rendered with each answer form (see attempts.submit): 16 to 64 URL-safe
-# characters; a retry of the same submission sends the same one.
-# When the first copy of a resent answer arrived, signed (app.attempts.arrival).
-FirstSentField = Annotated[str | None, Form(max_length=100)]
-SubmissionField = Annotated[
-    str | None, Form(min_length=16, max_length=64, pattern="^[A-Za-z0-9_-]+$")
-]
+# An answer's fields (app.deps.form_fields): the options chosen; a fresh random token rendered
+# with each answer form (see attempts.submit), 16 to 64 URL-safe characters, which a retry of
+# the same submission sends again; when the first copy of a resent answer arrived, signed
+# (app.attempts.arrival).
+CHOICE = TypeAdapter(list[str])
+SUBMISSION_TOKEN = TypeAdapter(
+    Annotated[str, Field(min_length=16, max_length=64, pattern="^[A-Za-z0-9_-]+$")]
+)
+FIRST_SENT = TypeAdapter(Annotated[str, Field(max_length=100)])
+SLUG_ID = TypeAdapter(SlugId)
 
 
 def _redirect(url: str) -> RedirectResponse:
@@ -102,26 +110,26 @@ def _question_context(
     }
 
 
-@router.post("/sets/{set_id}/start", dependencies=[CsrfDep])
-async def start(
-    request: Request,
-    set_id: SlugId,
-    catalog: CatalogDep,
-    user: OptionalUser,
-    session: SessionDep,
-    settings: SettingsDep,
-    now: NowDep,
-) -> Response:
+@form_route(router, "/sets/{set_id}/start", login=False, set_id=SLUG_ID)
+async def start(page: Page, form: FormData, set_id: str) -> Response:
     """Start the set (or resume the unfinished attempt) and go to its current question.
 
     A visitor who is not signed in starts as a guest with the same click (one click, not a
     guest start that only reloads the page and then a second Start). The write waits its turn
     in the queue (app.writes); the first question's clock starts when it runs, not before."""
+    request, catalog, settings, now, user = (
+        page.request,
+        page.catalog,
+        page.settings,
+        page.now,
+        page.user,
+    )
     version = catalog.version_of("set", set_id)  # the attempt keeps this version to the end
     loaded = catalog.get(set_id, version)
     if loaded is None:
         raise NotFound(f"No challenge set {set_id!r}.")
     clock = clock_of(request)
+    session = write_session(page.engine)
 
     def begin() -> tuple[SetAttempt, str | None]:
         learner, token = learner_or_guest(request, session, user, settings, now)
@@ -133,7 +141,10 @@ async def start(
         )
         return found, token
 
-    attempt, token = await _write(request, session, begin)
+    try:
+        attempt, token = await _write(request, session, begin)
+    finally:
+        await close_session(session)
     return signed_in(request, _redirect(f"/attempts/{attempt.id}"), token, settings)
 
 
@@ -230,41 +241,23 @@ def question_json(
     )
 
 
-@router.post("/attempts/{attempt_id}/q/{number}/answer", dependencies=[CsrfDep])
-async def answer(
-    request: Request,
-    asked: QuestionDep,
-    session: SessionDep,
-    catalog: CatalogDep,
-    settings: SettingsDep,
-    now: NowDep,
-    choice: AnswerField = None,
-    submission: SubmissionField = None,
-    first_sent: FirstSentField = None,
-) -> Response:
+@form_route(router, "/attempts/{attempt_id}/q/{number}/answer")
+async def answer(page: Page, form: FormData, attempt_id: int, number: int) -> Response:
     """Judge an answer against the time it reached the server; the server refuses it when
     late or when no attempt is left (409). The same `submission` token sent again gets the
     first outcome and counts once (a retry after a time-out or a busy page). An answer the
     busy page sends again is judged at the time its first copy arrived (app.attempts.arrival)."""
-    attempt, row, number, item = asked.attempt, asked.row, asked.number, asked.item
-    grace_s, secret, path = settings.grace_seconds, settings.secret_key, request.url.path
-    when = arrival.judged_at(secret, path, submission, choice or [], first_sent, now)
-    seed = rules.attempt_seed(secret, attempt.id, attempt.user_id)  # the one it was shown with
-
-    def judge() -> attempts.Judgement:
-        judgement = attempts.submit(
-            session, row, item, choice or [], grace_s, when, submission, seed
-        )
-        if judgement.status.closed and not judgement.replayed:  # a miss enters the review
-            _feed_review(session, catalog, attempt, row, judgement.correct, now)  # queue
-        return judgement
-
+    request, catalog, settings, now = page.request, page.catalog, page.settings, page.now
+    session = write_session(page.engine)
     try:
-        judgement = await _write(request, session, judge)
-    except Busy as busy:  # nothing stored: the busy page resends it, stamped with `when`
-        if submission:
-            busy.resend[arrival.FIELD] = arrival.stamp(secret, path, submission, choice or [], when)
-        raise
+        asked = await ask_question(page, session, attempt_id, number)
+        fields = form_fields(
+            form, choice=CHOICE, submission=SUBMISSION_TOKEN, first_sent=FIRST_SENT
+        )
+        judgement = await _judge(page, session, asked, fields)
+    finally:
+        await close_session(session)
+    attempt, row = asked.attempt, asked.row
     if "application/json" in request.headers.get("accept", ""):
         context = _question_context(catalog, attempt, row, settings, now)
         return JSONResponse(
@@ -276,7 +269,36 @@ async def answer(
                 "question": context["q"],
             }
         )
-    return _redirect(f"/attempts/{attempt.id}/q/{number}")
+    return _redirect(f"/attempts/{attempt.id}/q/{asked.number}")
+
+
+async def _judge(
+    page: Page, session: Session, asked: AskedQuestion, fields: dict[str, Any]
+) -> attempts.Judgement:
+    """Judge the answer in its turn in the write queue (and feed a closed question's outcome
+    to the review queue); Busy, stamped with its arrival, if its turn would not come in time."""
+    attempt, row, item, now = asked.attempt, asked.row, asked.item, page.now
+    choice, submission = fields["choice"] or [], fields["submission"]
+    grace_s, secret, path = (
+        page.settings.grace_seconds,
+        page.settings.secret_key,
+        page.request.url.path,
+    )
+    when = arrival.judged_at(secret, path, submission, choice, fields["first_sent"], now)
+    seed = rules.attempt_seed(secret, attempt.id, attempt.user_id)  # the one it was shown with
+
+    def judge() -> attempts.Judgement:
+        judgement = attempts.submit(session, row, item, choice, grace_s, when, submission, seed)
+        if judgement.status.closed and not judgement.replayed:  # a miss enters the review
+            _feed_review(session, page.catalog, attempt, row, judgement.correct, now)  # queue
+        return judgement
+
+    try:
+        return await _write(page.request, session, judge)
+    except Busy as busy:  # nothing stored: the busy page resends it, stamped with `when`
+        if submission:
+            busy.resend[arrival.FIELD] = arrival.stamp(secret, path, submission, choice, when)
+        raise
 
 
 @router.post("/attempts/{attempt_id}/q/{number}/hint", dependencies=[CsrfDep])
@@ -353,19 +375,14 @@ def _advance(
     )
 
 
-@router.post("/attempts/{attempt_id}/next", dependencies=[CsrfDep])
-async def next_question(
-    request: Request,
-    attempt_id: RowId,
-    user: CurrentUser,
-    session: SessionDep,
-    catalog: CatalogDep,
-    settings: SettingsDep,
-    now: NowDep,
-) -> Response:
+@form_route(router, "/attempts/{attempt_id}/next")
+async def next_question(page: Page, form: FormData, attempt_id: int) -> Response:
     """Open the next question (its clock starts when this write runs) or finish the attempt."""
+    user = page.signed_in()
     assert user.id is not None
-    user_id, clock = user.id, clock_of(request)
+    user_id, clock, now = user.id, clock_of(page.request), page.now
+    catalog, settings = page.catalog, page.settings
+    session = write_session(page.engine)
 
     def move_on() -> SetAttempt:
         reader = reads.Reader.within(session)  # one compiled query in the write's transaction
@@ -374,7 +391,10 @@ async def next_question(
         # The clock starts when this write runs: time queued is not taken off the countdown.
         return _advance(session, attempt, catalog, settings, now, user, opened_at=max(now, clock()))
 
-    attempt = await _write(request, session, move_on)
+    try:
+        attempt = await _write(page.request, session, move_on)
+    finally:
+        await close_session(session)
     return _redirect(f"/attempts/{attempt.id}")
 
 

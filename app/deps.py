@@ -276,25 +276,27 @@ async def get_question(
 ) -> AskedQuestion:
     """Look up /attempts/{attempt_id}/q/{number} for the signed-in learner."""
     engine = request.app.state.engine
-    return await _asked(engine, session, catalog, attempt_id, number, user)
+    asked = await _asked(engine, catalog, attempt_id, number, user)
+    session.add_all((asked.attempt, asked.row))  # the services change them in this session
+    return asked
 
 
-async def ask_question(page: Page, session: Session, attempt_id: int, number: int) -> AskedQuestion:
-    """get_question for a hot form (`form_route`), from its page's inputs."""
+async def ask_question(page: Page, attempt_id: int, number: int) -> AskedQuestion:
+    """get_question for a hot form (`form_route`), from its page's inputs. The rows stay
+    detached: attempts.submit adds the row to its session only where it reads it back."""
     user = page.signed_in()
-    return await _asked(page.engine, session, page.catalog, attempt_id, number, user)
+    return await _asked(page.engine, page.catalog, attempt_id, number, user)
 
 
 async def _asked(
-    engine: Engine, session: Session, catalog: Catalog, attempt_id: int, number: int, user: User
+    engine: Engine, catalog: Catalog, attempt_id: int, number: int, user: User
 ) -> AskedQuestion:
-    """The question, read on the driver, outside the session's transaction: a POST's session
+    """The question, read on the driver, outside any session's transaction: a POST's session
     is a writer, and its transaction (SQLite's write lock) begins only when the service
     writes, in its turn (app.writes), not while the request is still being prepared."""
     assert user.id is not None
     found = await reads.read(engine, attempts.question_for_user, attempt_id, number, user.id)
     attempt, row = found
-    session.add_all((attempt, row))  # read detached: the services change them in this session
     return AskedQuestion(attempt, row, catalog)
 
 
@@ -353,18 +355,25 @@ class PageRoute(Route):
     """A hot page's route (`page_route`): the app matches these before its routers."""
 
 
-def page_route(router: APIRouter, path: str) -> Callable[[PageHandler], PageHandler]:
+def page_route(
+    router: APIRouter, path: str, *, checked_ids: bool = False
+) -> Callable[[PageHandler], PageHandler]:
     """Serve a GET page at path with `handler(page, **path_ids)`, as a plain Starlette route.
 
     Path parameters are row ids (`{attempt_id}`): anything but a number from 1 to the
     database's largest names no page, a 404 (as RowId's out-of-range numbers are), shown with
-    the visitor's own header like any other page.
+    the visitor's own header like any other page. With `checked_ids` (a page that was a
+    FastAPI route, and answers as it did): the visitor must be signed in, and then what is
+    not a number is a 422 naming it, as for a hot form (`form_route`).
     """
 
     def register(handler: PageHandler) -> PageHandler:
         async def serve(request: Request) -> Response:
             page = await open_page(request)
             texts: dict[str, str] = request.path_params
+            if checked_ids:
+                page.signed_in()
+                return await handler(page, **_path_params(texts, {}))
             if not all(_ROW_ID_TEXT.fullmatch(text) for text in texts.values()):
                 raise NotFound()
             ids = {name: int(text) for name, text in texts.items()}

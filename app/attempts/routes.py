@@ -20,6 +20,7 @@ from sqlmodel import Session
 from starlette.datastructures import FormData
 
 from app import reads, writes
+from app.accounts import service as accounts
 from app.accounts.models import User
 from app.attempts import arrival, rules
 from app.attempts import service as attempts
@@ -29,6 +30,7 @@ from app.challenges.schema import EXECUTABLE_KINDS
 from app.config import Settings
 from app.db import end_read, run_reads, write_session
 from app.deps import (
+    SESSION_COOKIE,
     AskedQuestion,
     CatalogDep,
     CsrfDep,
@@ -45,7 +47,6 @@ from app.deps import (
     close_session,
     form_fields,
     form_route,
-    learner_or_guest,
     page_route,
     signed_in,
 )
@@ -132,12 +133,21 @@ async def start(page: Page, form: FormData, set_id: str) -> Response:
     session = write_session(page.engine)
 
     def begin() -> tuple[SetAttempt, str | None]:
-        learner, token = learner_or_guest(request, session, user, settings, now)
+        learner, token = user, None
+        if learner is None:  # a new guest, committed with its attempt: one transaction
+            old_token = request.cookies.get(SESSION_COOKIE)
+            learner, token = accounts.write_guest(session, old_token, now, settings.session_days)
         assert learner.id is not None
         multiplier = learner.time_accommodation.multiplier
         opened = max(now, clock())  # the clock starts now, not when the request came
         found = attempts.start_or_resume(
-            session, learner.id, loaded.challenge_set, opened, multiplier, version
+            session,
+            learner.id,
+            loaded.challenge_set,
+            opened,
+            multiplier,
+            version,
+            new_user=token is not None,
         )
         return found, token
 
@@ -154,26 +164,29 @@ async def _write(request: Request, session: Session, work: Callable[..., T], *ar
     return await queue.run(session, work, *args)
 
 
-@router.get("/attempts/{attempt_id}")
-async def resume(
-    request: Request,
-    attempt_id: RowId,
-    user: CurrentUser,
-    catalog: CatalogDep,
-    settings: SettingsDep,
-    now: NowDep,
-) -> Response:
+@page_route(router, "/attempts/{attempt_id}", checked_ids=True)
+async def resume(page: Page, attempt_id: int) -> Response:
     """Send the learner to where the attempt stands: its current question or its results."""
+    user, catalog, engine = page.signed_in(), page.catalog, page.engine
     assert user.id is not None
     # Every question's Next comes through here: one compiled read, no session unless it writes.
-    engine = request.app.state.engine
     attempt = await reads.read(engine, attempts.attempt_of_user, attempt_id, user.id)
     if _on_removed_item(catalog, attempt):  # an edit removed it: close it and move on (writes)
         step = attempts.skip_removed_items
+        settings, now = page.settings, page.now
         with write_session(engine) as session:
             session.add(attempt)  # read detached: the service changes it in this session
             attempt = await _write(
-                request, session, _advance, session, attempt, catalog, settings, now, user, step
+                page.request,
+                session,
+                _advance,
+                session,
+                attempt,
+                catalog,
+                settings,
+                now,
+                user,
+                step,
             )
     if attempt.finished:
         return _redirect(f"/attempts/{attempt.id}/results")
@@ -250,7 +263,7 @@ async def answer(page: Page, form: FormData, attempt_id: int, number: int) -> Re
     request, catalog, settings, now = page.request, page.catalog, page.settings, page.now
     session = write_session(page.engine)
     try:
-        asked = await ask_question(page, session, attempt_id, number)
+        asked = await ask_question(page, attempt_id, number)
         fields = form_fields(
             form, choice=CHOICE, submission=SUBMISSION_TOKEN, first_sent=FIRST_SENT
         )

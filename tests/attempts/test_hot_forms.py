@@ -17,6 +17,8 @@ def _started(client) -> tuple[Learner, str]:
 
 def test_a_non_numeric_id_in_a_form_route_is_a_422_naming_it(client):
     learner, attempt = _started(client)
+    resume = learner.get("/attempts/x1", headers=JSON)  # Resume's redirect, checked alike
+    assert resume.status_code == 422 and resume.json()["detail"].startswith("attempt_id: Input")
     for path, name in (
         ("/attempts/abc/q/1/answer", "attempt_id"),
         (f"{attempt}/q/1e3/answer", "number"),
@@ -62,10 +64,12 @@ def test_a_visitor_not_signed_in_is_sent_to_log_in_before_the_id_is_checked(clie
         response = learner.post(path, {"choice": ["B"]}, follow_redirects=False)
         assert response.status_code == 303, (path, response.text)
         assert response.headers["location"] == f"/login?next={path}"
+    resume = learner.get("/attempts/abc", follow_redirects=False)  # Resume's redirect, a GET
+    assert resume.status_code == 303 and resume.headers["location"] == "/login?next=/attempts/abc"
 
 
 def test_the_csrf_token_is_checked_before_anything_else(client):
-    learner, attempt = _started(client)
+    _, attempt = _started(client)
     for path in (f"{attempt}/q/abc/answer", f"{attempt}/next", "/sets/test-basics/start"):
         response = client.post(path, data={"csrf_token": "0" * 64, "choice": ["B"]})
         assert response.status_code == 403, (path, response.text)

@@ -17,7 +17,8 @@ from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from starlette.datastructures import FormData
-from starlette.routing import Route
+from starlette.routing import Match, Route
+from starlette.types import Scope
 
 from app import reads
 from app.accounts import service as accounts
@@ -353,6 +354,14 @@ _ROW_ID_TEXT = re.compile("[0-9]{1,10}")  # ASCII digits, as many as MAX_ROW_ID 
 
 class PageRoute(Route):
     """A hot page's route (`page_route`): the app matches these before its routers."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        """As Starlette's, and leave the route in the scope as FastAPI's routes do: the
+        request metrics label a request by its route's path template (app.metrics)."""
+        match, child_scope = super().matches(scope)
+        if match is not Match.NONE:
+            child_scope["route"] = self
+        return match, child_scope
 
 
 def page_route(

@@ -12,9 +12,13 @@ from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Depends, Path, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
-from starlette.routing import Route
+from starlette.datastructures import FormData
+from starlette.routing import Match, Route
+from starlette.types import Scope
 
 from app import reads
 from app.accounts import service as accounts
@@ -64,10 +68,16 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
     try:
         yield session
     finally:
-        if session.in_transaction() and not never_waits(session):
-            await run_in_threadpool(session.close)  # a rollback over the network, or a lock
-        else:
-            session.close()
+        await close_session(session)
+
+
+async def close_session(session: Session) -> None:
+    """Close a request's session: on a worker thread if that may wait (a rollback over the
+    network, or a lock), on the loop if it cannot."""
+    if session.in_transaction() and not never_waits(session):
+        await run_in_threadpool(session.close)
+    else:
+        session.close()
 
 
 async def get_catalog(request: Request) -> Catalog:
@@ -265,16 +275,29 @@ async def get_question(
     session: SessionDep,
     catalog: CatalogDep,
 ) -> AskedQuestion:
-    """Look up /attempts/{attempt_id}/q/{number} for the signed-in learner.
-
-    Read on the driver, outside the session's transaction: a POST's session is a writer, and
-    its transaction (SQLite's write lock) begins only when the service writes, in its turn
-    (app.writes), not while the request is still being prepared."""
-    assert user.id is not None
+    """Look up /attempts/{attempt_id}/q/{number} for the signed-in learner."""
     engine = request.app.state.engine
+    asked = await _asked(engine, catalog, attempt_id, number, user)
+    session.add_all((asked.attempt, asked.row))  # the services change them in this session
+    return asked
+
+
+async def ask_question(page: Page, attempt_id: int, number: int) -> AskedQuestion:
+    """get_question for a hot form (`form_route`), from its page's inputs. The rows stay
+    detached: attempts.submit adds the row to its session only where it reads it back."""
+    user = page.signed_in()
+    return await _asked(page.engine, page.catalog, attempt_id, number, user)
+
+
+async def _asked(
+    engine: Engine, catalog: Catalog, attempt_id: int, number: int, user: User
+) -> AskedQuestion:
+    """The question, read on the driver, outside any session's transaction: a POST's session
+    is a writer, and its transaction (SQLite's write lock) begins only when the service
+    writes, in its turn (app.writes), not while the request is still being prepared."""
+    assert user.id is not None
     found = await reads.read(engine, attempts.question_for_user, attempt_id, number, user.id)
     attempt, row = found
-    session.add_all((attempt, row))  # read detached: the services change them in this session
     return AskedQuestion(attempt, row, catalog)
 
 
@@ -332,19 +355,34 @@ _ROW_ID_TEXT = re.compile("[0-9]{1,10}")  # ASCII digits, as many as MAX_ROW_ID 
 class PageRoute(Route):
     """A hot page's route (`page_route`): the app matches these before its routers."""
 
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        """As Starlette's, and leave the route in the scope as FastAPI's routes do: the
+        request metrics label a request by its route's path template (app.metrics)."""
+        match, child_scope = super().matches(scope)
+        if match is not Match.NONE:
+            child_scope["route"] = self
+        return match, child_scope
 
-def page_route(router: APIRouter, path: str) -> Callable[[PageHandler], PageHandler]:
+
+def page_route(
+    router: APIRouter, path: str, *, checked_ids: bool = False
+) -> Callable[[PageHandler], PageHandler]:
     """Serve a GET page at path with `handler(page, **path_ids)`, as a plain Starlette route.
 
     Path parameters are row ids (`{attempt_id}`): anything but a number from 1 to the
     database's largest names no page, a 404 (as RowId's out-of-range numbers are), shown with
-    the visitor's own header like any other page.
+    the visitor's own header like any other page. With `checked_ids` (a page that was a
+    FastAPI route, and answers as it did): the visitor must be signed in, and then what is
+    not a number is a 422 naming it, as for a hot form (`form_route`).
     """
 
     def register(handler: PageHandler) -> PageHandler:
         async def serve(request: Request) -> Response:
             page = await open_page(request)
             texts: dict[str, str] = request.path_params
+            if checked_ids:
+                page.signed_in()
+                return await handler(page, **_path_params(texts, {}))
             if not all(_ROW_ID_TEXT.fullmatch(text) for text in texts.values()):
                 raise NotFound()
             ids = {name: int(text) for name, text in texts.items()}
@@ -357,3 +395,84 @@ def page_route(router: APIRouter, path: str) -> Callable[[PageHandler], PageHand
         return handler
 
     return register
+
+
+# Hot forms ---------------------------------------------------------------------------------------
+# The class flow's POSTs (Start, an answer, Next) are plain routes too, for the same reason as the
+# hot pages: solving their dependencies cost more than their writes. Their inputs are checked as
+# FastAPI would check them (the same pydantic types, the same RequestValidationError, so the same
+# 422 messages and 404s), in the same order: the CSRF token, the visitor, the path, the fields.
+
+ROW_ID = TypeAdapter(RowId)
+FormHandler = Callable[..., Awaitable[Response]]
+
+
+def form_route(
+    router: APIRouter, path: str, *, login: bool = True, **types: TypeAdapter[Any]
+) -> Callable[[FormHandler], FormHandler]:
+    """Serve a POST form at path with `handler(page, form, **path_params)`, a plain route.
+
+    The CSRF token is checked first (403), then (with `login`) that the visitor is signed in;
+    path parameters are row ids unless `types` names another type for one (a SlugId):
+    invalid, a 422 saying which and why, as FastAPI says it; out of the database's range, a
+    404. Fields are read from `form` with `form_fields`.
+    """
+
+    def register(handler: FormHandler) -> FormHandler:
+        async def serve(request: Request) -> Response:
+            page = await open_page(request)
+            await verify_csrf(request, page.settings)
+            if login:
+                page.signed_in()
+            form = await request.form()  # read once: verify_csrf's read is cached
+            params = _path_params(request.path_params, types)
+            return await handler(page, form, **params)
+
+        route = PageRoute(router.prefix + path, serve, methods=["POST"], name=handler.__name__)
+        router.routes.append(route)
+        return handler
+
+    return register
+
+
+def _path_params(texts: dict[str, str], types: dict[str, TypeAdapter[Any]]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    errors: list[dict[str, Any]] = []
+    for name, text in texts.items():
+        adapter = types.get(name)
+        if adapter is None and _ROW_ID_TEXT.fullmatch(text) and 1 <= int(text) <= MAX_ROW_ID:
+            values[name] = int(text)  # the common case, without pydantic
+            continue
+        try:
+            values[name] = (adapter or ROW_ID).validate_python(text)
+        except ValidationError as error:
+            errors.extend(_located(error, ("path", name)))
+    if errors:
+        raise RequestValidationError(errors)
+    return values
+
+
+def form_fields(form: FormData, **types: TypeAdapter[Any]) -> dict[str, Any]:
+    """The named fields of a form, as FastAPI's `Form()` parameters would have them: a missing
+    or empty field is None (a list field: no values), others are checked against their type
+    (422 naming the field, as FastAPI names it)."""
+    values: dict[str, Any] = {}
+    errors: list[dict[str, Any]] = []
+    for name, adapter in types.items():
+        listed = adapter.core_schema.get("type") == "list"
+        value: Any = form.getlist(name) if listed else form.get(name)
+        if value is None or value == "" or value == []:
+            values[name] = None
+            continue
+        try:
+            values[name] = adapter.validate_python(value)
+        except ValidationError as error:
+            errors.extend(_located(error, ("body", name)))
+    if errors:
+        raise RequestValidationError(errors)
+    return values
+
+
+def _located(error: ValidationError, where: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Pydantic's errors for one value, located as FastAPI locates a parameter's."""
+    return [{**item, "loc": (*where, *item["loc"])} for item in error.errors(include_url=False)]

@@ -76,6 +76,25 @@ def test_a_request_is_counted_under_its_route_template_not_its_path(local):
     assert "no-such-lab-4711" not in text  # the raw path never becomes a label
 
 
+def test_the_plain_routes_are_counted_under_their_route_templates_too(local):
+    # The class flow's pages and forms are plain Starlette routes (app.deps.page_route,
+    # form_route): they are labelled by their templates as FastAPI's routes are.
+    learner = Learner(local)
+    learner.start_as_guest()
+    templates = [
+        ("POST", "/sets/{set_id}/start", "3xx"),
+        ("GET", "/attempts/{attempt_id}", "3xx"),
+        ("GET", "/attempts/{attempt_id}/q/{number}", "2xx"),
+        ("POST", "/attempts/{attempt_id}/q/{number}/answer", "3xx"),
+    ]
+    keys = [{"method": m, "route": r, "status_class": c} for m, r, c in templates]
+    before = [sample(LATENCY, **labels) for labels in keys]
+    attempt = learner.start("test-basics")
+    learner.get(attempt)  # Resume's redirect, followed to the question
+    assert learner.answer(attempt, 1, "B").status_code == 303
+    assert [sample(LATENCY, **labels) for labels in keys] == [b + 1 for b in before]
+
+
 def test_unknown_paths_and_static_files_share_one_series_each(local):
     unmatched = {"method": "GET", "route": metrics.UNMATCHED, "status_class": "4xx"}
     static = {"method": "GET", "route": "/static/{path}", "status_class": "2xx"}

@@ -10,14 +10,16 @@ from typing import cast
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import bindparam, or_
+from sqlalchemy import bindparam, delete, insert, or_
 from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session, col, select
 
 from app import reads
 from app.accounts import rules
 from app.accounts.models import Role, TimeAccommodation, User, WebSession
+from app.db import begin_write
 from app.errors import BadRequest, Conflict, Forbidden, NotFound
 
 _hasher = PasswordHasher()
@@ -128,10 +130,46 @@ def replace_session(
     return open_session(session, user, now, days)  # one commit: the swap is atomic
 
 
+def write_guest(
+    session: Session, old_token: str | None, now: datetime, days: int
+) -> tuple[User, str]:
+    """A new guest and its browser session (ending the browser's old one), as create_guest and
+    replace_session make them, but written through the session's connection and not committed:
+    the caller commits them with the guest's first write (Start), one transaction instead of
+    three, and prebuilt statements instead of the ORM's flush and refresh. The user is
+    detached, as user_for_token gives one."""
+    begin_write(session)
+    connection = session.connection()
+    user = User(
+        role=Role.LEARNER,
+        is_guest=True,
+        time_accommodation=TimeAccommodation.STANDARD,
+        created_at=now,
+    )
+    values = {key: getattr(user, key) for key in _USER_FIELDS}
+    user.id = user_id = connection.execute(_NEW_USER, values).scalar_one()
+    make_transient_to_detached(user)
+    if old_token:  # a token known before this sign-in signs in as nobody (replace_session)
+        connection.execute(_END_SESSION, {"token_hash": _token_hash(old_token)})
+    token = secrets.token_urlsafe(32)
+    row = {
+        "token_hash": _token_hash(token),
+        "user_id": user_id,
+        "created_at": now,
+        "expires_at": now + timedelta(days=days),
+    }
+    connection.execute(_NEW_SESSION, row)
+    return user, token
+
+
 # Every page asks it: one query, compiled once and run on the driver (app.reads), whose row
 # becomes a detached User without the ORM's loading machinery.
 _USERS = User.__table__  # type: ignore[attr-defined]
 _SESSIONS = WebSession.__table__  # type: ignore[attr-defined]
+_NEW_USER = insert(_USERS).returning(_USERS.c.id)
+_USER_FIELDS = [column.key for column in _USERS.columns if column.key != "id"]
+_NEW_SESSION = insert(_SESSIONS)
+_END_SESSION = delete(_SESSIONS).where(_SESSIONS.c.token_hash == bindparam("token_hash"))
 _LIVE_SESSION_USER = reads.Query(
     select_columns(*_USERS.columns)
     .join_from(_SESSIONS, _USERS, _SESSIONS.c.user_id == _USERS.c.id)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import (
     HTMLResponse,
@@ -15,9 +15,12 @@ from fastapi.responses import (
     RedirectResponse,
     Response,
 )
+from pydantic import Field, TypeAdapter
 from sqlmodel import Session
+from starlette.datastructures import FormData
 
 from app import reads, writes
+from app.accounts import service as accounts
 from app.accounts.models import User
 from app.attempts import arrival, rules
 from app.attempts import service as attempts
@@ -27,19 +30,23 @@ from app.challenges.schema import EXECUTABLE_KINDS
 from app.config import Settings
 from app.db import end_read, run_reads, write_session
 from app.deps import (
+    SESSION_COOKIE,
+    AskedQuestion,
     CatalogDep,
     CsrfDep,
     CurrentUser,
     NowDep,
-    OptionalUser,
     Page,
     QuestionDep,
     RowId,
     SessionDep,
     SettingsDep,
     SlugId,
+    ask_question,
     clock_of,
-    learner_or_guest,
+    close_session,
+    form_fields,
+    form_route,
     page_route,
     signed_in,
 )
@@ -52,14 +59,16 @@ from app.verification import records
 
 router = APIRouter()
 T = TypeVar("T")
-AnswerField = Annotated[list[str] | None, Form()]
-# A fresh random token rendered with each answer form (see attempts.submit): 16 to 64 URL-safe
-# characters; a retry of the same submission sends the same one.
-# When the first copy of a resent answer arrived, signed (app.attempts.arrival).
-FirstSentField = Annotated[str | None, Form(max_length=100)]
-SubmissionField = Annotated[
-    str | None, Form(min_length=16, max_length=64, pattern="^[A-Za-z0-9_-]+$")
-]
+# An answer's fields (app.deps.form_fields): the options chosen; a fresh random token rendered
+# with each answer form (see attempts.submit), 16 to 64 URL-safe characters, which a retry of
+# the same submission sends again; when the first copy of a resent answer arrived, signed
+# (app.attempts.arrival).
+CHOICE = TypeAdapter(list[str])
+SUBMISSION_TOKEN = TypeAdapter(
+    Annotated[str, Field(min_length=16, max_length=64, pattern="^[A-Za-z0-9_-]+$")]
+)
+FIRST_SENT = TypeAdapter(Annotated[str, Field(max_length=100)])
+SLUG_ID = TypeAdapter(SlugId)
 
 
 def _redirect(url: str) -> RedirectResponse:
@@ -102,38 +111,50 @@ def _question_context(
     }
 
 
-@router.post("/sets/{set_id}/start", dependencies=[CsrfDep])
-async def start(
-    request: Request,
-    set_id: SlugId,
-    catalog: CatalogDep,
-    user: OptionalUser,
-    session: SessionDep,
-    settings: SettingsDep,
-    now: NowDep,
-) -> Response:
+@form_route(router, "/sets/{set_id}/start", login=False, set_id=SLUG_ID)
+async def start(page: Page, form: FormData, set_id: str) -> Response:
     """Start the set (or resume the unfinished attempt) and go to its current question.
 
     A visitor who is not signed in starts as a guest with the same click (one click, not a
     guest start that only reloads the page and then a second Start). The write waits its turn
     in the queue (app.writes); the first question's clock starts when it runs, not before."""
+    request, catalog, settings, now, user = (
+        page.request,
+        page.catalog,
+        page.settings,
+        page.now,
+        page.user,
+    )
     version = catalog.version_of("set", set_id)  # the attempt keeps this version to the end
     loaded = catalog.get(set_id, version)
     if loaded is None:
         raise NotFound(f"No challenge set {set_id!r}.")
     clock = clock_of(request)
+    session = write_session(page.engine)
 
     def begin() -> tuple[SetAttempt, str | None]:
-        learner, token = learner_or_guest(request, session, user, settings, now)
+        learner, token = user, None
+        if learner is None:  # a new guest, committed with its attempt: one transaction
+            old_token = request.cookies.get(SESSION_COOKIE)
+            learner, token = accounts.write_guest(session, old_token, now, settings.session_days)
         assert learner.id is not None
         multiplier = learner.time_accommodation.multiplier
         opened = max(now, clock())  # the clock starts now, not when the request came
         found = attempts.start_or_resume(
-            session, learner.id, loaded.challenge_set, opened, multiplier, version
+            session,
+            learner.id,
+            loaded.challenge_set,
+            opened,
+            multiplier,
+            version,
+            new_user=token is not None,
         )
         return found, token
 
-    attempt, token = await _write(request, session, begin)
+    try:
+        attempt, token = await _write(request, session, begin)
+    finally:
+        await close_session(session)
     return signed_in(request, _redirect(f"/attempts/{attempt.id}"), token, settings)
 
 
@@ -143,26 +164,29 @@ async def _write(request: Request, session: Session, work: Callable[..., T], *ar
     return await queue.run(session, work, *args)
 
 
-@router.get("/attempts/{attempt_id}")
-async def resume(
-    request: Request,
-    attempt_id: RowId,
-    user: CurrentUser,
-    catalog: CatalogDep,
-    settings: SettingsDep,
-    now: NowDep,
-) -> Response:
+@page_route(router, "/attempts/{attempt_id}", checked_ids=True)
+async def resume(page: Page, attempt_id: int) -> Response:
     """Send the learner to where the attempt stands: its current question or its results."""
+    user, catalog, engine = page.signed_in(), page.catalog, page.engine
     assert user.id is not None
     # Every question's Next comes through here: one compiled read, no session unless it writes.
-    engine = request.app.state.engine
     attempt = await reads.read(engine, attempts.attempt_of_user, attempt_id, user.id)
     if _on_removed_item(catalog, attempt):  # an edit removed it: close it and move on (writes)
         step = attempts.skip_removed_items
+        settings, now = page.settings, page.now
         with write_session(engine) as session:
             session.add(attempt)  # read detached: the service changes it in this session
             attempt = await _write(
-                request, session, _advance, session, attempt, catalog, settings, now, user, step
+                page.request,
+                session,
+                _advance,
+                session,
+                attempt,
+                catalog,
+                settings,
+                now,
+                user,
+                step,
             )
     if attempt.finished:
         return _redirect(f"/attempts/{attempt.id}/results")
@@ -230,41 +254,23 @@ def question_json(
     )
 
 
-@router.post("/attempts/{attempt_id}/q/{number}/answer", dependencies=[CsrfDep])
-async def answer(
-    request: Request,
-    asked: QuestionDep,
-    session: SessionDep,
-    catalog: CatalogDep,
-    settings: SettingsDep,
-    now: NowDep,
-    choice: AnswerField = None,
-    submission: SubmissionField = None,
-    first_sent: FirstSentField = None,
-) -> Response:
+@form_route(router, "/attempts/{attempt_id}/q/{number}/answer")
+async def answer(page: Page, form: FormData, attempt_id: int, number: int) -> Response:
     """Judge an answer against the time it reached the server; the server refuses it when
     late or when no attempt is left (409). The same `submission` token sent again gets the
     first outcome and counts once (a retry after a time-out or a busy page). An answer the
     busy page sends again is judged at the time its first copy arrived (app.attempts.arrival)."""
-    attempt, row, number, item = asked.attempt, asked.row, asked.number, asked.item
-    grace_s, secret, path = settings.grace_seconds, settings.secret_key, request.url.path
-    when = arrival.judged_at(secret, path, submission, choice or [], first_sent, now)
-    seed = rules.attempt_seed(secret, attempt.id, attempt.user_id)  # the one it was shown with
-
-    def judge() -> attempts.Judgement:
-        judgement = attempts.submit(
-            session, row, item, choice or [], grace_s, when, submission, seed
-        )
-        if judgement.status.closed and not judgement.replayed:  # a miss enters the review
-            _feed_review(session, catalog, attempt, row, judgement.correct, now)  # queue
-        return judgement
-
+    request, catalog, settings, now = page.request, page.catalog, page.settings, page.now
+    session = write_session(page.engine)
     try:
-        judgement = await _write(request, session, judge)
-    except Busy as busy:  # nothing stored: the busy page resends it, stamped with `when`
-        if submission:
-            busy.resend[arrival.FIELD] = arrival.stamp(secret, path, submission, choice or [], when)
-        raise
+        asked = await ask_question(page, attempt_id, number)
+        fields = form_fields(
+            form, choice=CHOICE, submission=SUBMISSION_TOKEN, first_sent=FIRST_SENT
+        )
+        judgement = await _judge(page, session, asked, fields)
+    finally:
+        await close_session(session)
+    attempt, row = asked.attempt, asked.row
     if "application/json" in request.headers.get("accept", ""):
         context = _question_context(catalog, attempt, row, settings, now)
         return JSONResponse(
@@ -276,7 +282,36 @@ async def answer(
                 "question": context["q"],
             }
         )
-    return _redirect(f"/attempts/{attempt.id}/q/{number}")
+    return _redirect(f"/attempts/{attempt.id}/q/{asked.number}")
+
+
+async def _judge(
+    page: Page, session: Session, asked: AskedQuestion, fields: dict[str, Any]
+) -> attempts.Judgement:
+    """Judge the answer in its turn in the write queue (and feed a closed question's outcome
+    to the review queue); Busy, stamped with its arrival, if its turn would not come in time."""
+    attempt, row, item, now = asked.attempt, asked.row, asked.item, page.now
+    choice, submission = fields["choice"] or [], fields["submission"]
+    grace_s, secret, path = (
+        page.settings.grace_seconds,
+        page.settings.secret_key,
+        page.request.url.path,
+    )
+    when = arrival.judged_at(secret, path, submission, choice, fields["first_sent"], now)
+    seed = rules.attempt_seed(secret, attempt.id, attempt.user_id)  # the one it was shown with
+
+    def judge() -> attempts.Judgement:
+        judgement = attempts.submit(session, row, item, choice, grace_s, when, submission, seed)
+        if judgement.status.closed and not judgement.replayed:  # a miss enters the review
+            _feed_review(session, page.catalog, attempt, row, judgement.correct, now)  # queue
+        return judgement
+
+    try:
+        return await _write(page.request, session, judge)
+    except Busy as busy:  # nothing stored: the busy page resends it, stamped with `when`
+        if submission:
+            busy.resend[arrival.FIELD] = arrival.stamp(secret, path, submission, choice, when)
+        raise
 
 
 @router.post("/attempts/{attempt_id}/q/{number}/hint", dependencies=[CsrfDep])
@@ -353,19 +388,14 @@ def _advance(
     )
 
 
-@router.post("/attempts/{attempt_id}/next", dependencies=[CsrfDep])
-async def next_question(
-    request: Request,
-    attempt_id: RowId,
-    user: CurrentUser,
-    session: SessionDep,
-    catalog: CatalogDep,
-    settings: SettingsDep,
-    now: NowDep,
-) -> Response:
+@form_route(router, "/attempts/{attempt_id}/next")
+async def next_question(page: Page, form: FormData, attempt_id: int) -> Response:
     """Open the next question (its clock starts when this write runs) or finish the attempt."""
+    user = page.signed_in()
     assert user.id is not None
-    user_id, clock = user.id, clock_of(request)
+    user_id, clock, now = user.id, clock_of(page.request), page.now
+    catalog, settings = page.catalog, page.settings
+    session = write_session(page.engine)
 
     def move_on() -> SetAttempt:
         reader = reads.Reader.within(session)  # one compiled query in the write's transaction
@@ -374,7 +404,10 @@ async def next_question(
         # The clock starts when this write runs: time queued is not taken off the countdown.
         return _advance(session, attempt, catalog, settings, now, user, opened_at=max(now, clock()))
 
-    attempt = await _write(request, session, move_on)
+    try:
+        attempt = await _write(page.request, session, move_on)
+    finally:
+        await close_session(session)
     return _redirect(f"/attempts/{attempt.id}")
 
 

@@ -15,6 +15,7 @@ from datetime import datetime
 from sqlalchemy import and_, bindparam, case, func, insert, update
 from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
 
@@ -63,11 +64,14 @@ def start_or_resume(
     now: datetime,
     time_multiplier: float | None = 1.0,
     content_version: str | None = None,
+    *,
+    new_user: bool = False,
 ) -> SetAttempt:
     """Resume the user's unfinished attempt at the set, or start one and open its first item
-    (the attempt keeps the set's version, by content hash, to the end)."""
+    (the attempt keeps the set's version, by content hash, to the end). `new_user`: the user
+    was made in this transaction (accounts.write_guest), so has no attempt to look for."""
     begin_write(session)
-    existing = active_attempt(session, user_id, challenge_set.id)
+    existing = None if new_user else active_attempt(session, user_id, challenge_set.id)
     if existing is not None:
         return existing
     try:
@@ -99,9 +103,12 @@ def _start(
         item_ids=",".join(item.id for item in challenge_set.items),
         started_at=now,
     )
+    # Through the session's connection, as the questions below: the ORM's flush of one object
+    # cost more than the INSERT. The row then becomes the session's, as if loaded.
+    values = {key: getattr(attempt, key) for key in _ATTEMPT_FIELDS}
+    attempt.id = session.connection().execute(_NEW_ATTEMPT, values).scalar_one()
+    make_transient_to_detached(attempt)
     session.add(attempt)
-    session.flush()
-    assert attempt.id is not None
     # The questions in one INSERT through the session's connection (the ORM's flush of one
     # object each cost more than the SQL), the first one opened as _open would open it.
     rows: list[dict[str, object]] = [
@@ -132,21 +139,20 @@ def _start(
 
 def _open(
     session: Session,
-    attempt_id: int,
+    attempt: SetAttempt,
     position: int,
     challenge_set: ChallengeSet,
     now: datetime,
     time_multiplier: float | None,
 ) -> None:
-    """Start an item's clock now (the deadline is derived from this server-written time)."""
-    row = item_at(session, attempt_id, position)
-    item = challenge_set.item(row.item_id)
-    row.status = ItemStatus.OPEN
-    row.started_at = now
-    row.time_limit_s = (
-        rules.effective_time_limit(item.time_limit, time_multiplier) if item is not None else None
-    )
-    session.add(row)
+    """Start an item's clock now (the deadline is derived from this server-written time).
+
+    One prebuilt UPDATE, the row not loaded: the attempt's item ids are its rows in position
+    order (_start), so the item, and with it the time limit, is known without reading it."""
+    item = challenge_set.item(attempt.item_id_list[position])
+    limit = rules.effective_time_limit(item.time_limit, time_multiplier) if item else None
+    values = {"attempt_id": attempt.id, "at": position, "started_at": now, "time_limit_s": limit}
+    session.connection().execute(_OPEN, values)
 
 
 def attempt_for_user(session: Session, attempt_id: int, user_id: int) -> SetAttempt:
@@ -160,6 +166,8 @@ def attempt_for_user(session: Session, attempt_id: int, user_id: int) -> SetAtte
 # Compiled once and run on the driver (app.reads): the question page runs it on every view.
 _ATTEMPTS = SetAttempt.__table__  # type: ignore[attr-defined]
 _ITEMS = ItemAttempt.__table__  # type: ignore[attr-defined]
+_NEW_ATTEMPT = insert(_ATTEMPTS).returning(_ATTEMPTS.c.id)
+_ATTEMPT_FIELDS = [column.key for column in _ATTEMPTS.columns if column.key != "id"]
 _QUESTION = reads.Query(
     select_columns(*_ATTEMPTS.columns, *_ITEMS.columns)
     .outerjoin(
@@ -214,10 +222,7 @@ def catalog_item(catalog: Catalog, attempt: SetAttempt, row: ItemAttempt) -> Ite
 
 def item_at(session: Session, attempt_id: int, position: int) -> ItemAttempt:
     """Load the item attempt at a position, or 404."""
-    statement = select(ItemAttempt).where(
-        ItemAttempt.set_attempt_id == attempt_id, ItemAttempt.position == position
-    )
-    row = session.exec(statement).first()
+    row = session.exec(_ITEM_AT, params={"attempt_id": attempt_id, "at": position}).first()
     if row is None:
         raise NotFound("No such question in this attempt.")
     return row
@@ -302,6 +307,7 @@ def submit(
     claimed = connection.execute(_CLAIM, {"row_id": row.id}).first()
     if claimed is None:
         session.rollback()
+        session.add(row)  # a detached row (a hot form's read) is read back in this session
         session.refresh(row)
         reason = Refusal.CLOSED if row.status.closed else Refusal.NO_ATTEMPTS
         raise Conflict(reason.value)
@@ -425,7 +431,7 @@ def advance(
         )
         if moved.rowcount:
             opened = opened_at or now
-            _open(session, attempt.id, next_position, challenge_set, opened, time_multiplier)
+            _open(session, attempt, next_position, challenge_set, opened, time_multiplier)
     else:
         rows = items_of(session, attempt.id)
         result = rules.score((item.status, item.attempts_used) for item in rows)
@@ -441,6 +447,19 @@ def advance(
     return attempt
 
 
+_ITEM_AT = select(ItemAttempt).where(
+    col(ItemAttempt.set_attempt_id) == bindparam("attempt_id"),
+    col(ItemAttempt.position) == bindparam("at"),
+)
+_OPEN = (
+    update(_ITEMS)
+    .where(_ITEMS.c.set_attempt_id == bindparam("attempt_id"), _ITEMS.c.position == bindparam("at"))
+    .values(
+        status=ItemStatus.OPEN,
+        started_at=bindparam("started_at", type_=_ITEMS.c.started_at.type),
+        time_limit_s=bindparam("time_limit_s", type_=_ITEMS.c.time_limit_s.type),
+    )
+)
 _MOVE = (
     update(_ATTEMPTS)
     .where(

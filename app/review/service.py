@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 
-from sqlalchemy import func
+from sqlalchemy import bindparam, func
+from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -135,7 +136,7 @@ def record_item_outcome(
     """Feed an answered item to the review queue: a miss enters it (Again); an item already in
     it is graded (right Good, right with a hint Hard); a right answer to an item never missed
     changes nothing."""
-    if correct and _card(session, user_id, key) is None:
+    if correct and not _has_card(session, user_id, key):
         return None
     return grade(session, user_id, key, grade_for_outcome(correct, hinted), mode, now)
 
@@ -234,14 +235,34 @@ def new_cards_today(session: Session, user_id: int, deck_id: str | None, now: da
 
 
 def _card(session: Session, user_id: int, key: CardKey) -> ReviewCard | None:
-    return session.exec(
-        select(ReviewCard).where(
-            ReviewCard.user_id == user_id,
-            ReviewCard.source == key.source,
-            ReviewCard.deck_id == key.deck_id,
-            ReviewCard.card_id == key.card_id,
-        )
-    ).first()
+    return session.exec(_CARD, params=_card_params(user_id, key)).first()
+
+
+def _has_card(session: Session, user_id: int, key: CardKey) -> bool:
+    """Whether the learner has a card for `key`: one prebuilt query on the session's
+    connection (every right answer of a timed set asks it), no ORM object made."""
+    found = session.connection().execute(_HAS_CARD, _card_params(user_id, key)).first()
+    return found is not None
+
+
+def _card_params(user_id: int, key: CardKey) -> dict[str, object]:
+    return {
+        "user_id": user_id,
+        "source": key.source,
+        "deck_id": key.deck_id,
+        "card_id": key.card_id,
+    }
+
+
+# Built once (the statement's construction cost more than running it).
+_CARD_KEY = (
+    col(ReviewCard.user_id) == bindparam("user_id"),
+    col(ReviewCard.source) == bindparam("source"),
+    col(ReviewCard.deck_id) == bindparam("deck_id"),
+    col(ReviewCard.card_id) == bindparam("card_id"),
+)
+_CARD = select(ReviewCard).where(*_CARD_KEY)
+_HAS_CARD = select_columns(col(ReviewCard.id)).where(*_CARD_KEY).limit(1)
 
 
 def _new_card(

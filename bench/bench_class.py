@@ -475,7 +475,7 @@ def report(
     print(
         f"errors {errors}, time-outs {tally.timeouts}, busy (503, sent again) {tally.busy}; "
         f"answers acknowledged {tally.acknowledged} / stored {stored}; CPU per request: "
-        f"server {server_cpu:.1f} ms, load tool {tool_cpu:.1f} ms"
+        f"server {server_cpu:.2f} ms, load tool {tool_cpu:.2f} ms"
     )
     for problem, count in sorted(tally.errors.items()):
         print(f"  {count} × {problem}")

@@ -101,10 +101,17 @@ class Failed(Exception):
 class Page(Protocol):
     """A response as the learners read it (class_client's, or httpx's made one by HttpxBrowser)."""
 
-    status: int
-    headers: Mapping[str, str]  # looked up by lower-case name
-    body: bytes
-    elapsed: float  # seconds, from the request's sending to its last byte
+    @property
+    def status(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...  # looked up by lower-case name
+
+    @property
+    def body(self) -> bytes: ...
+
+    @property
+    def elapsed(self) -> float: ...  # seconds, from the request's sending to its last byte
 
     @property
     def text(self) -> str: ...

@@ -78,7 +78,7 @@ class Site:
             extra = [("content-encoding", "gzip")]
             body = zlib.compress(body, wbits=16 + zlib.MAX_WBITS)
         elif path == "/slow":
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(0.6)
         elif path == "/answer" and self.busy_left:
             self.busy_left -= 1
             status, extra = 503, [("retry-after", "0")]
@@ -250,7 +250,7 @@ def test_connection_close_and_a_server_closed_idle_connection_mean_a_new_connect
         try:
             ports = [_json(await browser.get("/close"))["port"]]
             ports.append(_json(await browser.get("/echo"))["port"])
-            await asyncio.sleep(1.6)  # the server's keep-alive (1 s) ends; the client's has not
+            await asyncio.sleep(2.5)  # the server's keep-alive (1 s) ends; the client's has not
             ports.append(_json(await browser.get("/echo"))["port"])
             return ports, browser.connections
         finally:
@@ -275,7 +275,7 @@ def test_the_time_out_ends_a_request_and_the_next_one_works(site, loop):
                 failed = type(error)
             browser.timeout = 10
             after = _json(await browser.get("/echo"))
-            timed = await browser.get("/slow")  # 0.3 s on the server: all of it is timed
+            timed = await browser.get("/slow")  # 0.6 s on the server: all of it is timed
             return failed, after, timed.elapsed
         finally:
             await browser.aclose()
@@ -283,7 +283,7 @@ def test_the_time_out_ends_a_request_and_the_next_one_works(site, loop):
     failed, after, elapsed = run(main(), loop)
     assert failed is TimeoutError
     assert after["path"] == "/echo"
-    assert elapsed >= 0.3
+    assert elapsed >= 0.6
 
 
 @pytest.mark.parametrize("client", sorted(bench_class.CLIENTS))

@@ -1,6 +1,6 @@
 """A class at once: N learners start the same timed set together, answer, move on, see results.
 
-Each learner is an httpx async client of its own (its own cookies, one connection) that goes
+Each learner is a browser of its own (its own cookies, one keep-alive connection) that goes
 through the real flow as a browser would, redirects followed one by one: the set's page, Start
 (signing in as a guest), the question; then for each of the set's questions, 0.5 to 2 s of
 thought, an answer (wrong first half of the time, then a second try), the question again with
@@ -11,9 +11,17 @@ after Retry-After; it is counted apart from errors.
 Runs against `ranklab serve --no-executor` on a fresh migrated database: SQLite with 1 and 2
 worker processes and PostgreSQL with 2 (a private server started from Debian's binaries, or
 --postgres-url), and prints requests/s, p50/p95/p99 per kind of request, errors, time-outs,
-and answers acknowledged (a 303 reached the learner) against answers stored (rows).
+and answers acknowledged (a 303 reached the learner) against answers stored (rows), and the
+CPU per request of the server and of this load tool.
+
+The browsers are bench/class_client.py's (`--client lean`, on uvloop's event loop): in a real
+class each browser is on a machine of its own, so here, on the server's cores, the tool's own
+CPU is overhead that inflates the latencies it measures, and it is kept small. `--client httpx`
+runs the same flow on httpx clients (what the tool used before); `--client lean httpx` runs
+both, one after the other on fresh servers, for a side-by-side comparison.
 
     .venv/bin/python bench/bench_class.py [--learners 200 500] [--configs sqlite-1 ...]
+    .venv/bin/python bench/bench_class.py --learners 200 --configs sqlite-1 --client lean httpx
 
 Numbers, not assertions: on a shared machine, note the load (the script prints it).
 """
@@ -23,8 +31,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import glob
 import html
+import itertools
 import os
 import random
 import re
@@ -37,9 +47,10 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 # httpcore asks sniffio which async library runs, per request, by importing it; where it is not
 # installed that failed import searches sys.path every time (a tenth of the load tool's time).
@@ -51,6 +62,8 @@ import httpx  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run as a script: `app` from this checkout
 
+from bench.class_client import Browser as LeanBrowser  # noqa: E402
+from bench.class_client import Form, ProtocolError, Response  # noqa: E402
 from executor.ports import free_port  # noqa: E402
 
 SET_ID = "batchnorm-across-ranks"  # 7 timed questions, two tries each
@@ -59,7 +72,9 @@ THINK_S = (0.5, 2.0)
 WRONG_FIRST = 0.5
 TIMEOUT_S = 60.0
 CONFIGS = {"sqlite-1": ("sqlite", 1), "sqlite-2": ("sqlite", 2), "postgres-2": ("postgres", 2)}
-_CSRF = re.compile(r'<meta name="csrf-token" content="([^"]+)"')
+_CSRF_AT = b'<meta name="csrf-token" content="'
+_SUBMISSION_AT = b'name="submission" value="'
+_CSRF = re.compile(r'<meta name="csrf-token" content="([^"]+)"')  # class_cpu.py's, on text
 _SUBMISSION = re.compile(r'name="submission" value="([^"]+)"')
 _MESSAGE = re.compile(r'data-testid="error-message">([^<]*)<')
 _HIDDEN = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)">')
@@ -75,6 +90,7 @@ class Tally:
     timeouts: int = 0
     acknowledged: int = 0
     finished: int = 0
+    connections: int = 0
     first: float = 0.0
     last: float = 0.0
 
@@ -83,46 +99,121 @@ class Failed(Exception):
     """A learner could not go on (an error was counted)."""
 
 
+class Page(Protocol):
+    """A response as the learners read it (class_client's, or httpx's made one by HttpxBrowser)."""
+
+    @property
+    def status(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...  # looked up by lower-case name
+
+    @property
+    def body(self) -> bytes: ...
+
+    @property
+    def elapsed(self) -> float: ...  # seconds, from the request's sending to its last byte
+
+    @property
+    def text(self) -> str: ...
+
+
+class Browser(Protocol):
+    """A learner's browser: one connection, its own cookies, redirects not followed."""
+
+    connections: int
+
+    async def get(self, path: str) -> Page: ...
+
+    async def post(self, path: str, form: Form) -> Page: ...
+
+    async def aclose(self) -> None: ...
+
+
+class HttpxBrowser:
+    """The same browser on an httpx client (`--client httpx`): what the tool used before."""
+
+    # A connection idle for 1.5 s is dropped by the client well before uvicorn's 5 s keep-alive
+    # ends it, as browsers do, so no request goes out on a connection the server is closing.
+    LIMITS = httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=1.5)
+    # One TLS context for all (plain HTTP here, but each client would otherwise load the
+    # system's CA certificates: a quarter of the tool's time at 500 learners).
+    TLS = ssl.create_default_context()
+
+    def __init__(self, url: str, timeout: float) -> None:
+        self.client = httpx.AsyncClient(
+            base_url=url, timeout=timeout, limits=self.LIMITS, verify=self.TLS
+        )
+        self.connections = 0  # httpx does not say; not counted
+
+    async def get(self, path: str) -> Page:
+        return await self._timed(self.client.get(path))
+
+    async def post(self, path: str, form: Form) -> Page:
+        return await self._timed(self.client.post(path, data=form))
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    @staticmethod
+    async def _timed(sending: Awaitable[httpx.Response]) -> Page:
+        began = time.perf_counter()
+        try:
+            response = await sending
+        except httpx.TimeoutException as error:
+            raise TimeoutError(str(error)) from error
+        return Response(
+            response.status_code,
+            response.headers,  # type: ignore[arg-type]  # a case-insensitive mapping
+            response.content,
+            time.perf_counter() - began,
+        )
+
+
+CLIENTS: dict[str, Callable[[str, float], Browser]] = {"lean": LeanBrowser, "httpx": HttpxBrowser}
+LOOPS = ("uvloop", "asyncio")
+
+
 @dataclass
 class Learner:
     """One learner's browser."""
 
-    client: httpx.AsyncClient
+    browser: Browser
     tally: Tally
     rng: random.Random
 
-    async def request(self, kind: str, method: str, path: str, **form: object) -> httpx.Response:
+    async def request(self, kind: str, method: str, path: str, **form: str) -> Page:
         """Send one request (again after Retry-After while busy); time it under `kind`."""
+        fields: Form = form
         while True:
-            began = time.perf_counter()
             try:
                 if method == "GET":
-                    response = await self.client.get(path)
+                    response = await self.browser.get(path)
                 else:
-                    response = await self.client.post(path, data=form)
-            except httpx.TimeoutException as error:
+                    response = await self.browser.post(path, fields)
+            except TimeoutError as error:
                 self.tally.timeouts += 1
                 raise Failed(f"{kind}: time-out") from error
-            except httpx.HTTPError as error:
+            except (httpx.HTTPError, ProtocolError, OSError) as error:
                 self.tally.errors[f"{kind}: {type(error).__name__}"] += 1
                 raise Failed(kind) from error
-            self.tally.latencies[kind].append(time.perf_counter() - began)
+            self.tally.latencies[kind].append(response.elapsed)
             self.tally.last = time.perf_counter()
-            if response.status_code != 503:
+            if response.status != 503:
                 break
             self.tally.busy += 1
             retry_after = float(response.headers.get("retry-after", "1"))
             await asyncio.sleep(retry_after * (1 + self.rng.random()))  # as the busy page does
             if method == "POST":  # the busy page's form: the same fields, a first-arrival stamp
-                form = _resend_fields(response.text) or form
-        if response.status_code not in (200, 303):
+                fields = _resend_fields(response.text) or fields
+        if response.status not in (200, 303):
             said = _MESSAGE.search(response.text)
             reason = f" {html.unescape(said[1])}" if said else ""
-            self.tally.errors[f"{kind}: {response.status_code}{reason}"] += 1
-            raise Failed(f"{kind}: {response.status_code}")
+            self.tally.errors[f"{kind}: {response.status}{reason}"] += 1
+            raise Failed(f"{kind}: {response.status}")
         return response
 
-    async def follow(self, response: httpx.Response, kind: str) -> httpx.Response:
+    async def follow(self, response: Page, kind: str) -> Page:
         """Follow one redirect as its own request."""
         return await self.request(kind, "GET", response.headers["location"])
 
@@ -134,7 +225,7 @@ async def take_the_set(learner: Learner, answers: list[tuple[str, str]], delay: 
     """The whole flow for one learner (`answers`: the right and a wrong option per question)."""
     await asyncio.sleep(delay)
     page = await learner.request("set page", "GET", f"/sets/{SET_ID}")
-    csrf = _found(_CSRF, page.text)
+    csrf = _value(page.body, _CSRF_AT)
     started = await learner.request("start", "POST", f"/sets/{SET_ID}/start", csrf_token=csrf)
     resumed = await learner.follow(started, "resume")
     question = await learner.follow(resumed, "question")
@@ -143,7 +234,8 @@ async def take_the_set(learner: Learner, answers: list[tuple[str, str]], delay: 
         tries = [wrong, right] if learner.rng.random() < WRONG_FIRST else [right]
         for choice in tries:
             await learner.think()
-            csrf, token = _found(_CSRF, question.text), _found(_SUBMISSION, question.text)
+            csrf = _value(question.body, _CSRF_AT)
+            token = _value(question.body, _SUBMISSION_AT)
             sent = await learner.request(
                 "answer",
                 "POST",
@@ -155,14 +247,14 @@ async def take_the_set(learner: Learner, answers: list[tuple[str, str]], delay: 
             learner.tally.acknowledged += 1
             question = await learner.follow(sent, "question")
         moved = await learner.request(
-            "next", "POST", f"{base}/next", csrf_token=_found(_CSRF, question.text)
+            "next", "POST", f"{base}/next", csrf_token=_value(question.body, _CSRF_AT)
         )
         where = await learner.follow(moved, "resume")
         question = await learner.follow(where, "results" if number == len(answers) else "question")
     learner.tally.finished += 1
 
 
-def _resend_fields(page: str) -> dict[str, object]:
+def _resend_fields(page: str) -> dict[str, list[str]]:
     """The fields the busy page sends again by itself (its form's hidden inputs)."""
     start = page.find('<form id="busy-retry"')
     if start < 0:
@@ -171,6 +263,17 @@ def _resend_fields(page: str) -> dict[str, object]:
     for name, value in _HIDDEN.findall(page[start : page.index("</form>", start)]):
         fields[name].append(html.unescape(value))
     return dict(fields)
+
+
+def _value(body: bytes, marker: bytes) -> str:
+    """The attribute value that follows `marker` in a page: a search for one string, not a
+    decoding and a regular expression over the whole page."""
+    start = body.find(marker)
+    if start < 0:
+        raise Failed(f"the page lacks {marker.decode()!r}")
+    start += len(marker)
+    value = body[start : body.index(b'"', start)].decode()
+    return html.unescape(value) if "&" in value else value
 
 
 def _found(pattern: re.Pattern[str], text: str) -> str:
@@ -197,40 +300,43 @@ def set_answers() -> list[tuple[str, str]]:
     return answers
 
 
-async def run_class(url: str, learners: int, seed: int) -> Tally:
-    """Send `learners` learners through the set together; return what they saw."""
-    answers = set_answers()
+async def run_class(
+    url: str, learners: int, seed: int, answers: list[tuple[str, str]], client: str = "lean"
+) -> Tally:
+    """Send `learners` learners through the set together on `client`'s browsers; return what
+    they saw. (`answers` are read before: loading the catalog is no cost of the requests.)"""
     tally = Tally()
-    # A connection idle for 1.5 s is dropped by the client well before uvicorn's 5 s keep-alive ends
-    # it, as browsers do, so no request goes out on a connection the server is closing.
-    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=1.5)
     rng = random.Random(seed)
-    # One TLS context for all (plain HTTP here, but each client would otherwise load the
-    # system's CA certificates: a quarter of the tool's time at 500 learners).
-    tls = ssl.create_default_context()
-    clients = [
-        httpx.AsyncClient(base_url=url, timeout=TIMEOUT_S, limits=limits, verify=tls)
-        for _ in range(learners)
-    ]
+    browsers = [CLIENTS[client](url, TIMEOUT_S) for _ in range(learners)]
     tally.first = time.perf_counter()
     try:
         results = await asyncio.gather(
             *(
                 take_the_set(
-                    Learner(client, tally, random.Random(rng.random())),
+                    Learner(browser, tally, random.Random(rng.random())),
                     answers,
                     rng.uniform(0, START_SPREAD_S),
                 )
-                for client in clients
+                for browser in browsers
             ),
             return_exceptions=True,
         )
     finally:
-        await asyncio.gather(*(client.aclose() for client in clients))
+        await asyncio.gather(*(browser.aclose() for browser in browsers))
+    tally.connections = sum(browser.connections for browser in browsers)
     for result in results:
         if isinstance(result, BaseException) and not isinstance(result, Failed):
             tally.errors[f"bench: {type(result).__name__}: {result}"] += 1
     return tally
+
+
+def run_loop(main: Coroutine[Any, Any, Tally], loop: str) -> Tally:
+    """Run the class on uvloop's event loop (libuv's, in C) or asyncio's own."""
+    if loop == "uvloop":
+        import uvloop
+
+        return uvloop.run(main)
+    return asyncio.run(main)
 
 
 def stored_answers(database_url: str) -> int:
@@ -347,7 +453,13 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def report(
-    name: str, learners: int, tally: Tally, stored: int, load: str, cpu: tuple[float, float]
+    name: str,
+    learners: int,
+    client: str,
+    tally: Tally,
+    stored: int,
+    load: str,
+    cpu: tuple[float, float],
 ) -> None:
     """Print one run's figures."""
     requests = sum(len(values) for values in tally.latencies.values())
@@ -355,9 +467,11 @@ def report(
     span = max(tally.last - tally.first, 1e-9)
     every = sorted(value for values in tally.latencies.values() for value in values)
     errors = sum(tally.errors.values())
+    opened = f", {tally.connections} connections opened" if tally.connections else ""
     print(
-        f"\n== {name}, {learners} learners: {requests / span:.0f} requests/s over {span:.0f} s, "
-        f"{requests} requests, {tally.finished}/{learners} finished; load before: {load}"
+        f"\n== {name}, {learners} learners, {client}: {requests / span:.0f} requests/s over "
+        f"{span:.0f} s, {requests} requests{opened}, {tally.finished}/{learners} finished; "
+        f"load before: {load}"
     )
     print(f"{'request':<12}{'count':>7}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'max ms':>9}")
     for kind, values in [*sorted(tally.latencies.items()), ("all", every)]:
@@ -369,7 +483,7 @@ def report(
     print(
         f"errors {errors}, time-outs {tally.timeouts}, busy (503, sent again) {tally.busy}; "
         f"answers acknowledged {tally.acknowledged} / stored {stored}; CPU per request: "
-        f"server {server_cpu:.1f} ms, load tool {tool_cpu:.1f} ms"
+        f"server {server_cpu:.2f} ms, load tool {tool_cpu:.2f} ms"
     )
     for problem, count in sorted(tally.errors.items()):
         print(f"  {count} × {problem}")
@@ -387,6 +501,36 @@ def _ms(ordered: list[float], quantile: float) -> str:
     return f"{ordered[index] * 1000:.0f}"
 
 
+def run_one(
+    args: argparse.Namespace,
+    name: str,
+    learners: int,
+    client: str,
+    loop: str,
+    server_url: str | None,
+    folder: Path,
+    answers: list[tuple[str, str]],
+) -> None:
+    """One class on a fresh server and database; print its figures."""
+    kind, workers = CONFIGS[name]
+    if kind == "sqlite":
+        database_url = f"sqlite:///{folder / f'{name}-{learners}-{secrets.token_hex(4)}.db'}"
+    else:
+        assert server_url is not None
+        database_url = fresh_postgres(server_url)
+    root = args.against.resolve() if args.against else REPO
+    python = str(root / ".venv/bin/python") if args.against else sys.executable
+    process, url = serve(database_url, workers, folder, root, python)
+    load = " ".join(f"{value:.1f}" for value in os.getloadavg())
+    server_before, tool_before = cpu_seconds(process.pid), _own_cpu()
+    try:
+        tally = run_loop(run_class(url, learners, args.seed, answers, client), loop)
+        cpu = (cpu_seconds(process.pid) - server_before, _own_cpu() - tool_before)
+    finally:
+        stop(process)
+    report(name, learners, f"{client} on {loop}", tally, stored_answers(database_url), load, cpu)
+
+
 def main() -> int:
     """Run each configuration at each class size, one after the other, and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -395,6 +539,21 @@ def main() -> int:
     parser.add_argument("--postgres-url", help="a server to create the databases on")
     parser.add_argument("--seed", type=int, default=26)
     parser.add_argument("--against", type=Path, help="serve another checkout (with its .venv)")
+    parser.add_argument(
+        "--client",
+        nargs="+",
+        choices=sorted(CLIENTS),
+        default=["lean"],
+        help="the learners' browsers: lean (bench/class_client.py) or httpx; several: each in "
+        "turn, on a fresh server and database",
+    )
+    parser.add_argument(
+        "--loop",
+        nargs="+",
+        choices=LOOPS,
+        default=["uvloop"],
+        help="the load tool's event loop (several: each client on each in turn)",
+    )
     parser.add_argument(
         "--sqlite-synchronous",
         choices=["full", "normal"],
@@ -410,30 +569,20 @@ def main() -> int:
         f"{os.cpu_count()} CPUs; set {SET_ID!r}; think {THINK_S[0]}-{THINK_S[1]} s; "
         f"starts spread over {START_SPREAD_S:.0f} s; client time-out {TIMEOUT_S:.0f} s"
     )
+    answers = set_answers()
+    # What is loaded by now (the app's modules and catalog, read for the answers) lives to the
+    # end: frozen, the collector's full passes during a class do not walk it (as the server).
+    gc.collect()
+    gc.freeze()
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory() as scratch:
         folder = Path(os.environ.get("BENCH_KEEP") or scratch)
         server_url = args.postgres_url
         for name in args.configs:
-            kind, workers = CONFIGS[name]
-            if kind == "postgres" and server_url is None:
+            if CONFIGS[name][0] == "postgres" and server_url is None:
                 server_url = stack.enter_context(private_postgres())
             for learners in args.learners:
-                if kind == "sqlite":
-                    database_url = f"sqlite:///{folder / f'{name}-{learners}.db'}"
-                else:
-                    assert server_url is not None
-                    database_url = fresh_postgres(server_url)
-                root = args.against.resolve() if args.against else REPO
-                python = str(root / ".venv/bin/python") if args.against else sys.executable
-                process, url = serve(database_url, workers, folder, root, python)
-                load = " ".join(f"{value:.1f}" for value in os.getloadavg())
-                server_before, tool_before = cpu_seconds(process.pid), _own_cpu()
-                try:
-                    tally = asyncio.run(run_class(url, learners, args.seed))
-                    cpu = (cpu_seconds(process.pid) - server_before, _own_cpu() - tool_before)
-                finally:
-                    stop(process)
-                report(name, learners, tally, stored_answers(database_url), load, cpu)
+                for client, loop in itertools.product(args.client, args.loop):
+                    run_one(args, name, learners, client, loop, server_url, folder, answers)
     return 0
 
 

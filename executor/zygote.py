@@ -26,7 +26,7 @@ import warnings
 import weakref
 from typing import Any, NoReturn
 
-from executor import cell, sandbox, siblings, supervisor
+from executor import cell, hugepages, sandbox, siblings, supervisor
 from executor.gpus import Gpu
 from executor.limits import Limits
 
@@ -100,15 +100,16 @@ def main() -> None:
         "trusted": context.trusted,
         "sandbox_error": context.sandbox_error,
         "threads": len(os.listdir("/proc/self/task")),
-        "startup_s": round(time.monotonic() - started, 3),
         "modules": modules,
     }
-    print(json.dumps(ready), flush=True)
     # Move every object the preload created out of the collector's reach: a collection in a
     # forked rank would otherwise walk (and so copy-on-write) the whole inherited heap.
     _keep_preload_finalizers_from_exit()
     gc.collect()
     gc.freeze()
+    ready["huge_pages_mb"] = hugepages.collapse_heap()  # cheaper forks (hugepages.py)
+    ready["startup_s"] = round(time.monotonic() - started, 3)
+    print(json.dumps(ready), flush=True)
     _serve(listener, context, int(config["slots"]))
 
 
@@ -125,13 +126,14 @@ def _serve_as_sibling(
             cpu_fairness=config["cpu_fairness"],
         )
         context = dataclasses.replace(context, plan=plan)
-    ready = {"event": "ready", "sibling": config["sibling"],
-             "startup_s": round(time.monotonic() - started, 3)}  # fmt: skip
     slot_names = [f"slot-{config['main_pid']}-{index}" for index in range(config["slots"])]
     assert context.sibling_dir is not None
     _keep_preload_finalizers_from_exit()
     gc.collect()
     gc.freeze()
+    huge_pages_mb = hugepages.collapse_heap()  # cheaper forks (hugepages.py)
+    ready = {"event": "ready", "sibling": config["sibling"], "huge_pages_mb": huge_pages_mb,
+             "startup_s": round(time.monotonic() - started, 3)}  # fmt: skip
     # Listen before saying ready, so that the first run can already use this parent.
     siblings.serve(
         context, context.sibling_dir, config["sibling"], slot_names,

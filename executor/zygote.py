@@ -63,7 +63,21 @@ def main() -> None:
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, "1")  # before torch is imported, or it has no effect (trap 3)
     started = time.monotonic()
-    torch_version, modules = _preload(config["warm"], config.get("modules"))
+    torch_version = _import_torch()
+    modules = config.get("modules")
+    if config.get("role") == "sibling" and modules is None:
+        # Started beside the main zygote, not after it: torch's import (the bulk of a warm
+        # parent's start) overlaps the main one's; the modules to warm follow on stdin once the
+        # main zygote has found them (pool.py).
+        line = sys.stdin.readline()
+        if not line:
+            return  # the service gave up on this start
+        modules = json.loads(line)["modules"]
+    elif modules is None:
+        modules = _modules_used_by(WARMUP_SNIPPET) if config["warm"] else []
+        if config.get("siblings"):
+            print(json.dumps({"event": "modules", "modules": modules}), flush=True)
+    modules = _warm(config["warm"], modules)
     # Found by the service (gpus.discover) without CUDA: this process must never start CUDA,
     # or no rank forked from it could use it (trap 11).
     gpus = tuple(Gpu.from_dict(gpu) for gpu in config.get("gpus", []))
@@ -144,6 +158,14 @@ def _serve_as_sibling(
 def _preload(warm: bool, modules: list[str] | None) -> tuple[str, list[str]]:
     """Import torch and, when warm, what a DDP snippet imports lazily; return torch's version
     and the modules warmed up. Nothing here may call torch.cuda (see main)."""
+    torch_version = _import_torch()
+    if warm and modules is None:  # a sibling is handed the main zygote's list
+        modules = _modules_used_by(WARMUP_SNIPPET)
+    return torch_version, _warm(warm, modules)
+
+
+def _import_torch() -> str:
+    """Import torch and the parts every run uses; return its version (no torch.cuda here)."""
     import numpy  # noqa: F401  (without it torch warns into every snippet's output, trap 10)
     import torch
     import torch.distributed
@@ -151,11 +173,14 @@ def _preload(warm: bool, modules: list[str] | None) -> tuple[str, list[str]]:
     import torch.nn.parallel
     import torch.utils.data
 
-    # The modules warmed up below add warning filters as they import (sympy: once
-    # SymPyDeprecationWarning) that a snippet importing torch would not have: keep torch's own.
+    return str(torch.__version__)
+
+
+def _warm(warm: bool, modules: list[str] | None) -> list[str]:
+    """When warm, import `modules` (what a DDP snippet imports lazily); return them."""
+    # They add warning filters as they import (sympy: once SymPyDeprecationWarning) that a
+    # snippet importing torch would not have: keep torch's own.
     torch_filters = list(warnings.filters)
-    if warm and modules is None:  # a sibling is handed the main zygote's list
-        modules = _modules_used_by(WARMUP_SNIPPET)
     for name in modules or []:
         if warm:
             try:
@@ -164,7 +189,7 @@ def _preload(warm: bool, modules: list[str] | None) -> tuple[str, list[str]]:
                 continue
     warnings.filters[:] = torch_filters  # type: ignore[index]
     warnings._filters_mutated()  # type: ignore[attr-defined]
-    return str(torch.__version__), modules or []
+    return modules or []
 
 
 def _keep_preload_finalizers_from_exit() -> None:

@@ -4,9 +4,9 @@ A warm parent holds ~220 MB of anonymous memory (torch's C++ registrations on th
 Python's objects in mmap'd arenas), and every run forks it several times: the run's init, its
 store process, each rank, and a sibling's staging child. fork() copies a page-table entry per
 resident 4 KiB page of that memory (~55,000) and exit() tears them down again, which perf showed
-as the largest single cost of a verify (copy_page_range and unmap_page_range: a quarter of all
-CPU samples). Once the memory is collapsed into 2 MiB pages, fork copies one entry per 2 MiB
-instead, and a child that writes to one of them (a refcount) splits only that one.
+as the largest single cost of plain 2-rank runs (copy_page_range and unmap_page_range: a quarter
+of all CPU samples). Once the memory is collapsed into 2 MiB pages, fork copies one entry per
+2 MiB instead, and a child that writes to one of them (a refcount) splits only that one.
 
 Nothing a rank can see changes: the same bytes at the same addresses, the same limits (a split
 page is charged as a copied one was). MADV_COLLAPSE (Linux >= 6.1) is synchronous and works

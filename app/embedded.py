@@ -156,14 +156,41 @@ def temporary_executor(
     With a `token`, it accepts runs only with that token (and a stale executor on the port is
     refused); without one it inherits RANKLAB_EXECUTOR_TOKEN, if set.
     """
+    with starting_executor(trusted, wait_s, slots, token) as starting:
+        yield starting.ready()
+
+
+class StartingExecutor:
+    """A private executor on its way up: `ready()` blocks until it is warm, returns its URL."""
+
+    def __init__(
+        self, process: subprocess.Popen[bytes], url: str, token: str | None, wait_s: float,
+        log: IO[bytes],
+    ) -> None:  # fmt: skip
+        self.process, self.url, self.token, self.wait_s, self.log = process, url, token, wait_s, log
+
+    def ready(self) -> str:
+        wait_until_warm(self.process, self.url, self.token, self.wait_s, self.log)
+        return self.url
+
+
+@contextmanager
+def starting_executor(
+    trusted: bool = False,
+    wait_s: float = 180.0,
+    slots: int | None = None,
+    token: str | None = None,
+) -> Iterator[StartingExecutor]:
+    """Start a private executor (as temporary_executor) without waiting for it to be warm, so
+    the caller can do its own work meanwhile (verify loads the course: the executor's start
+    is mostly CPU in other processes, importing torch)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     # Its access log would drown the command's own output; kept to explain a failed start.
     with tempfile.TemporaryFile() as log:
         process = spawn_executor("127.0.0.1", port, trusted, log, slots, token)
         try:
-            wait_until_warm(process, url, token, wait_s, log)
-            yield url
+            yield StartingExecutor(process, url, token, wait_s, log)
         finally:
             stop_executor(process)
 

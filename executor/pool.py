@@ -140,14 +140,27 @@ class WarmPool:
             }
             process = self._spawn(config)
             self._process = process
+            # The siblings start now, beside the main zygote: each imports torch while it does
+            # (most of a warm parent's start), then waits on stdin for the modules to warm.
+            pending = self._spawn_siblings(config, process.pid) if config["siblings"] else []
             line = _read_line(process.stdout, self.settings.startup_timeout_s)
+            first = json.loads(line) if line else {}
+            if first.get("event") == "modules":
+                for sibling in pending:
+                    _send_modules(sibling, first["modules"])
+                line = _read_line(process.stdout, self.settings.startup_timeout_s)
             if not line:
+                for sibling in pending:
+                    _stop(sibling)
                 self._stop_process()
                 raise ExecutorUnavailable("the executor's warm process failed to start")
             info = json.loads(line)
-            modules = info.pop("modules", [])
-            if config["siblings"] and not info.get("sandbox_error"):
-                self._start_siblings(config, process.pid, modules)
+            info.pop("modules", None)
+            if info.get("sandbox_error"):
+                for sibling in pending:
+                    _stop(sibling)
+            else:
+                self._await_siblings(pending)
             info["siblings"] = len(self._siblings)
             self.info = info
             self.started_once = True
@@ -175,12 +188,16 @@ class WarmPool:
         process.stdin.flush()
         return process
 
-    def _start_siblings(self, config: dict[str, Any], main_pid: int, modules: list[str]) -> None:
-        """Start the extra warm parents that give ranks their own hash secret (siblings.py)."""
-        sibling = {**config, "role": "sibling", "main_pid": main_pid, "modules": modules}
-        started = [
-            self._spawn({**sibling, "sibling": index}) for index in range(config["siblings"])
-        ]
+    def _spawn_siblings(
+        self, config: dict[str, Any], main_pid: int
+    ) -> list[subprocess.Popen[bytes]]:
+        """Start the extra warm parents that give ranks their own hash secret (siblings.py);
+        each is handed the modules to warm later (_send_modules)."""
+        sibling = {**config, "role": "sibling", "main_pid": main_pid, "modules": None}
+        return [self._spawn({**sibling, "sibling": index}) for index in range(config["siblings"])]
+
+    def _await_siblings(self, started: list[subprocess.Popen[bytes]]) -> None:
+        """Keep the siblings that say they are ready; stop the others."""
         for process in started:
             if _read_line(process.stdout, self.settings.startup_timeout_s):
                 self._siblings.append(process)
@@ -271,6 +288,16 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
     if process.stdout is not None:
         process.stdout.close()
+
+
+def _send_modules(sibling: subprocess.Popen[bytes], modules: list[str]) -> None:
+    """Tell a sibling which modules to warm (the main zygote's list), its second stdin line."""
+    assert sibling.stdin is not None
+    try:
+        sibling.stdin.write(json.dumps({"modules": modules}).encode() + b"\n")
+        sibling.stdin.flush()
+    except OSError:
+        pass  # it died: it never says it is ready, and _await_siblings stops it
 
 
 def _read_line(stream: IO[bytes] | None, timeout: float) -> bytes:

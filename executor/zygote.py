@@ -26,7 +26,7 @@ import warnings
 import weakref
 from typing import Any, NoReturn
 
-from executor import cell, sandbox, siblings, supervisor
+from executor import cell, hugepages, sandbox, siblings, supervisor
 from executor.gpus import Gpu
 from executor.limits import Limits
 
@@ -63,7 +63,21 @@ def main() -> None:
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, "1")  # before torch is imported, or it has no effect (trap 3)
     started = time.monotonic()
-    torch_version, modules = _preload(config["warm"], config.get("modules"))
+    torch_version = _import_torch()
+    modules = config.get("modules")
+    if config.get("role") == "sibling" and modules is None:
+        # Started beside the main zygote, not after it: torch's import (the bulk of a warm
+        # parent's start) overlaps the main one's; the modules to warm follow on stdin once the
+        # main zygote has found them (pool.py).
+        line = sys.stdin.readline()
+        if not line:
+            return  # the service gave up on this start
+        modules = json.loads(line)["modules"]
+    elif modules is None:
+        modules = _modules_used_by(WARMUP_SNIPPET) if config["warm"] else []
+        if config.get("siblings"):
+            print(json.dumps({"event": "modules", "modules": modules}), flush=True)
+    modules = _warm(config["warm"], modules)
     # Found by the service (gpus.discover) without CUDA: this process must never start CUDA,
     # or no rank forked from it could use it (trap 11).
     gpus = tuple(Gpu.from_dict(gpu) for gpu in config.get("gpus", []))
@@ -100,15 +114,16 @@ def main() -> None:
         "trusted": context.trusted,
         "sandbox_error": context.sandbox_error,
         "threads": len(os.listdir("/proc/self/task")),
-        "startup_s": round(time.monotonic() - started, 3),
         "modules": modules,
     }
-    print(json.dumps(ready), flush=True)
     # Move every object the preload created out of the collector's reach: a collection in a
     # forked rank would otherwise walk (and so copy-on-write) the whole inherited heap.
     _keep_preload_finalizers_from_exit()
     gc.collect()
     gc.freeze()
+    ready["huge_pages_mb"] = hugepages.collapse_heap()  # cheaper forks (hugepages.py)
+    ready["startup_s"] = round(time.monotonic() - started, 3)
+    print(json.dumps(ready), flush=True)
     _serve(listener, context, int(config["slots"]))
 
 
@@ -125,13 +140,14 @@ def _serve_as_sibling(
             cpu_fairness=config["cpu_fairness"],
         )
         context = dataclasses.replace(context, plan=plan)
-    ready = {"event": "ready", "sibling": config["sibling"],
-             "startup_s": round(time.monotonic() - started, 3)}  # fmt: skip
     slot_names = [f"slot-{config['main_pid']}-{index}" for index in range(config["slots"])]
     assert context.sibling_dir is not None
     _keep_preload_finalizers_from_exit()
     gc.collect()
     gc.freeze()
+    huge_pages_mb = hugepages.collapse_heap()  # cheaper forks (hugepages.py)
+    ready = {"event": "ready", "sibling": config["sibling"], "huge_pages_mb": huge_pages_mb,
+             "startup_s": round(time.monotonic() - started, 3)}  # fmt: skip
     # Listen before saying ready, so that the first run can already use this parent.
     siblings.serve(
         context, context.sibling_dir, config["sibling"], slot_names,
@@ -142,6 +158,14 @@ def _serve_as_sibling(
 def _preload(warm: bool, modules: list[str] | None) -> tuple[str, list[str]]:
     """Import torch and, when warm, what a DDP snippet imports lazily; return torch's version
     and the modules warmed up. Nothing here may call torch.cuda (see main)."""
+    torch_version = _import_torch()
+    if warm and modules is None:  # a sibling is handed the main zygote's list
+        modules = _modules_used_by(WARMUP_SNIPPET)
+    return torch_version, _warm(warm, modules)
+
+
+def _import_torch() -> str:
+    """Import torch and the parts every run uses; return its version (no torch.cuda here)."""
     import numpy  # noqa: F401  (without it torch warns into every snippet's output, trap 10)
     import torch
     import torch.distributed
@@ -149,11 +173,14 @@ def _preload(warm: bool, modules: list[str] | None) -> tuple[str, list[str]]:
     import torch.nn.parallel
     import torch.utils.data
 
-    # The modules warmed up below add warning filters as they import (sympy: once
-    # SymPyDeprecationWarning) that a snippet importing torch would not have: keep torch's own.
+    return str(torch.__version__)
+
+
+def _warm(warm: bool, modules: list[str] | None) -> list[str]:
+    """When warm, import `modules` (what a DDP snippet imports lazily); return them."""
+    # They add warning filters as they import (sympy: once SymPyDeprecationWarning) that a
+    # snippet importing torch would not have: keep torch's own.
     torch_filters = list(warnings.filters)
-    if warm and modules is None:  # a sibling is handed the main zygote's list
-        modules = _modules_used_by(WARMUP_SNIPPET)
     for name in modules or []:
         if warm:
             try:
@@ -162,7 +189,7 @@ def _preload(warm: bool, modules: list[str] | None) -> tuple[str, list[str]]:
                 continue
     warnings.filters[:] = torch_filters  # type: ignore[index]
     warnings._filters_mutated()  # type: ignore[attr-defined]
-    return str(torch.__version__), modules or []
+    return modules or []
 
 
 def _keep_preload_finalizers_from_exit() -> None:

@@ -6,13 +6,16 @@ a RunResult, yields events, or raises ExecutorUnavailable with a message: never 
 
 from __future__ import annotations
 
+import http.server
 import json
+import ssl
+import threading
 from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
 
-from app.executor_client import ExecutorUnavailable, HttpExecutorClient
+from app.executor_client import ExecutorUnavailable, HttpExecutorClient, tls_context
 from executor.contract import OutputEvent, RunRequest, RunResult
 
 REQUEST = RunRequest(code="print(1)", nproc=2, timeout_s=5)
@@ -157,3 +160,43 @@ def test_probe_returns_a_starting_document_and_none_for_garbage() -> None:
     starting = client(lambda request: httpx.Response(503, json={"status": "starting"}))
     assert starting.probe() == {"status": "starting"}
     assert client(lambda request: httpx.Response(200, text="<html>")).probe() is None
+
+
+def test_runs_share_one_tls_context_and_keep_certificate_checks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A client per run must not rebuild TLS settings per run: httpx loads the whole CA bundle
+    for each new client (~20 ms of CPU, paid by every verify run), even over plain http."""
+    loads: list[object] = []
+    original = ssl.SSLContext.load_verify_locations
+
+    def counting(self: ssl.SSLContext, *args: object, **kwargs: object) -> None:
+        loads.append(args or kwargs)
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counting)
+
+    class Executor(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps(RESULT).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Executor) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            real = HttpExecutorClient(f"http://127.0.0.1:{server.server_address[1]}")
+            results = [real.run(REQUEST) for _ in range(3)]
+        finally:
+            server.shutdown()
+    assert [result.status.value for result in results] == ["ok"] * 3
+    assert len(loads) <= 1  # at most the first client's, never one per run
+    context = tls_context()
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname

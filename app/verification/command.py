@@ -44,6 +44,37 @@ def verify(
     the verdicts (with each item's content hash) are merged into that proofs file, which
     `ranklab content` reads."""
     started = time.monotonic()
+    # With --all everything runs: the private executor starts (seconds, in other processes)
+    # while the course loads, not after. Otherwise only once something is known to need it:
+    # a course with nothing changed starts none.
+    early = executor_url is None and run_all
+    with (
+        embedded.starting_executor(trusted=trusted, slots=_slots(jobs))
+        if early
+        else contextlib.nullcontext(None)
+    ) as starting:
+        return _verify(
+            path, started, starting, executor_url=executor_url, repeats=repeats,
+            trusted=trusted, jobs=jobs, as_json=as_json, database_url=database_url,
+            proofs_path=proofs_path, items=items, run_all=run_all,
+        )  # fmt: skip
+
+
+def _verify(
+    path: Path,
+    started: float,
+    starting: embedded.StartingExecutor | None,
+    *,
+    executor_url: str | None,
+    repeats: int,
+    trusted: bool,
+    jobs: int,
+    as_json: bool,
+    database_url: str | None,
+    proofs_path: Path | None,
+    items: Sequence[str],
+    run_all: bool,
+) -> int:
     folder = course.load(path)
     report = folder.report
     for error in report.errors:
@@ -75,7 +106,7 @@ def verify(
     try:
         # Nothing to run: no executor is started (a course with nothing changed takes seconds).
         with (
-            _executor(executor_url, trusted, jobs)
+            _executor(executor_url, trusted, jobs, starting)
             if selection.sets or selection.labs or selection.proof_runs
             else contextlib.nullcontext(None)
         ) as url:
@@ -151,13 +182,22 @@ def _write_proofs(
     print(f"verify: proofs written to {path}", file=sys.stderr)
 
 
-def _executor(url: str | None, trusted: bool, jobs: int) -> AbstractContextManager[str]:
-    """The executor to use: the one given, or a private one with a slot per job (and spare
-    slots for the runs that wait blocked at their limit: packing.py)."""
+def _executor(
+    url: str | None, trusted: bool, jobs: int, starting: embedded.StartingExecutor | None
+) -> AbstractContextManager[str]:
+    """The executor to use: the one given, the private one already starting, or a private one
+    started now."""
     if url:
         return contextlib.nullcontext(url)
-    slots = jobs + packing.SPARE_SLOTS if jobs > 1 else None
-    return embedded.temporary_executor(trusted=trusted, slots=slots)
+    if starting is not None:
+        return contextlib.nullcontext(starting.ready())
+    return embedded.temporary_executor(trusted=trusted, slots=_slots(jobs))
+
+
+def _slots(jobs: int) -> int | None:
+    """A private executor's slots: one per job, and spare slots for the runs that wait blocked
+    at their limit (packing.py)."""
+    return jobs + packing.SPARE_SLOTS if jobs > 1 else None
 
 
 def _record(engine: Engine, verified: Verified) -> bool:

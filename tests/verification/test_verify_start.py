@@ -1,0 +1,74 @@
+"""When `ranklab verify` starts its private executor: with --all, before it loads the course (the
+executor's start, seconds of importing torch in other processes, overlaps the load); otherwise
+only once the selection says something must run. The executor and the runs are faked: this is
+about the order of the steps, the runs themselves are tested against a real executor elsewhere."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app import embedded
+from app.challenges import course
+from app.verification import command, pipeline
+from tests.conftest import TEST_CHALLENGES
+
+
+@pytest.fixture
+def steps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    seen: list[str] = []
+
+    class Starting:
+        def ready(self) -> str:
+            seen.append("warm")
+            return "http://127.0.0.1:9"  # nothing listens: the runs are faked below
+
+    @contextlib.contextmanager
+    def starting_executor(**_: object) -> Iterator[Starting]:
+        seen.append("start")
+        try:
+            yield Starting()
+        finally:
+            seen.append("stop")
+
+    @contextlib.contextmanager
+    def temporary_executor(**_: object) -> Iterator[str]:
+        seen.extend(["start", "warm"])
+        try:
+            yield "http://127.0.0.1:9"
+        finally:
+            seen.append("stop")
+
+    real_load = course.load
+
+    def load(path: Path) -> course.FolderReport:
+        seen.append("load")
+        return real_load(path)
+
+    def run(*_: object) -> Iterator[pipeline.Outcome]:
+        seen.append("runs")
+        return iter(())
+
+    monkeypatch.setattr(embedded, "starting_executor", starting_executor, raising=False)
+    monkeypatch.setattr(embedded, "temporary_executor", temporary_executor)
+    monkeypatch.setattr(course, "load", load)
+    monkeypatch.setattr(pipeline, "run", run)
+    return seen
+
+
+def test_verify_all_starts_the_executor_before_it_loads_the_course(steps: list[str]) -> None:
+    assert command.verify(TEST_CHALLENGES / "runs", run_all=True) == 0
+    assert steps == ["start", "load", "warm", "runs", "stop"]
+
+
+def test_verify_without_all_starts_an_executor_only_after_the_load(steps: list[str]) -> None:
+    assert command.verify(TEST_CHALLENGES / "runs") == 0
+    assert steps == ["load", "start", "warm", "runs", "stop"]
+
+
+def test_an_unknown_item_stops_the_executor_started_early(steps: list[str]) -> None:
+    assert command.verify(TEST_CHALLENGES / "runs", run_all=True, items=["no-such-item"]) == 2
+    assert steps == ["start", "load", "stop"]

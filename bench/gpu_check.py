@@ -118,6 +118,18 @@ print("nodes", sorted(n for n in os.listdir("/dev") if n.startswith("nvidia")))
 print("cuda available", torch.cuda.is_available())
 """
 
+# Verify's early stop of a hang (stop_when_stuck) on this host's kernel and cgroups: rank 0
+# waits in all_reduce, rank 1 in barrier, gloo matches neither.
+GLOO_DEADLOCK = """
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+if dist.get_rank() == 0:
+    dist.all_reduce(torch.ones(1))
+else:
+    dist.barrier()
+print("never printed")
+"""
+
 GLOO_DDP_STEP = """
 import torch, torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -193,6 +205,12 @@ def cases(gpu_count: int) -> list[Case]:
             "ok",
             "cuda available False",
         ),
+        Case(
+            "gloo deadlock, verify's early stop",
+            RunRequest(code=GLOO_DEADLOCK, nproc=2, backend="gloo", stop_when_stuck=True),
+            "timeout",
+            "stopped when stuck",
+        ),
     ]
 
 
@@ -206,6 +224,8 @@ def describe(result: RunResult) -> str:
         parts.append(f"r{rank.rank} {rank.status}: {text[:110]}")
     if result.message:
         parts.append(f"message: {result.message[:160]}")
+    if result.stopped_when_stuck:
+        parts.append("stopped when stuck")
     return " | ".join(parts)
 
 
@@ -231,6 +251,23 @@ def host_facts() -> dict[str, str]:
     return facts
 
 
+def warm_parent_huge_pages() -> str:
+    """AnonHugePages of each executor.zygote process: the warm parents (executor/hugepages.py
+    collapses their heap) and the cells they staged."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if b"executor.zygote" not in status.read_bytes():
+                continue
+            rollup = (status.parent / "smaps_rollup").read_text()
+        except OSError:
+            continue
+        for line in rollup.splitlines():
+            if line.startswith("AnonHugePages:"):
+                found.append(f"{status.parent.name}: {line.split(':')[1].strip()}")
+    return ", ".join(found) or "none found"
+
+
 async def main() -> int:
     """Start a sandboxed executor, run each case, print the table and a warm timing."""
     parser = argparse.ArgumentParser()
@@ -247,6 +284,10 @@ async def main() -> int:
     print(f"executor ready in {time.monotonic() - started:.1f} s: {executor.info}", flush=True)
     gpu_count = len(executor.gpus.gpus)
     print(f"GPUs the executor holds: {gpu_count}", flush=True)
+    print(
+        f"huge pages of the warm parents and their staged forks: {warm_parent_huge_pages()}",
+        flush=True,
+    )
     rows, failures = [], 0
     for case in cases(gpu_count):
         began = time.monotonic()
@@ -254,6 +295,7 @@ async def main() -> int:
             result = await executor.run(case.request.model_copy(update={"timeout_s": 60.0}))
             status, detail = str(result.status), describe(result)
             printed = "".join(r.stdout + r.stderr for r in result.ranks) + (result.message or "")
+            printed += " stopped when stuck" if result.stopped_when_stuck else ""
         except Exception as error:  # a refusal raised before the run (LimitViolation)
             status, detail, printed = "rejected", f"{type(error).__name__}: {error}", str(error)
         elapsed = time.monotonic() - began

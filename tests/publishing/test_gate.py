@@ -12,11 +12,9 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.accounts.models import Role
 from app.challenges.loader import load_path
 from app.verification import proofs
 from tests.conftest import TEST_CHALLENGES
-from tests.support.accounts import sign_up
 from tests.support.fake_executor import FakeExecutor
 from tests.support.learner import Learner
 
@@ -78,14 +76,6 @@ def build(app_factory, database_url, folder, executor) -> Callable[[], FastAPI]:
 @pytest.fixture
 def app(build) -> FastAPI:
     return build()
-
-
-@pytest.fixture
-def staff(app, database_url) -> Iterator[Learner]:
-    with TestClient(app) as client:
-        person = Learner(client)
-        sign_up(person, "teacher", database_url, Role.INSTRUCTOR)
-        yield person
 
 
 @pytest.fixture

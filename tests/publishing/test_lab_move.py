@@ -15,12 +15,10 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
-from app.accounts.models import Role
 from app.labs.models import LabStepState
 from tests.conftest import FIXTURES
 from tests.publishing.test_gate import prove
 from tests.publishing.test_learner_versions import publish_edit
-from tests.support.accounts import sign_up
 from tests.support.fake_executor import FakeExecutor
 from tests.support.learner import Learner
 
@@ -44,14 +42,6 @@ def app(app_factory, database_url, folder) -> FastAPI:
     return app_factory(
         database_url, executor=FakeExecutor(), challenges_dir=folder, content_gate="proven"
     )
-
-
-@pytest.fixture
-def staff(app, database_url) -> Iterator[Learner]:
-    with TestClient(app) as client:
-        person = Learner(client)
-        sign_up(person, "teacher", database_url, Role.INSTRUCTOR)
-        yield person
 
 
 @pytest.fixture

@@ -13,12 +13,10 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.accounts.models import Role
 from app.modes.models import ModeAnswer
 from tests.conftest import FIXTURES
 from tests.modes.test_modes_http import rows, verdict
 from tests.publishing.test_gate import prove
-from tests.support.accounts import sign_up
 from tests.support.fake_executor import FakeExecutor
 from tests.support.learner import Learner
 
@@ -50,14 +48,6 @@ def build(app_factory, database_url, folder) -> Callable[[], FastAPI]:
 @pytest.fixture
 def app(build) -> FastAPI:
     return build()
-
-
-@pytest.fixture
-def staff(app, database_url) -> Iterator[Learner]:
-    with TestClient(app) as client:
-        person = Learner(client)
-        sign_up(person, "teacher", database_url, Role.INSTRUCTOR)
-        yield person
 
 
 @pytest.fixture

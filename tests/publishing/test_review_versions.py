@@ -14,13 +14,11 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.accounts.models import Role
 from app.modes.models import ModeAnswer
 from tests.conftest import FIXTURES
 from tests.modes.test_modes_http import rows, verdict
 from tests.publishing.test_gate import prove
 from tests.publishing.test_learner_versions import publish_edit, shown_version
-from tests.support.accounts import sign_up
 from tests.support.fake_executor import FakeExecutor
 from tests.support.learner import Learner
 
@@ -43,14 +41,6 @@ def app(app_factory, database_url, folder) -> FastAPI:
     return app_factory(
         database_url, executor=FakeExecutor(), challenges_dir=folder, content_gate="proven"
     )
-
-
-@pytest.fixture
-def staff(app, database_url) -> Iterator[Learner]:
-    with TestClient(app) as client:
-        person = Learner(client)
-        sign_up(person, "teacher", database_url, Role.INSTRUCTOR)
-        yield person
 
 
 @pytest.fixture

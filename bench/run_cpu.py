@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import time
 from pathlib import Path
+
+from verify_profile import _cpu_s, cpu_group  # run as a script: bench/ is on sys.path
 
 from app import embedded
 from app.executor_client import HttpExecutorClient
@@ -31,21 +32,12 @@ dist.all_reduce(t)
 print(dist.get_rank(), t.tolist())
 dist.destroy_process_group()
 """
-CPUACCT = Path("/sys/fs/cgroup/cpuacct")
-
-
-def cpu_s(group: Path | None) -> float:
-    if group is not None:
-        return int((group / "cpuacct.usage").read_text()) / 1e9
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def measure(runs: int, group: Path | None) -> None:
-    before, started = cpu_s(group), time.monotonic()
+    before, started = _cpu_s(group), time.monotonic()
     with embedded.temporary_executor(slots=2) as url:
-        warm, warm_cpu = time.monotonic(), cpu_s(group)
+        warm, warm_cpu = time.monotonic(), _cpu_s(group)
         print(f"start: {warm - started:.1f} s wall, {warm_cpu - before:.1f} s CPU", flush=True)
         client = HttpExecutorClient(url)
         walls = []
@@ -54,7 +46,7 @@ def measure(runs: int, group: Path | None) -> None:
             result = client.run(RunRequest(code=PLAIN, nproc=2, use_cache=False, timeout_s=30))
             walls.append(time.monotonic() - begun)
             assert result.status is RunStatus.OK, result
-        spent = cpu_s(group) - warm_cpu
+        spent = _cpu_s(group) - warm_cpu
     walls.sort()
     print(
         f"{runs} runs: {1000 * spent / runs:.0f} ms CPU a run, median wall "
@@ -66,18 +58,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=40)
     args = parser.parse_args()
-    path = CPUACCT / f"ranklab-run-cpu-{os.getpid()}"
-    group: Path | None = path
-    try:
-        path.mkdir()
-        (path / "cgroup.procs").write_text(str(os.getpid()))
-    except OSError:
-        group = None
-    try:
+    with cpu_group(f"ranklab-run-cpu-{os.getpid()}") as group:
         measure(args.runs, group)
-    finally:
-        if group is not None:
-            (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
     return 0
 
 

@@ -13,6 +13,7 @@ client's). Numbers, not checks: the machine may be shared.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -84,17 +85,23 @@ class Recording:
         return self.inner.astream(request)
 
 
-def _cpu_group(name: str) -> Path | None:
-    """A cpuacct cgroup holding this process (and so all it starts), if the host has one."""
-    if not (CPUACCT / "cgroup.procs").exists():
-        return None
-    group = CPUACCT / name
+@contextlib.contextmanager
+def cpu_group(name: str) -> Iterator[Path | None]:
+    """A cpuacct cgroup holding this process (and so all it starts) while in the block, if the
+    host has one; on leaving, this process goes back to the root group."""
+    group: Path | None = None
+    if (CPUACCT / "cgroup.procs").exists():
+        try:
+            (CPUACCT / name).mkdir(exist_ok=True)
+            (CPUACCT / name / "cgroup.procs").write_text(str(os.getpid()))
+            group = CPUACCT / name
+        except OSError:
+            group = None
     try:
-        group.mkdir(exist_ok=True)
-        (group / "cgroup.procs").write_text(str(os.getpid()))
-    except OSError:
-        return None
-    return group
+        yield group
+    finally:
+        if group is not None:
+            (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
 
 
 def _cpu_s(group: Path | None) -> float:
@@ -197,13 +204,9 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--hangs", action="store_true", help="only the claims that it hangs")
     args = parser.parse_args()
-    group = _cpu_group(f"ranklab-verify-bench-{os.getpid()}")
-    try:
+    with cpu_group(f"ranklab-verify-bench-{os.getpid()}") as group:
         for jobs in args.jobs:
             measure(args.path, jobs, group, args.top, args.hangs)
-    finally:
-        if group is not None:
-            (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
     return 0
 
 

@@ -8,22 +8,18 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import threading
-import time
 import zlib
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
-import uvicorn
 
 from app.config import ROOT
 from app.main import create_app
 from bench import bench_class
 from bench.class_client import Browser, ProtocolError
-from executor.ports import free_port
 from tests.conftest import make_settings
+from tests.support.live import serving
 
 LOOPS = ["uvloop", "asyncio"]
 
@@ -101,31 +97,10 @@ class Site:
         await send({"type": "http.response.body", "body": body})
 
 
-@contextmanager
-def served(app: Any, keep_alive_s: int = 5) -> Iterator[str]:
-    """uvicorn as `ranklab serve` runs it (httptools, uvloop) on a free port, in a thread."""
-    port = free_port()
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", timeout_keep_alive=keep_alive_s
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def site() -> Iterator[tuple[Site, str]]:
     app = Site()
-    with served(app) as url:
+    with serving(app) as url:
         yield app, url
 
 
@@ -256,7 +231,7 @@ def test_connection_close_and_a_server_closed_idle_connection_mean_a_new_connect
         finally:
             await browser.aclose()
 
-    with served(Site(), keep_alive_s=1) as url:
+    with serving(Site(), keep_alive_s=1) as url:
         ports, opened = run(main(url), loop)
     assert len(set(ports)) == 3 and opened == 3
 
@@ -301,7 +276,7 @@ def test_a_503_is_sent_again_after_retry_after_with_the_busy_pages_fields(client
             await browser.aclose()
         return tally
 
-    with served(app) as url:
+    with serving(app) as url:
         tally = run(main(url), "uvloop")
     first, again = app.sent
     assert first["body"] == "submission=t%261&choice=b"
@@ -318,7 +293,7 @@ def class_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     database_url = f"sqlite:///{tmp_path_factory.mktemp('class') / 'class.db'}"
     migrations.upgrade(database_url)
     app = create_app(make_settings(database_url, challenges_dir=ROOT / "challenges"))
-    with served(app) as url:
+    with serving(app) as url:
         yield url, database_url
 
 

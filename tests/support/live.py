@@ -6,18 +6,22 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import uvicorn
-from fastapi import FastAPI
 
 from executor.ports import free_port
 
 
 @contextmanager
-def serving(app: FastAPI) -> Iterator[str]:
-    """Run uvicorn with this app until the block ends; yield its base URL once it listens."""
+def serving(app: Any, keep_alive_s: int = 5) -> Iterator[str]:
+    """Run uvicorn with this ASGI app until the block ends (as `ranklab serve` runs it: httptools
+    and uvloop where installed); yield its base URL once it listens."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", timeout_keep_alive=keep_alive_s
+    )
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

@@ -454,7 +454,16 @@ def _hang_problems(runs: Sequence[Observation], notes: list[str]) -> list[str]:
     proofs = [o.hang_proof for o in timed_out if o.hang_proof]
     if proofs and not long_runs:
         runs_proven = f" in {len(proofs)} runs" if len(proofs) > 1 else ""
-        notes.append(f"hang proven by the ranks' stacks{runs_proven}: {proofs[0]}")
+        note = f"hang proven by the ranks' stacks{runs_proven}: {proofs[0]}"
+        early = [o for o in timed_out if o.result.stopped_when_stuck and o.hang_proof]
+        if early and not timed_out[0].result.stopped_when_stuck:
+            spans = sorted(o.result.duration_ms / 1000 for o in early)
+            note += (
+                f"; the first run waited out its limit, and the executor stopped the other "
+                f"{len(early)} after {spans[0]:.1f}–{spans[-1]:.1f} s, before their limit, once "
+                f"every rank was proven stuck"
+            )
+        notes.append(note)
         return []
     if not long_runs:
         return ["the run timed out, but no longer re-run proved that it hangs"]

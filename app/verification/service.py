@@ -273,21 +273,25 @@ def _observe_snippet(
     """Run a snippet `repeats` times (perturbed: schedule), prove any hang from the stacks or
     with a longer limit, and probe randomness with more runs.
 
-    A claim that the snippet hangs lets the executor end a run it proves hung before the
-    limit (hangstop.py), so each of its perturbed runs costs a second or two; a run that
-    still takes its whole limit (the executor declined to look, or never found every rank
-    stuck) is the last, as for any other claim."""
-    stop_when_stuck = claims_hang(item)
+    A claim that the snippet hangs has its first run wait out the whole limit, so what the
+    ranks do within it is seen, not inferred: a wait can end by itself in ways no reading of
+    the code rules out (a group timeout passed by position and built without the word, a
+    sleep inside an object a collective unpickles). Its other perturbed runs let the executor
+    end a run it proves hung before the limit (hangstop.py), a second or two each. Any other
+    run that takes its whole limit is the last, as for any other claim."""
+    hang_claim = claims_hang(item)
+    watched = hang_claim and refusing_word(code) is None  # the executor may stop runs early
     observations: list[Observation] = []
     for number in range(repeats):
-        observation = observe(client, code, item, run=number, stop_when_stuck=stop_when_stuck)
+        early = hang_claim and number > 0
+        observation = observe(client, code, item, run=number, stop_when_stuck=early)
         # Every rank waits for a peer and none works: a deadlock, proven from its stacks in
         # the run itself, without the re-run at a much longer limit.
-        observations.append(
-            dataclasses.replace(observation, hang_proof=proven_hang(observation.result))
-        )
+        proof = proven_hang(observation.result)
+        observations.append(dataclasses.replace(observation, hang_proof=proof))
         timed_out = observation.result.status is RunStatus.TIMEOUT
-        if timed_out and not observation.result.stopped_when_stuck:
+        first_of_watched = watched and number == 0 and proof is not None
+        if timed_out and not observation.result.stopped_when_stuck and not first_of_watched:
             break  # a time-out takes the whole limit: prove it once, with a longer one
     unproven = [
         o for o in observations if o.result.status is RunStatus.TIMEOUT and o.hang_proof is None

@@ -57,6 +57,8 @@ def load(path: Path) -> FolderReport:
     needed = None if wanted is None else [file for file in files if file in wanted]
     everything = loader.load_path(root, files=needed)
     inside = {str(file) for file in inside_files}
+    if needed is not None and not _closed(everything, inside):
+        everything = loader.load_path(root)  # the scan missed a reference: judge as the course
     report = loader.LoadReport(
         sets=[one for one in everything.sets if one.path in inside],
         topics=[one for one in everything.topics if one.path in inside],
@@ -66,6 +68,31 @@ def load(path: Path) -> FolderReport:
         files=[one for one in everything.files if one in inside],
     )
     return FolderReport(report, root)
+
+
+def _closed(report: loader.LoadReport, inside: set[str]) -> bool:
+    """Whether the files loaded hold everything the folder's verdict rests on: the topics its
+    sets and labs name, and every topic its topics require, followed through the loaded topics
+    (a cycle through the folder passes there). A file the scan misread (a list written in a
+    form it does not know) leaves one out, and only the whole course can then tell what is
+    wrong (a cycle through a topic left out, a name that does exist)."""
+    by_id = {one.topic.id: one.topic for one in report.topics}
+    names = set(by_id) | {topic.title.casefold() for topic in by_id.values()}
+    named = [one.challenge_set.topic for one in report.sets if not one.challenge_set.own_topic]
+    named += [one.lab.topic for one in report.labs if not one.lab.own_topic]
+    if not all(name in names or name.casefold() in names for name in named):
+        return False
+    required = [name for one in report.topics if one.path in inside for name in one.topic.requires]
+    seen: set[str] = set()
+    while required:
+        name = required.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name not in by_id:
+            return False
+        required.extend(by_id[name].requires)
+    return True
 
 
 def _within(file: Path, path: Path) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 _TOP = re.compile(r"^(id|title|topic|requires):[ \t]*(.*?)[ \t]*(?:[ \t]#.*)?$", re.MULTILINE)
 _FACT = re.compile(r"^[ \t-]*fact:[ \t]*[\"']?([^\"'\s#]+)", re.MULTILINE)
-_LIST_ITEM = re.compile(r"^[ \t]+-[ \t]*[\"']?([^\"'\s#]+)")
+_LIST_ITEM = re.compile(r"^[ \t]*-[ \t]*[\"']?([^\"'\s#]+)")
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,8 @@ def _requires(text: str, value: str, end: int) -> tuple[str, ...]:
         return tuple(_unquote(one.strip()) for one in inner.split(",") if one.strip())
     found = []  # requires:\n  - a\n  - b
     for line in text[end:].splitlines()[1:]:
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue  # a blank or comment line inside the list
         match = _LIST_ITEM.match(line)
         if match is None:
             break

@@ -147,6 +147,37 @@ def test_a_lone_topic_folder_loads_the_topics_it_requires_and_finds_a_cycle_thro
     assert str(root / "other-basics" / "set.yaml") not in seen
 
 
+# `requires:` lists as YAML allows them, beyond the `requires: [a]` and indented `- a` forms:
+# the scan reads the first (with a comment line inside), and the second (a flow list over
+# several lines) it cannot read, so the folder is judged against the whole course.
+REQUIRES_FORMS = {
+    "a list at the key's indent, a comment inside": "requires:\n# the next one\n- third\n",
+    "a flow list over several lines": "requires: [\n  third\n]\n",
+}
+
+
+@pytest.mark.parametrize("form", REQUIRES_FORMS.values(), ids=REQUIRES_FORMS.keys())
+def test_a_cycle_through_a_requires_list_in_any_form_is_found_from_a_lone_folder(
+    tmp_path: Path, form: str
+):
+    root = scaffold(tmp_path)
+    other = add_other_topic(root)
+    assert cli.main(["new", "topic", "third", "--dir", str(root)]) == 0
+    third = root / "third" / "topic.yaml"
+    text = third.read_text().replace("fact: ", "fact: third-")
+    third.write_text(text.replace("order: 100\n", "order: 100\nrequires: [demo]\n", 1))
+    topic = other / "topic.yaml"
+    topic.write_text(topic.read_text().replace("order: 100\n", "order: 100\n" + form, 1))
+    demo = root / "demo" / "topic.yaml"
+    demo.write_text(demo.read_text().replace("order: 100\n", "order: 100\nrequires: [other]\n"))
+    whole = [str(error) for error in loader.load_path(root).errors]
+    assert any("demo -> other -> third -> demo" in error for error in whole), whole
+    found = course.load(root / "demo")
+    assert [str(error).split(": ", 1)[1] for error in found.report.errors] == [
+        "requires 'other' makes a cycle: demo -> other -> third -> demo"
+    ]
+
+
 @pytest.mark.parametrize("folder", ["fsdp-checkpoint", "labs", "collectives/set.yaml"])
 def test_a_shipped_folder_alone_gets_the_verdict_the_whole_course_gives_it(folder: str):
     root = ROOT / "challenges"

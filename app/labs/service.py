@@ -203,6 +203,11 @@ def finish_run(
         )
     )
     state = _state(session, run.user_id, run.lab_id, run.step_id, now)
+    if state.restarted_at is not None and run.started_at < state.restarted_at:
+        # Started before a move to a newer version restarted the step: its checks were the
+        # old step's, so it is kept as a run but passes nothing and counts towards nothing.
+        session.commit()
+        return
     if finished.passed:
         state.checks_passed_at = state.checks_passed_at or now
     elif finished.counts and finished.status not in ("stopped", "unavailable", "rejected"):

@@ -15,7 +15,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
-from app.labs.models import LabStepState
+from app.labs import service as labs
+from app.labs.models import LabRun, LabStepState
 from tests.conftest import FIXTURES
 from tests.publishing.test_gate import prove
 from tests.publishing.test_learner_versions import publish_edit
@@ -131,6 +132,33 @@ def test_a_changed_step_asks_its_questions_again_after_a_move(staff, learner, fo
     assert 'data-status="correct"' not in step and 'data-status="open"' in step
     # Step 2 did not change: it keeps its done state (it opens again once step 1 is passed).
     assert step_states(learner.get(LAB).text) == {"print-rank": "open", "all-reduce": "passed"}
+
+
+def test_a_run_started_before_the_move_passes_nothing_after_it(staff, learner, folder, app, clock):
+    # A run of the old step 1 in flight in another tab while the learner moves: it ends after
+    # the move with the old step's checks passed, and must not pass the restarted step.
+    publish_edit(staff, folder, "hello/lab.yaml", STEP1_QUESTION)
+    page = learner.get(LAB).text
+    (user_id,) = {state.user_id for state in states(app).values()}
+    with Session(app.state.engine) as session:
+        run = LabRun(
+            user_id=user_id, lab_id="hello-ranks", step_id="print-rank", nproc=2,
+            code="print('old')\n", status="running", started_at=clock(),
+        )  # fmt: skip
+        session.add(run)
+        session.commit()
+        session.refresh(run)
+        session.expunge(run)
+    clock.advance(60)
+    learner.post(f"{LAB}/move", {"version": offered(page)})
+    assert states(app)["print-rank"].checks_passed_at is None  # restarted by the move
+    lab = app.state.catalog.lab("hello-ranks")
+    step = next(one for one in lab.lab.steps if one.id == "print-rank")
+    clock.advance(5)
+    with Session(app.state.engine) as session:
+        labs.finish_run(session, run, labs.Finished("ok", None, [], True), step, clock())
+    after = states(app)["print-rank"]
+    assert after.checks_passed_at is None and after.passed_at is None and after.failed_runs == 0
 
 
 def test_staying_keeps_the_version_begun_and_still_offers_the_move(staff, learner, folder, app):

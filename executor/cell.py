@@ -223,7 +223,9 @@ class Cell:
             "rank_delays_s": list(request.get("rank_delays_s") or []),
         }
         self.max_rank_delay_s = max(order["rank_delays_s"], default=0.0)
-        if hangstop.refusal(request, backend) is None:
+        # Unsandboxed (trusted) runs have no pid namespace, so an orphan of a rank's would not
+        # come back to init and the look could not see it: never stopped early there.
+        if self.plan is not None and hangstop.refusal(request, backend) is None:
             self.watch = hangstop.Watch(time.monotonic())
         cgroups = self.cgroups
         self.oom_before = cgroups.oom_kills() if cgroups is not None else 0

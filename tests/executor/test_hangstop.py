@@ -8,6 +8,7 @@ tests/verification/test_hang_stop.py.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 import pytest
 
@@ -15,6 +16,7 @@ from executor import hangstop
 from executor.contract import RunRequest, RunResult, RunStatus
 from executor.hangstop import ThreadSample
 from executor.runner import Executor
+from executor.settings import ExecutorSettings
 
 DEADLOCK = (
     "import torch, torch.distributed as dist\n"
@@ -111,3 +113,19 @@ def test_a_deadlock_is_stopped_early_only_when_the_request_asks(executor: Execut
     learner = run(executor, DEADLOCK, timeout_s=3, stop_when_stuck=False)
     assert learner.status is RunStatus.TIMEOUT and not learner.stopped_when_stuck
     assert learner.duration_ms >= 3000
+
+
+@pytest.fixture(scope="module")
+def trusted() -> Iterator[Executor]:
+    runner = Executor(ExecutorSettings(trusted=True, max_concurrent_runs=1, siblings=0))
+    runner.pool.start()
+    yield runner
+    runner.close()
+
+
+@pytest.mark.executor
+def test_a_trusted_run_is_never_stopped_early(trusted: Executor) -> None:
+    # No pid namespace: an orphan of a rank's would escape the look's check for strays.
+    asked = run(trusted, DEADLOCK, timeout_s=3, stop_when_stuck=True)
+    assert asked.status is RunStatus.TIMEOUT and not asked.stopped_when_stuck
+    assert asked.duration_ms >= 3000

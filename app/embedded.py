@@ -24,7 +24,7 @@ from typing import IO, Any
 
 import uvicorn
 
-from app import obs
+from app import obs, serving
 from app.config import Settings
 from app.executor_client import HttpExecutorClient
 from app.main import create_app
@@ -222,7 +222,14 @@ def serve(
         gc.freeze()
         # No access log unless asked for (RANKLAB_ACCESS_LOG): a line per request costs about
         # a tenth of a page's time under load; start-up, errors and warnings are still logged.
-        uvicorn.run(app, host=host, port=port, log_level="info", **_logging(settings))
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            loop=os.environ.get("XLOOP", serving.LOOP),
+            log_level="info",
+            **_logging(settings),
+        )
     finally:
         if executor is not None:
             stop_executor(executor)
@@ -257,6 +264,7 @@ def _serve_workers(
             "app.main:create_app",
             factory=True,
             workers=workers,
+            loop=serving.LOOP,
             host=host,
             port=port,
             log_level="info",

@@ -3,16 +3,20 @@ challenge text rendered once, and `ranklab serve` without an access log unless a
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import gc
 import os
+import socket
 import sys
 from typing import Any
 
 import pytest
+import uvicorn
 from jinja2 import Environment
 from pydantic import ValidationError
 
-from app import embedded
+from app import embedded, serving
 from app.config import Settings
 from app.main import create_app
 from app.templating import build_templates
@@ -139,3 +143,94 @@ def test_workers_empty_the_metrics_folder_they_are_given(
 def test_workers_refuse_the_embedded_executor(served_workers, sqlite_url, capsys):
     assert embedded.serve(make_settings(sqlite_url), "0.0.0.0", 8000, workers=2) == 2
     assert "RANKLAB_QUEUE_URL" in capsys.readouterr().err and served_workers == {}
+
+
+class _Counted(asyncio.Protocol):
+    made: list[asyncio.BaseTransport] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.made.append(transport)
+
+
+def _turns(loop: asyncio.AbstractEventLoop, count: int) -> None:
+    for _ in range(count):
+        loop.run_until_complete(asyncio.sleep(0))
+
+
+@pytest.mark.parametrize("sock_given", [False, True], ids=["host-port", "socket"])
+def test_the_servers_loop_accepts_every_waiting_connection_in_one_turn(sock_given):
+    """The class's learners open connections while the loop is busy; the next turn takes them
+    all, not one a turn (uvloop's own accept, which left them queued for seconds)."""
+    loop = serving.new_event_loop()
+    clients: list[socket.socket] = []
+    try:
+        if sock_given:  # as uvicorn's workers pass it: bound, not yet listening
+            listening = socket.socket()
+            listening.bind(("127.0.0.1", 0))
+            server = loop.run_until_complete(
+                loop.create_server(_Counted, sock=listening, backlog=64)
+            )
+        else:
+            server = loop.run_until_complete(
+                loop.create_server(_Counted, "127.0.0.1", 0, backlog=64)
+            )
+        port = server.sockets[0].getsockname()[1]
+        _Counted.made = []
+        clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(40)]
+        _turns(loop, 3)  # one to accept them, one for each to be handed over, one to spare
+        assert len(_Counted.made) == 40
+        for transport in _Counted.made:
+            transport.close()
+        server.close()
+        loop.run_until_complete(server.wait_closed())
+        _turns(loop, 2)
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=1)
+    finally:
+        for client in clients:
+            client.close()
+        loop.close()
+
+
+def test_accepting_pauses_for_a_moment_when_the_host_is_out_of_descriptors(monkeypatch):
+    loop = serving.new_event_loop()
+    try:
+        server = loop.run_until_complete(loop.create_server(_Counted, "127.0.0.1", 0))
+        listening = server.sockets[0]
+        client = socket.create_connection(("127.0.0.1", listening.getsockname()[1]))
+
+        class OutOfDescriptors(socket.socket):
+            def accept(self) -> tuple[socket.socket, object]:
+                raise OSError(errno.EMFILE, "Too many open files")
+
+        monkeypatch.setattr(serving, "_RETRY_AFTER_S", 0.2)
+        short = OutOfDescriptors(
+            listening.family, listening.type, fileno=os.dup(listening.fileno())
+        )
+        _Counted.made = []
+        server._accept(short)  # what the loop calls when the socket is ready
+        assert not server.is_serving()  # not spinning on a socket that stays ready
+        _turns(loop, 3)
+        assert _Counted.made == []
+        loop.run_until_complete(asyncio.sleep(0.3))
+        _turns(loop, 3)
+        assert server.is_serving() and len(_Counted.made) == 1  # serving again by itself
+        short.close()
+        client.close()
+        for transport in _Counted.made:
+            transport.close()
+        server.close()
+        _turns(loop, 2)  # the transports' closing done before the loop's
+    finally:
+        loop.close()
+
+
+def test_ranklab_serve_runs_on_the_fair_accepting_loop(monkeypatch, sqlite_url):
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(embedded.uvicorn, "run", lambda *args, **options: seen.update(options))
+    monkeypatch.setattr(embedded, "create_app", lambda settings: object())
+    embedded.serve(make_settings(sqlite_url), "127.0.0.1", 0, with_executor=False)
+    assert seen["loop"] == serving.LOOP
+    loop = uvicorn.Config(app=object(), loop=seen["loop"]).get_loop_factory()()
+    assert type(loop).__name__ == "FairAcceptLoop"
+    loop.close()

@@ -10,16 +10,22 @@ from typing import Any
 
 import uvicorn
 
+from app import serving as serving_loop
 from executor.ports import free_port
 
 
 @contextmanager
 def serving(app: Any, keep_alive_s: int = 5) -> Iterator[str]:
-    """Run uvicorn with this ASGI app until the block ends (as `ranklab serve` runs it: httptools
-    and uvloop where installed); yield its base URL once it listens."""
+    """Run uvicorn with this ASGI app until the block ends (as `ranklab serve` runs it: httptools,
+    and uvloop accepting as app.serving does, where installed); yield its URL once it listens."""
     port = free_port()
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", timeout_keep_alive=keep_alive_s
+        app,
+        host="127.0.0.1",
+        port=port,
+        loop=serving_loop.LOOP,
+        log_level="warning",
+        timeout_keep_alive=keep_alive_s,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

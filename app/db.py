@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -13,6 +14,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from sqlalchemy import DateTime, Enum, event, make_url
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Session, create_engine
 
@@ -76,6 +78,8 @@ THREAD_WRITE_WAIT_S = 10.0
 # A PostgreSQL request never waits this long for a pooled connection (the pool holds one per
 # worker thread); if it ever does, it fails fast with a 503, not after SQLAlchemy's 30 s.
 POOL_TIMEOUT_S = 5.0
+# A pooled PostgreSQL connection unused for longer is checked before it is lent again.
+PING_AFTER_IDLE_S = 10.0
 
 
 class _Connection(sqlite3.Connection):
@@ -128,9 +132,8 @@ def make_engine(url: str, pool_size: int | None = None, synchronous: str = "full
     """
     size = pool_size or WORKER_THREADS
     if not url.startswith("sqlite"):
-        engine = create_engine(
-            url, pool_pre_ping=True, pool_size=size, max_overflow=0, pool_timeout=POOL_TIMEOUT_S
-        )
+        engine = create_engine(url, pool_size=size, max_overflow=0, pool_timeout=POOL_TIMEOUT_S)
+        _ping_after_idle(engine)
         _refuse_writes_in_readers(engine)
         return engine
     database = make_url(url).database
@@ -187,6 +190,35 @@ def make_engine(url: str, pool_size: int | None = None, synchronous: str = "full
 
 
 _SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
+
+
+def _ping_after_idle(engine: Engine) -> None:
+    """Check a pooled connection (a round trip) before lending it, if it sat unused for over
+    PING_AFTER_IDLE_S: one that died meanwhile (the server restarted, a proxy dropped it) is
+    replaced, unseen by the request.
+
+    SQLAlchemy's pool_pre_ping checks at every checkout: a round trip per page and per write,
+    which under a class's load cost the app and the database server more CPU than the page's
+    own query. A connection in steady use is alive; one that dies while in use fails that one
+    request, and SQLAlchemy then renews the pool (what pool_pre_ping could not prevent either).
+    """
+
+    @event.listens_for(engine, "checkin")
+    def _stamp(_dbapi_connection: Any, record: Any) -> None:
+        if record is not None:
+            record.info["ranklab_last_used"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _check(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        last_used = record.info.get("ranklab_last_used")
+        if last_used is None or time.monotonic() - last_used <= PING_AFTER_IDLE_S:
+            return  # just made, or used a moment ago
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except engine.dialect.loaded_dbapi.Error as error:
+            if engine.dialect.is_disconnect(error, dbapi_connection, None):
+                raise DisconnectionError("a pooled connection was closed meanwhile") from error
+            raise
 
 
 def _refuse_writes_in_readers(engine: Engine) -> None:

@@ -9,16 +9,16 @@ A `Query` is a Core SELECT, written with the models' tables as anywhere else, th
 once for the engine's dialect; its parameters and columns go through the same type conversions
 SQLAlchemy applies (`TypeEngine.bind_processor` and `result_processor`: aware UTC datetimes,
 enums, booleans), and its rows become detached model instances, as if loaded and expunged. A
-`Reader` holds one pooled driver connection for a page's reads and begins no transaction: on
-SQLite each SELECT is atomic on its own (autocommit), takes no lock and, in WAL mode, never waits
-for a writer; PostgreSQL's driver opens one implicitly, which the pool ends when it gets the
-connection back.
+`Reader` holds one pooled driver connection for a page's reads and begins no transaction: each
+SELECT is atomic on its own (autocommit); on SQLite it takes no lock and, in WAL mode, never waits
+for a writer; on PostgreSQL it is one round trip, with no BEGIN before it nor ROLLBACK after.
 
 Only SELECTs: anything that writes goes through a Session and its services (app.db).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -174,8 +174,39 @@ class Reader:
     def __init__(self, engine: Engine) -> None:
         self.dialect = engine.dialect
         self.on_driver = True  # past SQLAlchemy: its events and error handling do not see these
-        self._connection: Any = engine.raw_connection()  # the pool's, reset when given back
+        self._engine = engine
         self._session_connection: Connection | None = None
+        # A server database's driver would send BEGIN before the first SELECT and the pool a
+        # ROLLBACK when given back: two round trips a page for nothing. Each SELECT runs on its
+        # own instead (autocommit), as on SQLite (isolation_level None, app.db).
+        self._autocommits = engine.dialect.name != "sqlite"
+        self._connection: Any = self._lend()  # the pool's, reset when given back
+
+    def _lend(self) -> Any:
+        connection: Any = self._engine.raw_connection()
+        if self._autocommits:
+            connection.dbapi_connection.autocommit = True
+        return connection
+
+    def _run(self, compiled: _Compiled, values: Mapping[str, Any], fetch: Callable[[Any], T]) -> T:
+        """Execute on the driver and `fetch` from its cursor. Each SELECT stands alone, so one
+        that finds its connection dead (the server restarted since it was last used, app.db
+        checks only long-idle ones) runs once more on a fresh connection."""
+        for attempt in (1, 2):
+            cursor = self._connection.cursor()
+            try:
+                cursor.execute(compiled.sql, compiled.parameters(values))
+                return fetch(cursor)
+            except self.dialect.loaded_dbapi.Error as error:
+                dead = self.dialect.is_disconnect(error, self._connection.dbapi_connection, cursor)
+                if attempt == 2 or not dead:
+                    raise
+                self._connection.invalidate(error)  # closed, and never lent again
+                self._connection = self._lend()
+            finally:
+                with contextlib.suppress(Exception):  # a dead connection's cursor may refuse
+                    cursor.close()
+        raise AssertionError("unreachable")
 
     @classmethod
     def within(cls, session: Session) -> Reader:
@@ -195,13 +226,12 @@ class Reader:
         if self._session_connection is not None:
             return [tuple(row) for row in self._session_connection.execute(query.statement, values)]
         compiled = query.compiled(self.dialect)
-        cursor = self._connection.cursor()
-        try:
-            cursor.execute(compiled.sql, compiled.parameters(values))
+
+        def fetch(cursor: Any) -> list[tuple[Any, ...]]:
             convert = compiled.converter(cursor)
             return [convert(row) for row in cursor.fetchall()]
-        finally:
-            cursor.close()
+
+        return self._run(compiled, values, fetch)
 
     def first(self, query: Query, **values: Any) -> tuple[Any, ...] | None:
         """The query's first row, converted, or None."""
@@ -209,19 +239,24 @@ class Reader:
             found = self._session_connection.execute(query.statement, values).first()
             return None if found is None else tuple(found)
         compiled = query.compiled(self.dialect)
-        cursor = self._connection.cursor()
-        try:
-            cursor.execute(compiled.sql, compiled.parameters(values))
+
+        def fetch(cursor: Any) -> tuple[Any, ...] | None:
             row = cursor.fetchone()
             return None if row is None else compiled.converter(cursor)(row)
-        finally:
-            cursor.close()
+
+        return self._run(compiled, values, fetch)
 
     def close(self) -> None:
         """Give its own connection back to the pool (which ends what the driver began)."""
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
+        connection, self._connection = self._connection, None
+        if connection is None:
+            return
+        if self._autocommits:
+            try:
+                connection.dbapi_connection.autocommit = False  # as the pool lends it to sessions
+            except Exception:
+                connection.invalidate()  # broken meanwhile: the pool replaces it
+        connection.close()
 
     def __enter__(self) -> Reader:
         return self

@@ -10,11 +10,21 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from sqlalchemy import bindparam, case, column, func, inspect, literal_column, table
+from sqlalchemy import (
+    bindparam,
+    case,
+    column,
+    create_engine,
+    func,
+    inspect,
+    literal_column,
+    table,
+)
 from sqlalchemy import select as select_columns
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import NullPool
 from sqlmodel import Session, col
 
 from app import reads
@@ -203,3 +213,66 @@ def test_a_failed_read_gives_its_connection_back_and_a_sessions_is_sqlalchemys_t
             reads.Reader.within(session).first(missing)
         session.rollback()
         assert session.execute(select_columns(func.count()).select_from(User)).scalar_one() == 0
+
+
+def test_a_readers_selects_open_no_transaction_and_the_connection_goes_back_as_lent(engine):
+    with reads.Reader(engine) as reader:
+        assert reader.rows(CREATED_BEFORE, before=NOW) == []
+        driver = reader._connection.dbapi_connection
+        if engine.dialect.name == "postgresql":
+            # No BEGIN was sent before the SELECT, so no ROLLBACK is owed after it.
+            assert driver.info.transaction_status.name == "IDLE"
+    if engine.dialect.name == "postgresql":
+        assert driver.autocommit is False  # sessions get it as they always did
+    with Session(engine) as session:  # the same pooled connection: a transaction that rolls back
+        session.add(User(role=Role.LEARNER, is_guest=True, created_at=NOW))
+        session.flush()
+        session.rollback()
+    with reads.Reader(engine) as reader:
+        assert reader.rows(CREATED_BEFORE, before=NOW + timedelta(days=1)) == []
+
+
+def _connections_ended(url: str) -> None:
+    """End every other connection to this database, as a server restart would."""
+    killer = create_engine(url, poolclass=NullPool)
+    with killer.connect() as connection:
+        connection.exec_driver_sql(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    killer.dispose()
+
+
+def _add_guest(engine: Engine) -> None:
+    with Session(engine) as session:
+        session.add(User(role=Role.LEARNER, is_guest=True, created_at=NOW))
+        session.commit()
+
+
+@pytest.mark.postgres
+def test_connections_that_died_are_replaced_a_long_idle_one_before_it_is_lent(
+    postgres_template, request, monkeypatch
+):
+    from tests.support import postgres
+
+    url = postgres.postgres_database_url(request, template=postgres_template)
+    engine = make_engine(url, pool_size=1)
+    try:
+        _add_guest(engine)  # the pool's one connection, used and given back
+        _connections_ended(url)
+        # Used a moment ago, so lent unchecked: the page's SELECT finds it dead and runs
+        # again on a fresh connection; the learner sees the page.
+        with reads.Reader(engine) as reader:
+            assert len(reader.rows(CREATED_BEFORE, before=NOW + timedelta(days=1))) == 1
+        _connections_ended(url)
+        with pytest.raises(DBAPIError) as failed:  # a write is not run twice: it fails, once
+            _add_guest(engine)
+        assert failed.value.connection_invalidated
+        _add_guest(engine)  # SQLAlchemy replaced it
+        _connections_ended(url)
+        monkeypatch.setattr("app.db.PING_AFTER_IDLE_S", 0.0)  # as if it had been idle for long
+        _add_guest(engine)  # checked before it was lent, found dead, replaced: the write works
+        with reads.Reader(engine) as reader:
+            assert len(reader.rows(CREATED_BEFORE, before=NOW + timedelta(days=1))) == 3
+    finally:
+        engine.dispose()

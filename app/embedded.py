@@ -226,7 +226,7 @@ def serve(
             app,
             host=host,
             port=port,
-            loop=os.environ.get("XLOOP", serving.LOOP),
+            loop=serving.LOOP,
             log_level="info",
             **_logging(settings),
         )

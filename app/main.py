@@ -55,6 +55,11 @@ from app.verification.jobs import JobRegistry, VerifyJobs
 from app.verification.jobs_redis import RedisJobRegistry
 from app.writes import BUSY_MESSAGE, WriteQueue
 
+RECONNECTED_MESSAGE = (
+    "The connection to the database was lost for a moment and has been made again. This page "
+    "sends your request again by itself; an answer never counts twice."
+)
+
 log = logging.getLogger("ranklab")
 
 
@@ -337,6 +342,11 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def database_error(request: Request, error: OperationalError) -> Response:
         if "database is locked" in str(error.orig):
             return await overloaded(request, error)
+        if error.connection_invalidated:
+            # The database dropped a pooled connection (it restarted): the pool renews them,
+            # and the page sends the same form again, whose submission token keeps an answer
+            # from counting twice even if its commit had gone through.
+            return await busy(request, Busy(RECONNECTED_MESSAGE))
         raise error
 
     @app.exception_handler(StarletteHTTPException)

@@ -202,6 +202,10 @@ class Reader:
                 if attempt == 2 or not dead:
                     raise
                 self._connection.invalidate(error)  # closed, and never lent again
+                # Its pool-mates most likely died with it (a restart): lend from a new pool, as
+                # SQLAlchemy renews the pool when a statement of its own finds a disconnect.
+                # Those still lent from the old one go back to it and are closed with it.
+                self._engine.dispose(close=False)
                 self._connection = self._lend()
             finally:
                 with contextlib.suppress(Exception):  # a dead connection's cursor may refuse

@@ -230,3 +230,75 @@ def test_a_first_arrival_stamp_counts_for_its_own_answer_only():
     later = now + arrival.MAX_AGE
     assert arrival.judged_at("secret", path, token, ["B"], value, later) == later
     assert arrival.judged_at("secret", path, token, ["B"], "12.forged", now) == now
+
+
+def _connections_ended(url: str) -> None:
+    """End every other connection to this database, as a server restart would."""
+    ender = create_engine(url)
+    with ender.connect() as connection:
+        connection.execute(
+            text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        )
+    ender.dispose()
+
+
+@pytest.mark.postgres
+def test_on_postgresql_a_restart_under_steady_use_costs_the_learner_nothing(
+    app_factory, postgres_url
+):
+    """The pool's connections were in steady use (so none is checked before it is lent) when
+    the server dropped them all: the answer's first read finds its connection dead, reads
+    again on a fresh one and renews the pool, and the answer's write goes through."""
+    with TestClient(app_factory(postgres_url)) as client:
+        learner = Learner(client)
+        learner.start_as_guest()
+        attempt = learner.start("test-basics")
+        token = SUBMISSION.search(learner.get(f"{attempt}/q/1").text)
+        assert token is not None
+        engine = client.app.state.engine  # type: ignore[attr-defined]
+        pooled = [engine.raw_connection() for _ in range(3)]  # the pool holds three, all used
+        for connection in pooled:
+            connection.close()
+        _connections_ended(postgres_url)
+        form = {"choice": ["B"], "submission": token[1]}
+        sent = learner.post(f"{attempt}/q/1/answer", form, follow_redirects=False)
+        assert sent.status_code == 303
+        assert [(s.number, s.answer, s.correct) for s in _answers(client)] == [(1, "B", True)]
+        assert "✓ Correct" in learner.get(f"{attempt}/q/1").text
+
+
+@pytest.mark.postgres
+def test_on_postgresql_an_answer_whose_connection_drops_mid_write_is_sent_again_and_counts_once(
+    app_factory, postgres_url, monkeypatch
+):
+    """The server drops the connection in the middle of the answer's write: the learner gets
+    the busy page (not a 500), whose resend counts once."""
+    from app.attempts import service
+
+    submit = service.submit
+    dropped: list[bool] = []
+
+    def drops_once(session: Session, *args: object, **options: object) -> object:
+        if not dropped:
+            dropped.append(True)
+            session.execute(text("SELECT pg_terminate_backend(pg_backend_pid())"))
+        return submit(session, *args, **options)
+
+    with TestClient(app_factory(postgres_url)) as client:
+        learner = Learner(client)
+        learner.start_as_guest()
+        attempt = learner.start("test-basics")
+        token = SUBMISSION.search(learner.get(f"{attempt}/q/1").text)
+        assert token is not None
+        monkeypatch.setattr(service, "submit", drops_once)
+        form = {"choice": ["B"], "submission": token[1]}
+        failed = learner.post(f"{attempt}/q/1/answer", form, follow_redirects=False)
+        assert dropped and failed.status_code == 503 and int(failed.headers["retry-after"]) >= 1
+        assert "made again" in failed.text and f'value="{token[1]}"' in failed.text
+        assert _answers(client) == []
+        assert _resend(learner, failed).status_code == 303
+        assert _resend(learner, failed).status_code == 303  # once more: counts nothing more
+        assert [(s.number, s.answer, s.correct) for s in _answers(client)] == [(1, "B", True)]

@@ -232,6 +232,16 @@ def test_a_first_arrival_stamp_counts_for_its_own_answer_only():
     assert arrival.judged_at("secret", path, token, ["B"], "12.forged", now) == now
 
 
+def _on_the_first_question(client: TestClient) -> tuple[Learner, str, str]:
+    """A guest who started the basics set: the attempt's URL and the first question's token."""
+    learner = Learner(client)
+    learner.start_as_guest()
+    attempt = learner.start("test-basics")
+    token = SUBMISSION.search(learner.get(f"{attempt}/q/1").text)
+    assert token is not None
+    return learner, attempt, token[1]
+
+
 def _connections_ended(url: str) -> None:
     """End every other connection to this database, as a server restart would."""
     ender = create_engine(url)
@@ -253,17 +263,13 @@ def test_on_postgresql_a_restart_under_steady_use_costs_the_learner_nothing(
     the server dropped them all: the answer's first read finds its connection dead, reads
     again on a fresh one and renews the pool, and the answer's write goes through."""
     with TestClient(app_factory(postgres_url)) as client:
-        learner = Learner(client)
-        learner.start_as_guest()
-        attempt = learner.start("test-basics")
-        token = SUBMISSION.search(learner.get(f"{attempt}/q/1").text)
-        assert token is not None
+        learner, attempt, token = _on_the_first_question(client)
         engine = client.app.state.engine  # type: ignore[attr-defined]
         pooled = [engine.raw_connection() for _ in range(3)]  # the pool holds three, all used
         for connection in pooled:
             connection.close()
         _connections_ended(postgres_url)
-        form = {"choice": ["B"], "submission": token[1]}
+        form = {"choice": ["B"], "submission": token}
         sent = learner.post(f"{attempt}/q/1/answer", form, follow_redirects=False)
         assert sent.status_code == 303
         assert [(s.number, s.answer, s.correct) for s in _answers(client)] == [(1, "B", True)]
@@ -288,16 +294,12 @@ def test_on_postgresql_an_answer_whose_connection_drops_mid_write_is_sent_again_
         return submit(session, *args, **options)
 
     with TestClient(app_factory(postgres_url)) as client:
-        learner = Learner(client)
-        learner.start_as_guest()
-        attempt = learner.start("test-basics")
-        token = SUBMISSION.search(learner.get(f"{attempt}/q/1").text)
-        assert token is not None
+        learner, attempt, token = _on_the_first_question(client)
         monkeypatch.setattr(service, "submit", drops_once)
-        form = {"choice": ["B"], "submission": token[1]}
+        form = {"choice": ["B"], "submission": token}
         failed = learner.post(f"{attempt}/q/1/answer", form, follow_redirects=False)
         assert dropped and failed.status_code == 503 and int(failed.headers["retry-after"]) >= 1
-        assert "made again" in failed.text and f'value="{token[1]}"' in failed.text
+        assert "made again" in failed.text and f'value="{token}"' in failed.text
         assert _answers(client) == []
         assert _resend(learner, failed).status_code == 303
         assert _resend(learner, failed).status_code == 303  # once more: counts nothing more

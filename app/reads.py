@@ -201,11 +201,11 @@ class Reader:
                 dead = self.dialect.is_disconnect(error, self._connection.dbapi_connection, cursor)
                 if attempt == 2 or not dead:
                     raise
-                self._connection.invalidate(error)  # closed, and never lent again
-                # Its pool-mates most likely died with it (a restart): lend from a new pool, as
-                # SQLAlchemy renews the pool when a statement of its own finds a disconnect.
-                # Those still lent from the old one go back to it and are closed with it.
-                self._engine.dispose(close=False)
+                # Its pool-mates most likely died with it (a restart): as SQLAlchemy does when a
+                # statement of its own finds a disconnect (Connection._handle_dbapi_exception),
+                # this one is closed and every connection made before now is closed and made
+                # again when it is next lent, so the retry gets a fresh one.
+                self._engine.pool._invalidate(self._connection, error)
                 self._connection = self._lend()
             finally:
                 with contextlib.suppress(Exception):  # a dead connection's cursor may refuse

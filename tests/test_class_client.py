@@ -258,7 +258,9 @@ def test_the_time_out_ends_a_request_and_the_next_one_works(site, loop):
     failed, after, elapsed = run(main(), loop)
     assert failed is TimeoutError
     assert after["path"] == "/echo"
-    assert elapsed >= 0.6
+    # All of the server's 0.6 s is in it; libuv counts its timers in whole milliseconds of a
+    # time it reads once a turn, so the sleep may end up to 1 ms early by the client's clock.
+    assert elapsed >= 0.599 - 0.001
 
 
 @pytest.mark.parametrize("client", sorted(bench_class.CLIENTS))

@@ -1,12 +1,13 @@
 """The server's event loop: uvloop, with every waiting connection accepted at each turn.
 
 Measured with `make bench-class` (500 learners on one worker, docs/benchmarks.md): uvloop
-accepted one new connection per turn of its loop. While the loop was busy serving the open
-connections (turns of tens of milliseconds), the connections a class opened (a learner's first
-page, an answer sent after a long thought, once the browser had dropped its idle connection)
-waited in the listening socket's queue: 150 to 200 of them at any moment for 20 s, each for
-2 to 3 s, while requests on open connections were answered in under 100 ms. Unfair, and the
-p99. asyncio's own loop accepts all that wait, but costs more CPU for every request.
+accepted only a few new connections per turn of its loop (`strace`: one `accept4` a turn, never
+an `EAGAIN`; 11 of 40 waiting ones in three turns of an idle loop). While the loop was busy
+serving the open connections (turns of tens of milliseconds), the connections a class opened (a
+learner's first page, an answer sent after a long thought, once the browser had dropped its idle
+connection) waited in the listening socket's queue: 150 to 200 of them at any moment for 20 s,
+each for 2 to 3 s, while requests on open connections were answered in under 100 ms. Unfair,
+and the p99. asyncio's own loop accepts all that wait, but costs more CPU for every request.
 
 So the app keeps uvloop's transports and accepts by itself: the listening socket is watched
 with `add_reader`, and each time it is ready every connection waiting (up to the backlog) is

@@ -29,8 +29,10 @@ class Settings(BaseSettings):
         ge=1,
         le=1000,
         description="Database connections kept per process. The default, 40, is one per worker "
-        "thread that runs pages (anyio's default), so no page waits for a connection; with "
-        "PostgreSQL, processes × this must stay under the server's max_connections.",
+        "thread that runs pages (anyio's default), so no page waits for a connection. On "
+        "PostgreSQL half of them serve the event loop (page reads and queued writes, through "
+        "psycopg's asyncio driver) and half the worker threads, which are limited to as many; "
+        "processes × this must stay under the server's max_connections.",
     )
     sqlite_synchronous: Literal["full", "normal"] = Field(
         default="full",
@@ -51,8 +53,9 @@ class Settings(BaseSettings):
         default=8,
         ge=1,
         le=1000,
-        description="Writes run at once per process on PostgreSQL (each on a worker thread "
-        "with a pooled connection: keep it under the pool size). SQLite runs one at a time.",
+        description="Writes run at once per process on PostgreSQL, each on a connection of "
+        "its own: at most a quarter of the pool size (app.db.LoopEngines). SQLite runs one "
+        "at a time.",
     )
     challenges_dir: Path = ROOT / "challenges"
     content_gate: Literal["proven", "valid"] = Field(

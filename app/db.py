@@ -6,6 +6,7 @@ import asyncio
 import sqlite3
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -15,7 +16,9 @@ import anyio.to_thread
 from sqlalchemy import DateTime, Enum, event, make_url
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.types import TypeDecorator
+from sqlalchemy.util import greenlet_spawn
 from sqlmodel import Session, create_engine
 
 from app.write_lock import WriteLock
@@ -118,7 +121,9 @@ def write_lock(engine: Engine) -> WriteLock | None:
     return found
 
 
-def make_engine(url: str, pool_size: int | None = None, synchronous: str = "full") -> Engine:
+def make_engine(
+    url: str, pool_size: int | None = None, synchronous: str = "full", write_lanes: int = 8
+) -> Engine:
     """Create an engine with a connection per worker thread; on SQLite, writers lock at BEGIN.
 
     `synchronous` is SQLite's (full or normal): full makes every commit wait for the disk
@@ -129,13 +134,13 @@ def make_engine(url: str, pool_size: int | None = None, synchronous: str = "full
     sets it for a whole session): writers on SQLite begin with BEGIN IMMEDIATE, taking the
     write lock up front, so two transactions that both read and then write never deadlock into
     SQLITE_BUSY; the second simply waits its turn (up to the 30 s busy timeout).
+
+    On PostgreSQL the pool is split between worker threads and the event loop (LoopEngines),
+    and `write_lanes` is how many writes the loop may run at once.
     """
     size = pool_size or WORKER_THREADS
     if not url.startswith("sqlite"):
-        engine = create_engine(url, pool_size=size, max_overflow=0, pool_timeout=POOL_TIMEOUT_S)
-        _ping_after_idle(engine)
-        _refuse_writes_in_readers(engine)
-        return engine
+        return _server_engines(url, size, write_lanes)
     database = make_url(url).database
     lock = None
     if database and database != ":memory:":
@@ -190,6 +195,99 @@ def make_engine(url: str, pool_size: int | None = None, synchronous: str = "full
 
 
 _SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
+_LOOP_ENGINES = "ranklab_loop_engines"
+_ROOT = "ranklab_root"  # a LoopEngines' engine: the one make_engine returned
+# Fewer connections than this in all: everything runs on worker threads (no LoopEngines).
+_SMALLEST_SPLIT = 4
+
+
+@dataclass(frozen=True)
+class LoopEngines:
+    """The database for the event loop: PostgreSQL through psycopg's asyncio driver.
+
+    A page's reads and the write queue's writes are network round trips. On a worker thread
+    each one ends with the thread waiting for the GIL, up to the switch interval (5 ms) while
+    the loop is busy: under a class's load that wait, not the database, set how many writes a
+    second went through. These engines reach the same database with pools of their own, and
+    code written for a sync Engine runs on them unchanged inside SQLAlchemy's `greenlet_spawn`,
+    where each round trip is awaited on the loop (as SQLAlchemy's AsyncSession runs a Session).
+    Nowhere else: outside `greenlet_spawn` their driver calls refuse to run (MissingGreenlet).
+
+    `reads` keeps its connections in autocommit (each SELECT stands alone, app.reads); `writes`
+    has one connection per write lane (app.writes), so a write never waits behind page reads
+    for a connection.
+    """
+
+    reads: Engine
+    writes: Engine
+
+
+def _server_engines(url: str, size: int, write_lanes: int) -> Engine:
+    """PostgreSQL: half the connections for worker threads (the engine returned), half for the
+    loop (its LoopEngines: the write lanes', at most half of those, and the page reads')."""
+    on_loop = size // 2 if size >= _SMALLEST_SPLIT else 0
+    engine: Engine = _server_engine(create_engine, url, size - on_loop)
+    if on_loop:
+        lanes = max(1, min(write_lanes, on_loop // 2))
+        reads = _server_engine(
+            create_async_engine,
+            url,
+            on_loop - lanes,
+            isolation_level="AUTOCOMMIT",
+            pool_reset_on_return=None,  # no transaction to end: nothing to send when given back
+        )
+        writes = _server_engine(create_async_engine, url, lanes)
+        engine.__dict__[_LOOP_ENGINES] = LoopEngines(reads.sync_engine, writes.sync_engine)
+        for each in (reads, writes):
+            each.sync_engine.__dict__[_ROOT] = engine
+    return engine
+
+
+def _server_engine(create: Callable[..., Any], url: str, size: int, **options: Any) -> Any:
+    engine = create(url, pool_size=size, max_overflow=0, pool_timeout=POOL_TIMEOUT_S, **options)
+    sync_engine = getattr(engine, "sync_engine", engine)
+    _ping_after_idle(sync_engine)
+    _refuse_writes_in_readers(sync_engine)
+    return engine
+
+
+def loop_engines(engine: Engine) -> LoopEngines | None:
+    """The engine's LoopEngines, or None (SQLite, or a pool too small to split)."""
+    found: LoopEngines | None = engine.__dict__.get(_LOOP_ENGINES)
+    return found
+
+
+def write_lanes(engine: Engine, wanted: int) -> int:
+    """How many writes may run at once on PostgreSQL: a connection each, never more."""
+    found = loop_engines(engine)
+    pool = found.writes.pool if found is not None else engine.pool
+    return min(wanted, pool.size())  # type: ignore[attr-defined]
+
+
+def renew_connections(engine: Engine) -> None:
+    """After a connection was found dead (the server restarted), have every pool of the engine
+    (or of the engine whose LoopEngines it is) close and make again each connection made before
+    now, when it is next lent: what SQLAlchemy does to the one pool where it found it dead."""
+    engine = engine.__dict__.get(_ROOT, engine)
+    found = loop_engines(engine)
+    for each in (engine, *((found.reads, found.writes) if found is not None else ())):
+        each.pool._invalidate(None)  # stamps the time; closes nothing
+
+
+def thread_connections(engine: Engine) -> int:
+    """How many connections the worker threads' pool keeps: the most threads that may hold
+    one at once, so none waits (the app sizes anyio's thread limiter to it)."""
+    size: int = engine.pool.size()  # type: ignore[attr-defined]
+    return size
+
+
+async def dispose(engine: Engine) -> None:
+    """Close the engine's pooled connections, and its LoopEngines' (awaited, on the loop)."""
+    engine.dispose()
+    found = loop_engines(engine)
+    if found is not None:
+        await greenlet_spawn(found.reads.dispose)
+        await greenlet_spawn(found.writes.dispose)
 
 
 def _ping_after_idle(engine: Engine) -> None:
@@ -311,7 +409,8 @@ def begin_write(session: Session) -> None:
     lock = write_lock(session.get_bind())  # type: ignore[arg-type]
     # BEGIN IMMEDIATE may wait for the lock: never on the event loop, unless the loop holds the
     # lock already (app.writes runs SQLite's writes there, one at a time, in order).
-    if _on_event_loop() and not (lock is not None and lock.held_here()):
+    on_twin = session.get_bind().dialect.is_async  # in greenlet_spawn: round trips are awaited
+    if _on_event_loop() and not (lock is not None and lock.held_here()) and not on_twin:
         raise RuntimeError("a write must run on a worker thread or in app.writes' queue")
     if session.in_transaction():
         if not session.connection().get_execution_options().get(READER, False):

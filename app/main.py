@@ -32,7 +32,7 @@ from app.bus_client import QueueCollector, RedisExecutorClient
 from app.challenges import routes as challenge_routes
 from app.challenges.catalog import Catalog
 from app.config import Settings
-from app.db import WriteLockTimeout, make_engine
+from app.db import WriteLockTimeout, dispose, make_engine, thread_connections, write_lanes
 from app.deps import CSRF_COOKIE, PageRoute, use_csrf_seed, wants_json
 from app.errors import Busy, LoginRequired, NotFound, RankLabError
 from app.executor_client import ExecutorClient, HttpExecutorClient, NoExecutor
@@ -67,7 +67,10 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
     """Build the app: database engine, catalog (broken files reported, not fatal), routes."""
     settings = settings or Settings()
     engine = make_engine(
-        settings.database_url, settings.database_pool_size, settings.sqlite_synchronous
+        settings.database_url,
+        settings.database_pool_size,
+        settings.sqlite_synchronous,
+        settings.write_lanes,
     )
 
     @asynccontextmanager
@@ -75,10 +78,10 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         # Worker threads and pooled connections sized together: each thread holds at most one
         # connection, so no thread ever waits for one (PostgreSQL's pool is bounded).
         limiter = anyio.to_thread.current_default_thread_limiter()
-        limiter.total_tokens = settings.database_pool_size
+        limiter.total_tokens = thread_connections(engine)
         yield
         await live_runs.close()  # lab runs in flight are stopped (their ranks killed)
-        engine.dispose()  # close pooled connections on shutdown
+        await dispose(engine)  # close pooled connections on shutdown
         metrics.mark_process_dead(os.getpid())  # a stopped worker's live gauges go
 
     app = FastAPI(
@@ -93,7 +96,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
     app.state.settings = settings
     app.state.engine = engine
     # Writes wait their turn here (app.writes): never more than write_wait_s, then a 503.
-    lanes = min(settings.write_lanes, settings.database_pool_size)
+    lanes = write_lanes(engine, settings.write_lanes)  # PostgreSQL's: a connection each
     app.state.writes = WriteQueue(engine, lanes, settings.write_wait_s)
     publisher = Publisher(engine, settings.challenges_dir / proofs.FILE_NAME, settings.content_gate)
     app.state.catalog = Catalog.load(settings.challenges_dir, publisher, settings.content_check_s)

@@ -11,7 +11,8 @@ SQLAlchemy applies (`TypeEngine.bind_processor` and `result_processor`: aware UT
 enums, booleans), and its rows become detached model instances, as if loaded and expunged. A
 `Reader` holds one pooled driver connection for a page's reads and begins no transaction: each
 SELECT is atomic on its own (autocommit); on SQLite it takes no lock and, in WAL mode, never waits
-for a writer; on PostgreSQL it is one round trip, with no BEGIN before it nor ROLLBACK after.
+for a writer; on PostgreSQL it is one round trip, with no BEGIN before it nor ROLLBACK after,
+awaited on the event loop (`read`, through app.db.LoopEngines).
 
 Only SELECTs: anything that writes goes through a Session and its services (app.db).
 """
@@ -27,6 +28,9 @@ import anyio.to_thread
 from sqlalchemy import Select, inspect
 from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.orm import Mapper, Session, configure_mappers, make_transient_to_detached
+from sqlalchemy.util import greenlet_spawn
+
+from app.db import loop_engines, renew_connections
 
 T = TypeVar("T")
 AnySelect = Select[*tuple[Any, ...]]
@@ -178,14 +182,16 @@ class Reader:
         self._session_connection: Connection | None = None
         # A server database's driver would send BEGIN before the first SELECT and the pool a
         # ROLLBACK when given back: two round trips a page for nothing. Each SELECT runs on its
-        # own instead (autocommit), as on SQLite (isolation_level None, app.db).
-        self._autocommits = engine.dialect.name != "sqlite"
+        # own instead (autocommit), as on SQLite (isolation_level None, app.db): the loop's
+        # reads engine lends its connections so; another's is switched while held here.
+        self._switches = False  # switched to autocommit here: switch back when given back
         self._connection: Any = self._lend()  # the pool's, reset when given back
 
     def _lend(self) -> Any:
         connection: Any = self._engine.raw_connection()
-        if self._autocommits:
+        if self.dialect.name != "sqlite" and not connection.dbapi_connection.autocommit:
             connection.dbapi_connection.autocommit = True
+            self._switches = True
         return connection
 
     def _run(self, compiled: _Compiled, values: Mapping[str, Any], fetch: Callable[[Any], T]) -> T:
@@ -206,6 +212,7 @@ class Reader:
                 # this one is closed and every connection made before now is closed and made
                 # again when it is next lent, so the retry gets a fresh one.
                 self._engine.pool._invalidate(self._connection, error)
+                renew_connections(self._engine)
                 self._connection = self._lend()
             finally:
                 with contextlib.suppress(Exception):  # a dead connection's cursor may refuse
@@ -255,7 +262,8 @@ class Reader:
         connection, self._connection = self._connection, None
         if connection is None:
             return
-        if self._autocommits:
+        if self._switches:
+            self._switches = False
             try:
                 connection.dbapi_connection.autocommit = False  # as the pool lends it to sessions
             except Exception:
@@ -270,15 +278,20 @@ class Reader:
 
 
 def runs_inline(engine: Engine) -> bool:
-    """Whether reads may run on the event loop: SQLite's (in-process, no lock in WAL mode, a
-    checkout never waits). PostgreSQL's are network round trips: a worker thread runs them."""
+    """Whether reads may run on the event loop as plain calls: SQLite's (in-process, no lock
+    in WAL mode, a checkout never waits). PostgreSQL's are network round trips."""
     return engine.dialect.name == "sqlite"
 
 
 async def read(engine: Engine, reads: Callable[..., T], *args: Any) -> T:
-    """Run `reads(reader, *args)` with a Reader: here on SQLite, on a worker thread elsewhere."""
+    """Run `reads(reader, *args)` with a Reader: here on SQLite; on PostgreSQL on the loop too,
+    through the engine's asyncio driver (app.db.LoopEngines), each round trip awaited; on a
+    worker thread where there is none."""
     if runs_inline(engine):
         return _with_reader(engine, reads, *args)
+    found = loop_engines(engine)
+    if found is not None:
+        return await greenlet_spawn(_with_reader, found.reads, reads, *args)
     return await anyio.to_thread.run_sync(_with_reader, engine, reads, *args)
 
 

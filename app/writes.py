@@ -11,8 +11,9 @@ on being read beside them: reads never wait here.
   The turn's commits share one flush to disk (a group commit) made before any of them is
   answered: as durable as SQLite's synchronous=FULL, for one fsync a turn instead of one a
   commit, during which the loop serves nothing.
-- PostgreSQL: a few writes at once (`lanes`), each on a worker thread with one pooled
-  connection; the pool keeps a connection per worker thread, so none waits for one.
+- PostgreSQL: a few writes at once (`lanes`), each a task of the loop with a connection of
+  its own (app.db.LoopEngines.writes), its round trips awaited: on a worker thread each would
+  end waiting for the GIL, as above.
 
 A write that would wait longer than `max_wait_s` is refused at once with Busy (503 and
 Retry-After), before anything of it ran: nothing is half-stored, and sending it again is safe
@@ -34,9 +35,10 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 from sqlalchemy.engine import Engine
+from sqlalchemy.util import greenlet_spawn
 from sqlmodel import Session
 
-from app.db import then_end, write_lock
+from app.db import loop_engines, then_end, write_lock
 from app.errors import Busy
 from app.metrics import WRITE_WAIT_SECONDS, WRITES_REFUSED, WRITES_WAITING
 
@@ -147,7 +149,7 @@ class WriteQueue:
                 job = self._take_next()
                 if self._due(job):
                     with anyio.CancelScope(shield=True):
-                        await self._run_on_thread(job)
+                        await self._run_on_lane(job)
                 continue
             await self._take_lock()
             done: list[tuple[_Job, Any, Exception | None]] = []
@@ -202,10 +204,10 @@ class WriteQueue:
         self._service_s = 0.8 * self._service_s + 0.2 * (time.monotonic() - began)
         return outcome
 
-    async def _run_on_thread(self, job: _Job) -> None:
+    async def _run_on_lane(self, job: _Job) -> None:
         began = time.monotonic()
         try:
-            result = await anyio.to_thread.run_sync(then_end, job.session, job.work, *job.args)
+            result = await _run_awaiting(job.session, job.work, *job.args)
         except Exception as error:
             if not job.future.done():
                 job.future.set_exception(error)
@@ -228,3 +230,18 @@ class WriteQueue:
                     pass  # held long (a thread's slow write): queued writes give up meanwhile
             finally:
                 self._stalled_since = None
+
+
+async def _run_awaiting(session: Session, work: Callable[..., T], *args: Any) -> T:
+    """`then_end(session, work, *args)` where the database's round trips are awaited: on the
+    engine's LoopEngines.writes, the session bound to it for the while; on a worker thread
+    where there are none (or the session is in a transaction on its engine already)."""
+    engine = session.get_bind()
+    found = loop_engines(engine)  # type: ignore[arg-type]
+    if found is None or session.in_transaction():
+        return await anyio.to_thread.run_sync(then_end, session, work, *args)
+    session.bind = found.writes
+    try:
+        return await greenlet_spawn(then_end, session, work, *args)
+    finally:
+        session.bind = engine

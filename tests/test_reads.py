@@ -14,7 +14,6 @@ from sqlalchemy import (
     bindparam,
     case,
     column,
-    create_engine,
     func,
     inspect,
     literal_column,
@@ -24,7 +23,6 @@ from sqlalchemy import select as select_columns
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.pool import NullPool
 from sqlmodel import Session, col
 
 from app import reads
@@ -35,7 +33,7 @@ from app.attempts.models import SetAttempt
 from app.attempts.rules import ItemStatus
 from app.challenges.loader import load_path
 from app.challenges.schema import ChallengeSet
-from app.db import make_engine
+from app.db import dispose, make_engine
 from tests.conftest import TEST_CHALLENGES
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
@@ -57,7 +55,7 @@ CREATED_BEFORE = reads.Query(
 def engine(database_url: str) -> Iterator[Engine]:
     made = make_engine(database_url)
     yield made
-    made.dispose()
+    asyncio.run(dispose(made))  # and its LoopEngines' connections, on PostgreSQL
 
 
 def basics() -> ChallengeSet:
@@ -176,19 +174,27 @@ def test_a_reader_gives_its_connection_back_and_one_within_a_session_reads_its_r
     assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
 
 
-def test_reads_run_on_the_event_loop_for_sqlite_and_on_a_worker_thread_elsewhere(engine):
+def test_reads_run_on_the_event_loop_and_on_a_worker_thread_only_without_loop_engines(
+    engine, database_url
+):
+    """SQLite's reads are plain calls on the loop; PostgreSQL's await their round trips there
+    (app.db.LoopEngines), unless the pool is too small to split: then a worker thread runs them."""
 
     def where(reader: reads.Reader) -> tuple[int, list[tuple[object, ...]]]:
         return threading.get_ident(), reader.rows(CREATED_BEFORE, before=NOW)
 
-    async def from_the_loop() -> tuple[int, int]:
-        thread, rows = await reads.read(engine, where)
+    async def from_the_loop(on: Engine) -> tuple[int, int]:
+        thread, rows = await reads.read(on, where)
         assert rows == []
         return threading.get_ident(), thread
 
-    loop_thread, read_thread = asyncio.run(from_the_loop())
-    assert (read_thread == loop_thread) is (engine.dialect.name == "sqlite")
+    loop_thread, read_thread = asyncio.run(from_the_loop(engine))
+    assert read_thread == loop_thread
     assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+    small = make_engine(database_url, pool_size=3)
+    loop_thread, read_thread = asyncio.run(from_the_loop(small))
+    assert (read_thread == loop_thread) is (engine.dialect.name == "sqlite")
+    small.dispose()
 
 
 def test_the_session_user_lookup_reads_a_live_session_only(engine):
@@ -232,17 +238,6 @@ def test_a_readers_selects_open_no_transaction_and_the_connection_goes_back_as_l
         assert reader.rows(CREATED_BEFORE, before=NOW + timedelta(days=1)) == []
 
 
-def _connections_ended(url: str) -> None:
-    """End every other connection to this database, as a server restart would."""
-    killer = create_engine(url, poolclass=NullPool)
-    with killer.connect() as connection:
-        connection.exec_driver_sql(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
-    killer.dispose()
-
-
 def _add_guest(engine: Engine) -> None:
     with Session(engine) as session:
         session.add(User(role=Role.LEARNER, is_guest=True, created_at=NOW))
@@ -259,17 +254,17 @@ def test_connections_that_died_are_replaced_a_long_idle_one_before_it_is_lent(
     engine = make_engine(url, pool_size=1)
     try:
         _add_guest(engine)  # the pool's one connection, used and given back
-        _connections_ended(url)
+        postgres.end_other_connections(url)
         # Used a moment ago, so lent unchecked: the page's SELECT finds it dead and runs
         # again on a fresh connection; the learner sees the page.
         with reads.Reader(engine) as reader:
             assert len(reader.rows(CREATED_BEFORE, before=NOW + timedelta(days=1))) == 1
-        _connections_ended(url)
+        postgres.end_other_connections(url)
         with pytest.raises(DBAPIError) as failed:  # a write is not run twice: it fails, once
             _add_guest(engine)
         assert failed.value.connection_invalidated
         _add_guest(engine)  # SQLAlchemy replaced it
-        _connections_ended(url)
+        postgres.end_other_connections(url)
         monkeypatch.setattr("app.db.PING_AFTER_IDLE_S", 0.0)  # as if it had been idle for long
         _add_guest(engine)  # checked before it was lent, found dead, replaced: the write works
         with reads.Reader(engine) as reader:

@@ -16,7 +16,7 @@ from sqlmodel import Session, col, select
 
 from app.attempts import arrival
 from app.attempts.models import ItemAttempt, Submission
-from app.db import write_lock
+from app.db import loop_engines, write_lock
 from tests.support import postgres
 from tests.support.learner import Learner
 
@@ -178,7 +178,7 @@ def test_on_postgresql_a_write_refused_while_every_lane_is_held_counts_once_when
 
 
 def _lane_taken(client: TestClient) -> bool:
-    """Whether the PostgreSQL writer has begun a write (it waits on a worker thread)."""
+    """Whether the PostgreSQL writer has begun a write (it waits for the row's lock)."""
     with Session(client.app.state.engine) as session:  # type: ignore[attr-defined]
         waiting = text(
             "SELECT count(*) FROM pg_stat_activity"
@@ -242,33 +242,19 @@ def _on_the_first_question(client: TestClient) -> tuple[Learner, str, str]:
     return learner, attempt, token[1]
 
 
-def _connections_ended(url: str) -> None:
-    """End every other connection to this database, as a server restart would."""
-    ender = create_engine(url)
-    with ender.connect() as connection:
-        connection.execute(
-            text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            )
-        )
-    ender.dispose()
-
-
 @pytest.mark.postgres
 def test_on_postgresql_a_restart_under_steady_use_costs_the_learner_nothing(
     app_factory, postgres_url
 ):
-    """The pool's connections were in steady use (so none is checked before it is lent) when
+    """The pools' connections were in steady use (so none is checked before it is lent) when
     the server dropped them all: the answer's first read finds its connection dead, reads
-    again on a fresh one and renews the pool, and the answer's write goes through."""
+    again on a fresh one and renews every pool, and the answer's write goes through."""
     with TestClient(app_factory(postgres_url)) as client:
         learner, attempt, token = _on_the_first_question(client)
-        engine = client.app.state.engine  # type: ignore[attr-defined]
-        pooled = [engine.raw_connection() for _ in range(3)]  # the pool holds three, all used
-        for connection in pooled:
-            connection.close()
-        _connections_ended(postgres_url)
+        found = loop_engines(client.app.state.engine)  # type: ignore[attr-defined]
+        assert found is not None  # the start's write and the question's reads were on the loop
+        assert found.reads.pool.checkedin() >= 1 and found.writes.pool.checkedin() >= 1  # type: ignore[attr-defined]
+        postgres.end_other_connections(postgres_url)
         form = {"choice": ["B"], "submission": token}
         sent = learner.post(f"{attempt}/q/1/answer", form, follow_redirects=False)
         assert sent.status_code == 303

@@ -162,3 +162,18 @@ def postgres_database_url(request: pytest.FixtureRequest, template: str | None =
     _admin(server, f'CREATE DATABASE "{name}"{copy}')
     request.addfinalizer(lambda: _admin(server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     return _database_url(server, name)
+
+
+def end_other_connections(url: str) -> None:
+    """End every other connection to this database, as a server restart would."""
+    from sqlalchemy.pool import NullPool
+
+    ender = create_engine(url, poolclass=NullPool)
+    with ender.connect() as connection:
+        connection.execute(
+            text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        )
+    ender.dispose()

@@ -300,11 +300,14 @@ async def _judge(
     when = arrival.judged_at(secret, path, submission, choice, fields["first_sent"], now)
     seed = rules.attempt_seed(secret, attempt.id, attempt.user_id)  # the one it was shown with
 
+    def feed_review(judgement: attempts.Judgement) -> None:
+        if judgement.status.closed:  # a miss enters the review queue: stored with the answer
+            _feed_review(session, page.catalog, attempt, row, judgement.correct, now)
+
     def judge() -> attempts.Judgement:
-        judgement = attempts.submit(session, row, item, choice, grace_s, when, submission, seed)
-        if judgement.status.closed and not judgement.replayed:  # a miss enters the review
-            _feed_review(session, page.catalog, attempt, row, judgement.correct, now)  # queue
-        return judgement
+        return attempts.submit(
+            session, row, item, choice, grace_s, when, submission, seed, on_judged=feed_review
+        )
 
     try:
         return await _write(page.request, session, judge)

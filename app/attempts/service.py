@@ -8,7 +8,7 @@ without SQLite's write lock, and a read may not turn into a write halfway (SQLIT
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -275,31 +275,36 @@ def submit(
     now: datetime,
     token: str | None = None,
     seed: str | None = None,
+    on_judged: Callable[[Judgement], None] | None = None,
 ) -> Judgement:
     """Judge an answer, counting the attempt atomically; refuse late or surplus answers.
 
     `token` names this submission (the question page renders a fresh one with each form): the
     same token sent again, a retry after a time-out, gets its first outcome back and counts
     nothing more, whenever it comes (a unique index decides between two arriving together).
+    It is looked up only where the answer would otherwise not count (refused, or its
+    submission's row refused by that index): an answer that counts is one round trip shorter.
     `seed` is the order seed the question was shown with (rules.attempt_seed): the options'
-    values are its tokens."""
+    values are its tokens. `on_judged(judgement)` runs for an answer that counted, in its
+    transaction before the commit: what it stores is stored with the answer, or nothing is."""
     begin_write(session)
-    if token is not None:
-        first = _judged(session, row, token)
-        if first is not None:
-            return first
+
+    def first_outcome() -> Judgement | None:
+        return _judged(session, row, token) if token is not None else None
+
     answer = rules.parse_answer(item, raw_answer, seed)
     if answer is None:
-        raise BadRequest(Refusal.INVALID.value)
+        return _or_refuse(first_outcome(), BadRequest(Refusal.INVALID.value))
     if row.status is ItemStatus.PENDING:
-        raise Conflict(Refusal.NOT_OPEN.value)  # no clock yet: it was never shown
+        return _or_refuse(first_outcome(), Conflict(Refusal.NOT_OPEN.value))  # never shown
     refused = rules.refusal(
         row.status, clock(row, grace_s), row.attempts_used, row.attempts_allowed, now
     )
-    if refused is Refusal.TIME_UP:
-        close_if_expired(session, row, grace_s, now)
     if refused is not None:
-        raise Conflict(refused.value)
+        first = first_outcome()
+        if first is None and refused is Refusal.TIME_UP:
+            close_if_expired(session, row, grace_s, now)
+        return _or_refuse(first, Conflict(refused.value))
     # One conditional UPDATE claims the attempt: under parallel requests only those that find an
     # attempt left (and the item still open) succeed; PostgreSQL re-checks the row after the lock,
     # SQLite's BEGIN IMMEDIATE serialises the writers.
@@ -307,6 +312,9 @@ def submit(
     claimed = connection.execute(_CLAIM, {"row_id": row.id}).first()
     if claimed is None:
         session.rollback()
+        first = first_outcome()  # a parallel request with the same token took the last one
+        if first is not None:
+            return first
         session.add(row)  # a detached row (a hot form's read) is read back in this session
         session.refresh(row)
         reason = Refusal.CLOSED if row.status.closed else Refusal.NO_ATTEMPTS
@@ -331,19 +339,29 @@ def submit(
                 "token": token,
             },
         )
-        connection.execute(_CLOSE if status.closed else _RECORD, {"row_id": row.id, **values})
-        session.commit()
-    except IntegrityError as error:  # the unique (item, number) constraint is the last guard
-        session.rollback()
-        first = _judged(session, row, token) if token is not None else None
-        if first is not None:  # the same submission, arrived at once on another connection
+    except IntegrityError as error:  # the unique (item, number) or token index refused it
+        session.rollback()  # the claim with it
+        first = first_outcome()
+        if first is not None:  # the same submission, sent again or arrived at once
             return first
         raise Conflict(Refusal.NO_ATTEMPTS.value) from error
+    connection.execute(_CLOSE if status.closed else _RECORD, {"row_id": row.id, **values})
+    judgement = Judgement(correct, status, row.attempts_allowed - used, answer)
+    if on_judged is not None:
+        on_judged(judgement)
+    session.commit()
     # What this transaction wrote, as a refresh would read it back (no other writer could
     # change the row between: the claim locked it until the commit).
     for key, value in (("attempts_used", used), *values.items()):
         set_committed_value(row, key, value)
-    return Judgement(correct, status, row.attempts_allowed - used, answer)
+    return judgement
+
+
+def _or_refuse(first: Judgement | None, refusal: Exception) -> Judgement:
+    """The submission's first outcome if it was stored before (sent again), else the refusal."""
+    if first is None:
+        raise refusal
+    return first
 
 
 # Built once: an answer's statements, run through the session's connection in its transaction

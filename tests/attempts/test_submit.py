@@ -1,0 +1,115 @@
+"""An answer's write (app.attempts.service.submit), on SQLite and PostgreSQL: one that counts
+does not look its token up first; copies of it sent at once each get its one outcome; what the
+outcome feeds the review queue is stored with it, or nothing is."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from app.attempts.models import ItemAttempt, Submission
+from app.db import loop_engines, make_engine
+from app.review import service as review
+from app.review.models import ReviewCard
+
+SUBMISSION = re.compile(r'name="submission" value="([^"]+)"')
+
+
+def _token(learner: Any, attempt: str) -> str:
+    found = SUBMISSION.search(learner.get(f"{attempt}/q/1").text)
+    assert found is not None
+    return found[1]
+
+
+@contextmanager
+def _statements(app_engine: Engine) -> Iterator[list[str]]:
+    """The SQL the app's writes send while inside (on PostgreSQL, its write lanes' engine)."""
+    found = loop_engines(app_engine)
+    engine = found.writes if found is not None else app_engine
+    sent: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        sent.append(" ".join(statement.split()))
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield sent
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def _stored(database_url: str) -> tuple[list[Submission], ItemAttempt, list[ReviewCard]]:
+    engine = make_engine(database_url)
+    with Session(engine) as session:
+        submissions = list(session.exec(select(Submission)))
+        row = session.exec(select(ItemAttempt).where(ItemAttempt.position == 0)).one()
+        cards = list(session.exec(select(ReviewCard)))
+    engine.dispose()
+    return submissions, row, cards
+
+
+def test_an_answer_that_counts_sends_no_lookup_of_its_token_and_one_sent_again_does(learner):
+    attempt = learner.start("test-basics")
+    token = _token(learner, attempt)
+    url = f"{attempt}/q/1/answer"
+    engine = learner.client.app.state.engine
+    with _statements(engine) as first:
+        sent = learner.post(url, {"choice": ["A"], "submission": token}, follow_redirects=False)
+    with _statements(engine) as again:
+        resent = learner.post(url, {"choice": ["A"], "submission": token}, follow_redirects=False)
+    assert sent.status_code == resent.status_code == 303
+    looked_up = [s for s in first + again if s.startswith("SELECT") and "FROM submission" in s]
+    assert not [s for s in first if s in looked_up]
+    assert [s for s in again if s in looked_up]  # its claim was refused: its outcome read back
+    assert "Attempts: 1 left" in learner.get(f"{attempt}/q/1").text  # counted once
+
+
+def test_copies_of_a_closing_answer_sent_at_once_each_get_its_one_outcome(learner, database_url):
+    attempt = learner.start("test-basics")
+    token = _token(learner, attempt)
+    url = f"{attempt}/q/1/answer"
+
+    def send(_: int) -> int:
+        form = {"choice": ["B"], "submission": token}
+        return learner.post(url, form, follow_redirects=False).status_code
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        statuses = list(pool.map(send, range(8)))
+    assert statuses == [303] * 8  # none refused: the copies that lost the race read its outcome
+    submissions, row, _cards = _stored(database_url)
+    assert [(s.number, s.answer, s.correct) for s in submissions] == [(1, "B", True)]
+    assert row.attempts_used == 1 and row.status.closed
+    assert "✓ Correct" in learner.get(f"{attempt}/q/1").text
+
+
+def test_a_miss_and_its_review_card_are_stored_together_or_not_at_all(
+    learner, database_url, monkeypatch
+):
+    attempt = learner.start("test-basics")
+    learner.answer(attempt, 1, "A")  # a first miss: the question stays open
+    token = _token(learner, attempt)
+    url = f"{attempt}/q/1/answer"
+    record = review.record_item_outcome
+
+    def fails(*args: object) -> None:
+        raise RuntimeError("the review queue failed")
+
+    monkeypatch.setattr(review, "record_item_outcome", fails)
+    with pytest.raises(RuntimeError, match="review queue"):
+        learner.post(url, {"choice": ["C"], "submission": token}, follow_redirects=False)
+    submissions, row, cards = _stored(database_url)
+    assert [s.number for s in submissions] == [1] and row.attempts_used == 1 and cards == []
+    monkeypatch.setattr(review, "record_item_outcome", record)
+    sent = learner.post(url, {"choice": ["C"], "submission": token}, follow_redirects=False)
+    assert sent.status_code == 303
+    submissions, row, cards = _stored(database_url)
+    assert [(s.number, s.answer) for s in submissions] == [(1, "A"), (2, "C")]
+    assert row.status.closed and len(cards) == 1  # the miss entered the review queue with it

@@ -409,8 +409,8 @@ def begin_write(session: Session) -> None:
     lock = write_lock(session.get_bind())  # type: ignore[arg-type]
     # BEGIN IMMEDIATE may wait for the lock: never on the event loop, unless the loop holds the
     # lock already (app.writes runs SQLite's writes there, one at a time, in order).
-    on_twin = session.get_bind().dialect.is_async  # in greenlet_spawn: round trips are awaited
-    if _on_event_loop() and not (lock is not None and lock.held_here()) and not on_twin:
+    awaited = session.get_bind().dialect.is_async  # LoopEngines, in greenlet_spawn: no wait
+    if _on_event_loop() and not (lock is not None and lock.held_here()) and not awaited:
         raise RuntimeError("a write must run on a worker thread or in app.writes' queue")
     if session.in_transaction():
         if not session.connection().get_execution_options().get(READER, False):

@@ -1,24 +1,31 @@
 """An answer's write (app.attempts.service.submit), on SQLite and PostgreSQL: one that counts
-does not look its token up first; copies of it sent at once each get its one outcome; what the
-outcome feeds the review queue is stored with it, or nothing is."""
+does not look its token up first; copies of it sent at once each get its one outcome, the one
+that lost the race for the question's row included; what the outcome feeds the review queue is
+stored with it, or nothing is."""
 
 from __future__ import annotations
 
 import re
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from sqlalchemy import event
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.pool import NullPool
 from sqlmodel import Session, select
 
 from app.attempts.models import ItemAttempt, Submission
 from app.db import loop_engines, make_engine
 from app.review import service as review
 from app.review.models import ReviewCard
+from tests.support import postgres
+from tests.support.learner import Learner
 
 SUBMISSION = re.compile(r'name="submission" value="([^"]+)"')
 
@@ -113,3 +120,61 @@ def test_a_miss_and_its_review_card_are_stored_together_or_not_at_all(
     submissions, row, cards = _stored(database_url)
     assert [(s.number, s.answer) for s in submissions] == [(1, "A"), (2, "C")]
     assert row.status.closed and len(cards) == 1  # the miss entered the review queue with it
+
+
+@pytest.fixture
+def postgres_url(request: pytest.FixtureRequest, postgres_template: str) -> str:
+    return postgres.postgres_database_url(request, template=postgres_template)
+
+
+def _waiting_for_locks(url: str) -> int:
+    checker = create_engine(url, poolclass=NullPool)
+    with checker.connect() as connection:
+        waiting = connection.exec_driver_sql(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        ).scalar_one()
+    checker.dispose()
+    return int(waiting)
+
+
+@pytest.mark.postgres
+def test_on_postgresql_a_copy_that_loses_the_race_for_the_row_gets_the_first_outcome(
+    app_factory, postgres_url
+):
+    """Two copies of a closing answer both begin before either is stored: both wait for the
+    question's row, the first closes it, and the second, whose claim then finds it closed,
+    reads the first outcome back instead of being refused."""
+    with TestClient(app_factory(postgres_url)) as client:
+        learner = Learner(client)
+        learner.start_as_guest()
+        attempt = learner.start("test-basics")
+        token = _token(learner, attempt)
+        url = f"{attempt}/q/1/answer"
+        holder = create_engine(postgres_url, poolclass=NullPool)
+        sent: list[int] = []
+        with holder.connect() as connection:
+            connection.execute(text("SELECT id FROM item_attempt WHERE position = 0 FOR UPDATE"))
+            form = {"choice": ["B"], "submission": token}
+            copies = [
+                threading.Thread(
+                    target=lambda: sent.append(
+                        learner.post(url, form, follow_redirects=False).status_code
+                    )
+                )
+                for _ in range(2)
+            ]
+            for copy in copies:
+                copy.start()
+            deadline = time.monotonic() + 10
+            while _waiting_for_locks(postgres_url) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert _waiting_for_locks(postgres_url) == 2  # both claims wait on the row
+            connection.rollback()
+        holder.dispose()
+        for copy in copies:
+            copy.join()
+        assert sent == [303, 303]
+        submissions, row, _cards = _stored(postgres_url)
+        assert [(s.number, s.answer, s.correct) for s in submissions] == [(1, "B", True)]
+        assert row.attempts_used == 1

@@ -12,10 +12,9 @@ from datetime import UTC, datetime
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import create_engine, func, text
+from sqlalchemy import func, text
 from sqlalchemy import select as select_columns
 from sqlalchemy.engine import Engine
-from sqlalchemy.pool import NullPool
 from sqlmodel import Session, select
 
 from app import reads
@@ -50,18 +49,6 @@ def engine(postgres_url: str) -> Iterator[Engine]:
     made = make_engine(postgres_url, pool_size=40, write_lanes=8)
     yield made
     asyncio.run(dispose(made))
-
-
-def _backends(url: str) -> int:
-    """Connections open to this database, other than the one asking."""
-    checker = create_engine(url, poolclass=NullPool)
-    with checker.connect() as connection:
-        count = connection.exec_driver_sql(
-            "SELECT count(*) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        ).scalar_one()
-    checker.dispose()
-    return int(count)
 
 
 def _add_guest(session: Session) -> int:
@@ -202,5 +189,5 @@ def test_the_apps_shutdown_closes_every_connection_it_made(app_factory, postgres
         found = loop_engines(client.app.state.engine)  # type: ignore[attr-defined]
         assert found is not None and found.writes.pool.checkedin() == 1  # type: ignore[attr-defined]
         assert found.reads.pool.checkedin() >= 1  # type: ignore[attr-defined]
-        assert _backends(postgres_url) >= 2
-    assert _backends(postgres_url) == 0
+        assert postgres.other_connections(postgres_url) >= 2
+    assert postgres.other_connections(postgres_url) == 0

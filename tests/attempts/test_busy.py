@@ -160,7 +160,9 @@ def test_on_postgresql_a_write_refused_while_every_lane_is_held_counts_once_when
                 target=lambda: sent.append(learner.post(url, wrong, follow_redirects=False))
             )
             sender.start()
-            while client.app.state.writes.waiting or not _lane_taken(client):  # type: ignore[attr-defined]
+            while client.app.state.writes.waiting or not postgres.other_connections(
+                postgres_url, waiting_for_a_lock=True
+            ):  # type: ignore[attr-defined]
                 time.sleep(0.01)
             second = {"choice": ["B"], "submission": "second-answer-token-0001"}
             refused = learner.post(url, second, follow_redirects=False)
@@ -175,16 +177,6 @@ def test_on_postgresql_a_write_refused_while_every_lane_is_held_counts_once_when
         stored = sorted((s.number, s.answer, s.correct) for s in _answers(client))
         assert stored == [(1, "A", False), (2, "B", True)]
         assert "✓ Correct" in learner.get(f"{attempt}/q/1").text
-
-
-def _lane_taken(client: TestClient) -> bool:
-    """Whether the PostgreSQL writer has begun a write (it waits for the row's lock)."""
-    with Session(client.app.state.engine) as session:  # type: ignore[attr-defined]
-        waiting = text(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE wait_event_type = 'Lock' AND datname = current_database()"
-        )
-        return bool(session.execute(waiting).scalar_one())
 
 
 def test_an_answer_the_busy_page_sends_again_is_judged_when_it_first_arrived(

@@ -127,17 +127,6 @@ def postgres_url(request: pytest.FixtureRequest, postgres_template: str) -> str:
     return postgres.postgres_database_url(request, template=postgres_template)
 
 
-def _waiting_for_locks(url: str) -> int:
-    checker = create_engine(url, poolclass=NullPool)
-    with checker.connect() as connection:
-        waiting = connection.exec_driver_sql(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE wait_event_type = 'Lock' AND datname = current_database()"
-        ).scalar_one()
-    checker.dispose()
-    return int(waiting)
-
-
 @pytest.mark.postgres
 def test_on_postgresql_a_copy_that_loses_the_race_for_the_row_gets_the_first_outcome(
     app_factory, postgres_url
@@ -167,9 +156,14 @@ def test_on_postgresql_a_copy_that_loses_the_race_for_the_row_gets_the_first_out
             for copy in copies:
                 copy.start()
             deadline = time.monotonic() + 10
-            while _waiting_for_locks(postgres_url) < 2 and time.monotonic() < deadline:
+            while (
+                postgres.other_connections(postgres_url, waiting_for_a_lock=True) < 2
+                and time.monotonic() < deadline
+            ):
                 time.sleep(0.01)
-            assert _waiting_for_locks(postgres_url) == 2  # both claims wait on the row
+            assert (
+                postgres.other_connections(postgres_url, waiting_for_a_lock=True) == 2
+            )  # both claims wait on the row
             connection.rollback()
         holder.dispose()
         for copy in copies:

@@ -177,3 +177,19 @@ def end_other_connections(url: str) -> None:
             )
         )
     ender.dispose()
+
+
+def other_connections(url: str, waiting_for_a_lock: bool = False) -> int:
+    """Connections open to this database other than the one asking (or those of them that
+    wait for a lock: a row another transaction holds)."""
+    from sqlalchemy.pool import NullPool
+
+    checker = create_engine(url, poolclass=NullPool)
+    locked = " AND wait_event_type = 'Lock'" if waiting_for_a_lock else ""
+    with checker.connect() as connection:
+        count = connection.exec_driver_sql(
+            "SELECT count(*) FROM pg_stat_activity"
+            f" WHERE datname = current_database() AND pid <> pg_backend_pid(){locked}"
+        ).scalar_one()
+    checker.dispose()
+    return int(count)

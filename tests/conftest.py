@@ -95,6 +95,12 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 @pytest.fixture
+def postgres_url(request: pytest.FixtureRequest, postgres_template: str) -> str:
+    """A migrated PostgreSQL database of this test's own (for tests about PostgreSQL only)."""
+    return postgres.postgres_database_url(request, template=postgres_template)
+
+
+@pytest.fixture
 def sqlite_url(sqlite_template: Path, tmp_path: Path) -> str:
     """A migrated SQLite database only (for tests that need not run twice)."""
     return _sqlite_copy(sqlite_template, tmp_path)

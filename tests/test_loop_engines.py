@@ -40,11 +40,6 @@ GUESTS = reads.Query(
 
 
 @pytest.fixture
-def postgres_url(request: pytest.FixtureRequest, postgres_template: str) -> str:
-    return postgres.postgres_database_url(request, template=postgres_template)
-
-
-@pytest.fixture
 def engine(postgres_url: str) -> Iterator[Engine]:
     made = make_engine(postgres_url, pool_size=40, write_lanes=8)
     yield made

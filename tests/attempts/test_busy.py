@@ -129,12 +129,6 @@ def test_time_a_next_question_waits_in_the_write_queue_is_not_taken_off_its_cloc
         assert state["seconds_left"] == pytest.approx(limit)  # not limit - 20
 
 
-@pytest.fixture
-def postgres_url(request: pytest.FixtureRequest, postgres_template: str) -> str:
-    """A migrated PostgreSQL database of this test's own."""
-    return postgres.postgres_database_url(request, template=postgres_template)
-
-
 @pytest.mark.postgres
 def test_on_postgresql_a_write_refused_while_every_lane_is_held_counts_once_when_sent_again(
     app_factory, postgres_url

@@ -122,11 +122,6 @@ def test_a_miss_and_its_review_card_are_stored_together_or_not_at_all(
     assert row.status.closed and len(cards) == 1  # the miss entered the review queue with it
 
 
-@pytest.fixture
-def postgres_url(request: pytest.FixtureRequest, postgres_template: str) -> str:
-    return postgres.postgres_database_url(request, template=postgres_template)
-
-
 @pytest.mark.postgres
 def test_on_postgresql_a_copy_that_loses_the_race_for_the_row_gets_the_first_outcome(
     app_factory, postgres_url

@@ -6,7 +6,8 @@ through the real flow as a browser would, redirects followed one by one: the set
 thought, an answer (wrong first half of the time, then a second try), the question again with
 its feedback, Next. Then the results page. The learners start within the first 5 s. A 503 is
 treated as the busy page treats it: the same request (the same submission token) is sent again
-after Retry-After; it is counted apart from errors.
+after Retry-After; it is counted apart from errors, and the line "each step" times each step
+from its first send to the response that ended it, the waits for Retry-After included.
 
 Runs against `ranklab serve --no-executor` on a fresh migrated database: SQLite with 1 and 2
 worker processes and PostgreSQL with 2 (a private server started from Debian's binaries, or
@@ -85,6 +86,9 @@ class Tally:
     """What the learners saw: latencies per kind of request, errors, answers acknowledged."""
 
     latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    # Per step the learner took: from its first send to the response that ended it, the busy
+    # page's waits and its resends included (what a learner waited; equal where none was busy).
+    waited: list[float] = field(default_factory=list)
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     busy: int = 0
     timeouts: int = 0
@@ -185,6 +189,7 @@ class Learner:
     async def request(self, kind: str, method: str, path: str, **form: str) -> Page:
         """Send one request (again after Retry-After while busy); time it under `kind`."""
         fields: Form = form
+        began = time.perf_counter()
         while True:
             try:
                 if method == "GET":
@@ -206,6 +211,7 @@ class Learner:
             await asyncio.sleep(retry_after * (1 + self.rng.random()))  # as the busy page does
             if method == "POST":  # the busy page's form: the same fields, a first-arrival stamp
                 fields = _resend_fields(response.text) or fields
+        self.tally.waited.append(time.perf_counter() - began)
         if response.status not in (200, 303):
             said = _MESSAGE.search(response.text)
             reason = f" {html.unescape(said[1])}" if said else ""
@@ -480,6 +486,11 @@ def report(
             f"{kind:<12}{len(ordered):>7}{_ms(ordered, 0.50):>9}{_ms(ordered, 0.95):>9}"
             f"{_ms(ordered, 0.99):>9}{_ms(ordered, 1.0):>9}"
         )
+    waited = sorted(tally.waited)
+    print(
+        f"{'each step':<12}{len(waited):>7}{_ms(waited, 0.50):>9}{_ms(waited, 0.95):>9}"
+        f"{_ms(waited, 0.99):>9}{_ms(waited, 1.0):>9}  (first send to last response, busy waits in)"
+    )
     print(
         f"errors {errors}, time-outs {tally.timeouts}, busy (503, sent again) {tally.busy}; "
         f"answers acknowledged {tally.acknowledged} / stored {stored}; CPU per request: "

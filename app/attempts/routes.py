@@ -398,14 +398,15 @@ async def next_question(page: Page, form: FormData, attempt_id: int) -> Response
     assert user.id is not None
     user_id, clock, now = user.id, clock_of(page.request), page.now
     catalog, settings = page.catalog, page.settings
+    # Read before its turn (a 404 takes no turn): the move is conditional on where the attempt
+    # stood, so a second tab's move in between leaves this one moving nothing.
+    read = await reads.read(page.engine, attempts.attempt_of_user, attempt_id, user_id)
     session = write_session(page.engine)
 
     def move_on() -> SetAttempt:
-        reader = reads.Reader.within(session)  # one compiled query in the write's transaction
-        attempt = attempts.attempt_of_user(reader, attempt_id, user_id)
-        session.add(attempt)
+        session.add(read)  # read detached: the service changes it in this session
         # The clock starts when this write runs: time queued is not taken off the countdown.
-        return _advance(session, attempt, catalog, settings, now, user, opened_at=max(now, clock()))
+        return _advance(session, read, catalog, settings, now, user, opened_at=max(now, clock()))
 
     try:
         attempt = await _write(page.request, session, move_on)

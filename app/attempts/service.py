@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import and_, bindparam, case, func, insert, update
+from sqlalchemy import Insert, Update, and_, bindparam, case, func, insert, literal, or_, update
 from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import make_transient_to_detached
@@ -149,10 +150,23 @@ def _open(
 
     One prebuilt UPDATE, the row not loaded: the attempt's item ids are its rows in position
     order (_start), so the item, and with it the time limit, is known without reading it."""
+    values = _opening(attempt, position, challenge_set, now, time_multiplier)
+    session.connection().execute(_OPEN, {**values, "at": position})
+
+
+def _opening(
+    attempt: SetAttempt,
+    position: int,
+    challenge_set: ChallengeSet,
+    now: datetime,
+    time_multiplier: float | None,
+) -> dict[str, object]:
+    """The values that open the attempt's question at `position` with its clock starting now."""
     item = challenge_set.item(attempt.item_id_list[position])
     limit = rules.effective_time_limit(item.time_limit, time_multiplier) if item else None
-    values = {"attempt_id": attempt.id, "at": position, "started_at": now, "time_limit_s": limit}
-    session.connection().execute(_OPEN, values)
+    # Named apart from every column: an UPDATE given a value named as one of its table's
+    # columns sets that column too (the move's UPDATE of set_attempt would set its started_at).
+    return {"attempt_id": attempt.id, "opened_at": now, "limit_s": limit}
 
 
 def attempt_for_user(session: Session, attempt_id: int, user_id: int) -> SetAttempt:
@@ -305,11 +319,28 @@ def submit(
         if first is None and refused is Refusal.TIME_UP:
             close_if_expired(session, row, grace_s, now)
         return _or_refuse(first, Conflict(refused.value))
-    # One conditional UPDATE claims the attempt: under parallel requests only those that find an
-    # attempt left (and the item still open) succeed; PostgreSQL re-checks the row after the lock,
-    # SQLite's BEGIN IMMEDIATE serialises the writers.
+    # One conditional UPDATE claims the attempt and records its outcome: under parallel requests
+    # only those that find an attempt left (and the item still open) succeed; PostgreSQL
+    # re-checks the row after the lock, SQLite's BEGIN IMMEDIATE serialises the writers. Then
+    # the submission, whose unique indexes decide the races below: on PostgreSQL in the same
+    # statement (one round trip, _CLAIMED_AND_STORED), on SQLite right after it.
+    assert row.id is not None
+    correct = rules.is_correct(item, answer)
     connection = session.connection()
-    claimed = connection.execute(_CLAIM, {"row_id": row.id}).first()
+    values = {"row_id": row.id, "answer": answer, "correct": correct, "now": now, "token": token}
+    try:
+        if connection.dialect.name == "postgresql":
+            claimed = connection.execute(_CLAIMED_AND_STORED[correct], values).first()
+        else:
+            claimed = connection.execute(_CLAIMED[correct], values).first()
+            if claimed is not None:
+                connection.execute(_SUBMIT, {**values, "number": claimed[0]})
+    except IntegrityError as error:  # the unique (item, number) or token index refused it
+        session.rollback()  # the claim with it
+        first = first_outcome()
+        if first is not None:  # the same submission, sent again or arrived at once
+            return first
+        raise Conflict(Refusal.NO_ATTEMPTS.value) from error
     if claimed is None:
         session.rollback()
         first = first_outcome()  # a parallel request with the same token took the last one
@@ -320,39 +351,17 @@ def submit(
         reason = Refusal.CLOSED if row.status.closed else Refusal.NO_ATTEMPTS
         raise Conflict(reason.value)
     used = int(claimed[0])
-    correct = rules.is_correct(item, answer)
-    status = rules.status_after(correct, used, row.attempts_allowed)
-    assert row.id is not None
-    values: dict[str, object] = {"status": status, "last_answer": answer}
+    status = rules.status_after(correct, used, row.attempts_allowed)  # as _CLAIMED wrote it
+    committed: dict[str, object] = {"attempts_used": used, "status": status, "last_answer": answer}
     if status.closed:
-        values["closed_at"] = now
-    try:
-        # The submission first: its unique indexes decide the races below.
-        connection.execute(
-            _SUBMIT,
-            {
-                "item_attempt_id": row.id,
-                "number": used,
-                "answer": answer,
-                "correct": correct,
-                "submitted_at": now,
-                "token": token,
-            },
-        )
-    except IntegrityError as error:  # the unique (item, number) or token index refused it
-        session.rollback()  # the claim with it
-        first = first_outcome()
-        if first is not None:  # the same submission, sent again or arrived at once
-            return first
-        raise Conflict(Refusal.NO_ATTEMPTS.value) from error
-    connection.execute(_CLOSE if status.closed else _RECORD, {"row_id": row.id, **values})
+        committed["closed_at"] = now
     judgement = Judgement(correct, status, row.attempts_allowed - used, answer)
     if on_judged is not None:
         on_judged(judgement)
     session.commit()
     # What this transaction wrote, as a refresh would read it back (no other writer could
     # change the row between: the claim locked it until the commit).
-    for key, value in (("attempts_used", used), *values.items()):
+    for key, value in committed.items():
         set_committed_value(row, key, value)
     return judgement
 
@@ -367,26 +376,75 @@ def _or_refuse(first: Judgement | None, refusal: Exception) -> Judgement:
 # Built once: an answer's statements, run through the session's connection in its transaction
 # (Core, not the ORM: the ORM's bulk UPDATE, flush and refresh cost several times the SQL).
 _SUBMISSIONS = Submission.__table__  # type: ignore[attr-defined]
-_CLAIM = (
-    update(_ITEMS)
-    .where(
-        _ITEMS.c.id == bindparam("row_id"),
-        _ITEMS.c.status == ItemStatus.OPEN,
-        _ITEMS.c.attempts_used < _ITEMS.c.attempts_allowed,
+
+
+def _claim(correct: bool) -> Update:
+    """The conditional UPDATE that claims one of the row's attempts for an answer that is
+    `correct` (or not) and records its outcome, as rules.status_after has it: right closes the
+    question; wrong closes it when this was the last attempt (SET sees the row as it was)."""
+    last = _ITEMS.c.attempts_used + 1 >= _ITEMS.c.attempts_allowed
+    now = bindparam("now", type_=_ITEMS.c.closed_at.type)
+
+    def status_is(status: ItemStatus) -> Any:
+        return literal(status, _ITEMS.c.status.type)
+
+    status: Any
+    closed_at: Any
+    if correct:
+        status, closed_at = status_is(ItemStatus.CORRECT), now
+    else:
+        status = case((last, status_is(ItemStatus.INCORRECT)), else_=status_is(ItemStatus.OPEN))
+        closed_at = case((last, now), else_=_ITEMS.c.closed_at)
+    return (
+        update(_ITEMS)
+        .where(
+            _ITEMS.c.id == bindparam("row_id"),
+            _ITEMS.c.status == ItemStatus.OPEN,
+            _ITEMS.c.attempts_used < _ITEMS.c.attempts_allowed,
+        )
+        .values(
+            attempts_used=_ITEMS.c.attempts_used + 1,
+            status=status,
+            closed_at=closed_at,
+            last_answer=bindparam("answer", type_=_ITEMS.c.last_answer.type),
+        )
+        .returning(_ITEMS.c.attempts_used, _ITEMS.c.id)
     )
-    .values(attempts_used=_ITEMS.c.attempts_used + 1)
-    .returning(_ITEMS.c.attempts_used)
-)
-_SUBMIT = insert(_SUBMISSIONS)
-_RECORD = (
-    update(_ITEMS)
-    .where(_ITEMS.c.id == bindparam("row_id"))
-    .values(
-        status=bindparam("status", type_=_ITEMS.c.status.type),
-        last_answer=bindparam("last_answer", type_=_ITEMS.c.last_answer.type),
+
+
+def _claim_and_store(correct: bool) -> Insert:
+    """PostgreSQL: the claim and the submission in one statement, a data-modifying CTE. Where
+    nothing is claimed nothing is inserted and no row comes back; where the submission's unique
+    indexes refuse it, the statement fails whole (the claim too)."""
+    claimed = _claim(correct).cte("claimed")
+    number, row_id = claimed.c.attempts_used, claimed.c.id
+    stored = select_columns(
+        row_id,
+        number,
+        bindparam("answer", type_=_SUBMISSIONS.c.answer.type),
+        bindparam("correct", type_=_SUBMISSIONS.c.correct.type),
+        bindparam("now", type_=_SUBMISSIONS.c.submitted_at.type),
+        bindparam("token", type_=_SUBMISSIONS.c.token.type),
     )
+    columns = ("item_attempt_id", "number", "answer", "correct", "submitted_at", "token")
+    return (
+        insert(_SUBMISSIONS)
+        .from_select(columns, stored)
+        .returning(_SUBMISSIONS.c.number)
+        .add_cte(claimed)
+    )
+
+
+_CLAIMED = {correct: _claim(correct) for correct in (True, False)}
+_CLAIMED_AND_STORED = {correct: _claim_and_store(correct) for correct in (True, False)}
+_SUBMIT = insert(_SUBMISSIONS).values(
+    item_attempt_id=bindparam("row_id"),
+    number=bindparam("number"),
+    answer=bindparam("answer"),
+    correct=bindparam("correct"),
+    submitted_at=bindparam("now"),
+    token=bindparam("token"),
 )
-_CLOSE = _RECORD.values(closed_at=bindparam("closed_at", type_=_ITEMS.c.closed_at.type))
 _JUDGED = select_columns(
     _SUBMISSIONS.c.correct, _SUBMISSIONS.c.number, _SUBMISSIONS.c.answer
 ).where(
@@ -434,22 +492,29 @@ def advance(
     if attempt.finished:
         return attempt
     begin_write(session)
+    next_position = attempt.current_position + 1
+    # The set the next question opens from; None where this was the last (or the set is gone).
+    going_on = challenge_set if next_position < len(attempt.item_id_list) else None
+    opened = opened_at or now
+    if going_on is not None and _moved_on(session, attempt, going_on, opened, time_multiplier):
+        session.commit()
+        set_committed_value(attempt, "current_position", next_position)
+        return attempt
+    # The question is not closed yet (its time may have run out), or another tab moved first.
     row = item_at(session, attempt.id, attempt.current_position)
     close_if_expired(session, row, grace_s, now)
     if not row.status.closed:
         raise Conflict("Answer this question (or let its time run out) before moving on.")
-    next_position = attempt.current_position + 1
     connection = session.connection()
     # The attempt has a row per item id it started with (_start): no need to load them to count.
-    if next_position < len(attempt.item_id_list) and challenge_set is not None:
+    if going_on is not None:
         # Conditional, so two tabs clicking "next" at once advance only one step.
         values: dict[str, object] = {"current_position": next_position}
         moved = connection.execute(
             _MOVE, {"attempt_id": attempt.id, "at": attempt.current_position, **values}
         )
         if moved.rowcount:
-            opened = opened_at or now
-            _open(session, attempt, next_position, challenge_set, opened, time_multiplier)
+            _open(session, attempt, next_position, going_on, opened, time_multiplier)
     else:
         rows = items_of(session, attempt.id)
         result = rules.score((item.status, item.attempts_used) for item in rows)
@@ -465,6 +530,28 @@ def advance(
     return attempt
 
 
+def _moved_on(
+    session: Session,
+    attempt: SetAttempt,
+    challenge_set: ChallengeSet,
+    opened: datetime,
+    time_multiplier: float | None,
+) -> bool:
+    """Where the current question is closed, move to the next and start its clock at `opened`:
+    one statement on PostgreSQL (_MOVED_AND_OPENED), two on SQLite. False, with nothing
+    written, where it is not closed (or another tab moved first): advance then looks closer."""
+    position = attempt.current_position + 1
+    values = _opening(attempt, position, challenge_set, opened, time_multiplier)
+    values.update(at=attempt.current_position, current_position=position)
+    connection = session.connection()
+    if connection.dialect.name == "postgresql":
+        return bool(connection.execute(_MOVED_AND_OPENED, values).rowcount)
+    if not connection.execute(_MOVE_IF_CLOSED, values).rowcount:
+        return False
+    _open(session, attempt, position, challenge_set, opened, time_multiplier)
+    return True
+
+
 _ITEM_AT = select(ItemAttempt).where(
     col(ItemAttempt.set_attempt_id) == bindparam("attempt_id"),
     col(ItemAttempt.position) == bindparam("at"),
@@ -474,8 +561,8 @@ _OPEN = (
     .where(_ITEMS.c.set_attempt_id == bindparam("attempt_id"), _ITEMS.c.position == bindparam("at"))
     .values(
         status=ItemStatus.OPEN,
-        started_at=bindparam("started_at", type_=_ITEMS.c.started_at.type),
-        time_limit_s=bindparam("time_limit_s", type_=_ITEMS.c.time_limit_s.type),
+        started_at=bindparam("opened_at", type_=_ITEMS.c.started_at.type),
+        time_limit_s=bindparam("limit_s", type_=_ITEMS.c.time_limit_s.type),
     )
 )
 _MOVE = (
@@ -484,6 +571,29 @@ _MOVE = (
         _ATTEMPTS.c.id == bindparam("attempt_id"), _ATTEMPTS.c.current_position == bindparam("at")
     )
     .values(current_position=bindparam("current_position"))
+)
+_CLOSED = select_columns(_ITEMS.c.id).where(
+    _ITEMS.c.set_attempt_id == bindparam("attempt_id"),
+    _ITEMS.c.position == bindparam("at"),
+    # Not IN (...): an expanding parameter inside a CTE goes without its value (SQLAlchemy 2.1).
+    or_(*(_ITEMS.c.status == status for status in ItemStatus if status.closed)),
+)
+_MOVE_IF_CLOSED = _MOVE.where(_CLOSED.exists())
+_MOVED = _MOVE_IF_CLOSED.returning(_ATTEMPTS.c.id).cte("moved")
+# PostgreSQL: the move and the next question's opening in one data-modifying statement; it
+# opens a question only where the move happened (one row: the count says whether it did).
+_MOVED_AND_OPENED = (
+    update(_ITEMS)
+    .where(
+        _ITEMS.c.set_attempt_id == select_columns(_MOVED.c.id).scalar_subquery(),
+        _ITEMS.c.position == bindparam("current_position"),
+    )
+    .values(
+        status=ItemStatus.OPEN,
+        started_at=bindparam("opened_at", type_=_ITEMS.c.started_at.type),
+        time_limit_s=bindparam("limit_s", type_=_ITEMS.c.time_limit_s.type),
+    )
+    .add_cte(_MOVED)
 )
 _FINISH = (
     update(_ATTEMPTS)

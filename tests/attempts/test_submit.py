@@ -79,6 +79,43 @@ def test_an_answer_that_counts_sends_no_lookup_of_its_token_and_one_sent_again_d
     assert "Attempts: 1 left" in learner.get(f"{attempt}/q/1").text  # counted once
 
 
+@pytest.mark.parametrize(
+    ("answers", "status", "used", "closes"),
+    [
+        (["B"], "correct", 1, True),  # right first: closed
+        (["A"], "open", 1, False),  # a miss with a try left: still open
+        (["A", "C"], "incorrect", 2, True),  # a miss on the last try: closed
+        (["A", "B"], "correct", 2, True),
+    ],
+)
+def test_an_answer_is_claimed_recorded_and_stored_in_one_statement_on_postgresql(
+    learner, clock, database_url, answers, status, used, closes
+):
+    """The claim records the outcome as it counts the attempt; on PostgreSQL the submission
+    goes in the same statement (two on SQLite): what the question page and the results read."""
+    attempt = learner.start("test-basics")
+    engine = learner.client.app.state.engine
+    for number, choice in enumerate(answers, start=1):
+        clock.advance(5)
+        token = _token(learner, attempt)
+        with _statements(engine) as sent:
+            answered = learner.post(
+                f"{attempt}/q/1/answer", {"choice": [choice], "submission": token}
+            )
+        assert answered.status_code == 200
+        writes = [s for s in sent if s.startswith(("UPDATE", "INSERT", "WITH"))]
+        if database_url.startswith("postgresql"):
+            assert writes[0].startswith("WITH claimed AS")
+            assert len([s for s in writes if "submission" in s]) == 1
+        else:
+            assert [s.split()[0] for s in writes[:2]] == ["UPDATE", "INSERT"]
+        submissions, row, _cards = _stored(database_url)
+        assert [(s.number, s.answer) for s in submissions][-1] == (number, choice)
+        assert submissions[-1].token == token and submissions[-1].submitted_at == clock.now
+    assert (row.status.value, row.attempts_used, row.last_answer) == (status, used, answers[-1])
+    assert row.closed_at == (clock.now if closes else None)
+
+
 def test_copies_of_a_closing_answer_sent_at_once_each_get_its_one_outcome(learner, database_url):
     attempt = learner.start("test-basics")
     token = _token(learner, attempt)

@@ -99,6 +99,9 @@ class Tally:
     last: float = 0.0
 
 
+_RESUME = re.compile(r"^/attempts/\d+$")  # where the attempt stands: it redirects on
+
+
 class Failed(Exception):
     """A learner could not go on (an error was counted)."""
 
@@ -223,6 +226,14 @@ class Learner:
         """Follow one redirect as its own request."""
         return await self.request(kind, "GET", response.headers["location"])
 
+    async def arrive(self, response: Page) -> Page:
+        """Follow redirects, each its own request named by where it goes, to a page."""
+        while response.status in (302, 303):
+            location = response.headers["location"]
+            kind = "results" if location.endswith("/results") else "question"
+            response = await self.follow(response, "resume" if _RESUME.match(location) else kind)
+        return response
+
     async def think(self) -> None:
         await asyncio.sleep(self.rng.uniform(*THINK_S))
 
@@ -255,8 +266,7 @@ async def take_the_set(learner: Learner, answers: list[tuple[str, str]], delay: 
         moved = await learner.request(
             "next", "POST", f"{base}/next", csrf_token=_value(question.body, _CSRF_AT)
         )
-        where = await learner.follow(moved, "resume")
-        question = await learner.follow(where, "results" if number == len(answers) else "question")
+        question = await learner.arrive(moved)  # the next question, or the results
     learner.tally.finished += 1
 
 

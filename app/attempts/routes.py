@@ -188,9 +188,14 @@ async def resume(page: Page, attempt_id: int) -> Response:
                 user,
                 step,
             )
+    return _redirect(_where_it_stands(attempt))
+
+
+def _where_it_stands(attempt: SetAttempt) -> str:
+    """The page of where the attempt stands: its results, or its current question."""
     if attempt.finished:
-        return _redirect(f"/attempts/{attempt.id}/results")
-    return _redirect(f"/attempts/{attempt.id}/q/{attempt.current_position + 1}")
+        return f"/attempts/{attempt.id}/results"
+    return f"/attempts/{attempt.id}/q/{attempt.current_position + 1}"
 
 
 def _on_removed_item(catalog: Catalog, attempt: SetAttempt) -> bool:
@@ -412,7 +417,9 @@ async def next_question(page: Page, form: FormData, attempt_id: int) -> Response
         attempt = await _write(page.request, session, move_on)
     finally:
         await close_session(session)
-    return _redirect(f"/attempts/{attempt.id}")
+    if _on_removed_item(catalog, attempt):  # an edit removed it: resume skips it (writes)
+        return _redirect(f"/attempts/{attempt.id}")
+    return _redirect(_where_it_stands(attempt))  # straight there: a redirect fewer a question
 
 
 @router.get("/attempts/{attempt_id}/results", response_class=HTMLResponse)

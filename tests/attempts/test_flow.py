@@ -28,7 +28,7 @@ def test_a_learner_takes_the_set_and_earns_the_badge(learner, clock):
     learner.next(attempt)
     clock.advance(20)
     assert learner.answer(attempt, 2, "3.33").status_code == 303
-    assert learner.next(attempt).headers["location"] == attempt
+    assert learner.next(attempt).headers["location"] == f"{attempt}/results"  # straight there
     results = learner.get(f"{attempt}/results").text
     assert "2 / 2 correct" in results and "Badge earned: Test Badge" in results
     progress = learner.get("/me/progress").text

@@ -45,7 +45,7 @@ def test_next_moves_on_and_opens_the_next_question_changing_nothing_else(
     clock.advance(7)
     with _statements(learner.client.app.state.engine) as sent:
         moved = learner.next(attempt)
-    assert moved.status_code == 303 and moved.headers["location"] == attempt
+    assert moved.status_code == 303 and moved.headers["location"] == f"{attempt}/q/2"
     after, items = _stored(database_url)
     assert after == {**before, "current_position": 1}  # its own start time untouched
     assert items[0].status is ItemStatus.CORRECT

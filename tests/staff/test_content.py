@@ -132,3 +132,22 @@ def test_an_attempt_from_before_versions_on_a_removed_question_moves_on(
     page = instructor.get(attempt)  # resuming skips the removed question
     assert page.url.path == f"{attempt}/results"
     assert "1 / 2 correct" in page.text and "removed from the set" in page.text
+
+
+def test_next_onto_a_question_an_edit_removed_goes_where_resuming_skips_it(
+    instructor, folder, sqlite_url
+):
+    attempt = instructor.start("test-basics")
+    instructor.answer(attempt, 1, "B")
+    engine = make_engine(sqlite_url)
+    with engine.begin() as connection:  # started before versions were kept: no version
+        connection.execute(text_sql("UPDATE set_attempt SET content_version = NULL"))
+    engine.dispose()
+    set_file = folder / "basics" / "set.yaml"
+    text = set_file.read_text()
+    set_file.write_text(text[: text.index("  - id: speedup")])
+    instructor.post("/staff/content/reload")
+    moved = instructor.next(attempt)
+    assert moved.status_code == 303 and moved.headers["location"] == attempt  # not to q/2
+    page = instructor.get(attempt)
+    assert page.url.path == f"{attempt}/results" and "removed from the set" in page.text

@@ -121,14 +121,7 @@ def test_an_attempt_from_before_versions_on_a_removed_question_moves_on(
     attempt = instructor.start("test-basics")
     instructor.answer(attempt, 1, "B")
     instructor.next(attempt)  # now on the numeric question
-    engine = make_engine(sqlite_url)
-    with engine.begin() as connection:  # started before versions were kept: no version
-        connection.execute(text_sql("UPDATE set_attempt SET content_version = NULL"))
-    engine.dispose()
-    set_file = folder / "basics" / "set.yaml"
-    text = set_file.read_text()
-    set_file.write_text(text[: text.index("  - id: speedup")])
-    instructor.post("/staff/content/reload")
+    _remove_the_numeric_question_under_an_unversioned_attempt(instructor, folder, sqlite_url)
     page = instructor.get(attempt)  # resuming skips the removed question
     assert page.url.path == f"{attempt}/results"
     assert "1 / 2 correct" in page.text and "removed from the set" in page.text
@@ -139,15 +132,23 @@ def test_next_onto_a_question_an_edit_removed_goes_where_resuming_skips_it(
 ):
     attempt = instructor.start("test-basics")
     instructor.answer(attempt, 1, "B")
+    _remove_the_numeric_question_under_an_unversioned_attempt(instructor, folder, sqlite_url)
+    moved = instructor.next(attempt)
+    assert moved.status_code == 303 and moved.headers["location"] == attempt  # not to q/2
+    page = instructor.get(attempt)
+    assert page.url.path == f"{attempt}/results" and "removed from the set" in page.text
+
+
+def _remove_the_numeric_question_under_an_unversioned_attempt(
+    instructor, folder, sqlite_url
+) -> None:
+    """The attempt started before versions were kept (no version of its own), then an edit
+    removed the set's numeric question, and the instructor reloaded."""
     engine = make_engine(sqlite_url)
-    with engine.begin() as connection:  # started before versions were kept: no version
+    with engine.begin() as connection:
         connection.execute(text_sql("UPDATE set_attempt SET content_version = NULL"))
     engine.dispose()
     set_file = folder / "basics" / "set.yaml"
     text = set_file.read_text()
     set_file.write_text(text[: text.index("  - id: speedup")])
     instructor.post("/staff/content/reload")
-    moved = instructor.next(attempt)
-    assert moved.status_code == 303 and moved.headers["location"] == attempt  # not to q/2
-    page = instructor.get(attempt)
-    assert page.url.path == f"{attempt}/results" and "removed from the set" in page.text

@@ -102,6 +102,13 @@ class Tally:
 _RESUME = re.compile(r"^/attempts/\d+$")  # where the attempt stands: it redirects on
 
 
+def kind_of(location: str) -> str:
+    """The kind of request a redirect to `location` is: resume, results or a question."""
+    if _RESUME.match(location):
+        return "resume"
+    return "results" if location.endswith("/results") else "question"
+
+
 class Failed(Exception):
     """A learner could not go on (an error was counted)."""
 
@@ -229,9 +236,7 @@ class Learner:
     async def arrive(self, response: Page) -> Page:
         """Follow redirects, each its own request named by where it goes, to a page."""
         while response.status in (302, 303):
-            location = response.headers["location"]
-            kind = "results" if location.endswith("/results") else "question"
-            response = await self.follow(response, "resume" if _RESUME.match(location) else kind)
+            response = await self.follow(response, kind_of(response.headers["location"]))
         return response
 
     async def think(self) -> None:

@@ -32,12 +32,12 @@ sys.modules.setdefault("sniffio", None)  # type: ignore[arg-type]  # as in bench
 import httpx  # noqa: E402
 from bench_class import (  # noqa: E402  # run as a script: bench/ is on sys.path
     _CSRF,
-    _RESUME,
     _SUBMISSION,
     REPO,
     SET_ID,
     _found,
     fresh_postgres,
+    kind_of,
     private_postgres,
     serve,
     set_answers,
@@ -109,11 +109,9 @@ def one_learner(url: str, meter: Meter, answers: list[tuple[str, str]]) -> None:
                 question = send("question", "GET", sent.headers["location"])
             moved = send("next", "POST", f"{base}/next", csrf_token=_found(_CSRF, question.text))
             question = moved
-            while question.status_code == 303:  # the next question or the results (resume
-                location = question.headers["location"]  # where an edit removed the next)
-                kind = "resume" if _RESUME.match(location) else "question"
-                kind = "results" if location.endswith("/results") else kind
-                question = send(kind, "GET", location)
+            while question.status_code == 303:  # the next question or the results
+                location = question.headers["location"]
+                question = send(kind_of(location), "GET", location)
 
 
 def measure(

@@ -548,7 +548,7 @@ def _moved_on(
         return bool(connection.execute(_MOVED_AND_OPENED, values).rowcount)
     if not connection.execute(_MOVE_IF_CLOSED, values).rowcount:
         return False
-    _open(session, attempt, position, challenge_set, opened, time_multiplier)
+    connection.execute(_OPEN, {**values, "at": position})
     return True
 
 

@@ -19,6 +19,7 @@ from app.attempts.models import ItemAttempt, Submission
 from app.db import loop_engines, write_lock
 from tests.support import postgres
 from tests.support.learner import Learner
+from tests.support.waiting import wait_for
 
 SUBMISSION = re.compile(r'name="submission" value="([^"]+)"')
 HIDDEN = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)">')
@@ -154,10 +155,15 @@ def test_on_postgresql_a_write_refused_while_every_lane_is_held_counts_once_when
                 target=lambda: sent.append(learner.post(url, wrong, follow_redirects=False))
             )
             sender.start()
-            while client.app.state.writes.waiting or not postgres.other_connections(
-                postgres_url, waiting_for_a_lock=True
-            ):  # type: ignore[attr-defined]
-                time.sleep(0.01)
+            queue = client.app.state.writes  # type: ignore[attr-defined]
+            wait_for(
+                lambda: (
+                    not queue.waiting
+                    and postgres.other_connections(postgres_url, waiting_for_a_lock=True)
+                ),
+                10,
+                "the first answer's write to take the lane and wait for the row",
+            )
             second = {"choice": ["B"], "submission": "second-answer-token-0001"}
             refused = learner.post(url, second, follow_redirects=False)
             connection.rollback()  # the slow write goes on

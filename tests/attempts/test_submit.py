@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -26,6 +25,7 @@ from app.review import service as review
 from app.review.models import ReviewCard
 from tests.support import postgres
 from tests.support.learner import Learner
+from tests.support.waiting import wait_for
 
 SUBMISSION = re.compile(r'name="submission" value="([^"]+)"')
 
@@ -187,12 +187,11 @@ def test_on_postgresql_a_copy_that_loses_the_race_for_the_row_gets_the_first_out
             ]
             for copy in copies:
                 copy.start()
-            deadline = time.monotonic() + 10
-            while (
-                postgres.other_connections(postgres_url, waiting_for_a_lock=True) < 2
-                and time.monotonic() < deadline
-            ):
-                time.sleep(0.01)
+            wait_for(
+                lambda: postgres.other_connections(postgres_url, waiting_for_a_lock=True) >= 2,
+                10,
+                "both copies' claims to wait on the row",
+            )
             assert (
                 postgres.other_connections(postgres_url, waiting_for_a_lock=True) == 2
             )  # both claims wait on the row

@@ -45,6 +45,7 @@ from app.modes import routes as mode_routes
 from app.progress import routes as progress_routes
 from app.publishing.service import Publisher
 from app.runs import routes as run_routes
+from app.runs.service import HealthWatch
 from app.staff import routes as staff_routes
 from app.staff import verify_routes as staff_verify_routes
 from app.static_assets import StaticAssets
@@ -106,6 +107,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
     if executor is None:
         executor = _executor_client(settings)
     app.state.executor = executor
+    app.state.executor_health = HealthWatch(executor)  # what pages say of runs (app.runs)
     app.state.verify_jobs = _verify_jobs(executor)  # staff Verify (on the bus: any process)
     live_runs = _live_runs(executor, engine)
     app.state.live_runs = live_runs  # lab runs streaming (on the job bus: from any process)

@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import (
     HTMLResponse,
     JSONResponse,
@@ -215,21 +214,43 @@ async def question(page: Page, attempt_id: int, number: int) -> Response:
     assert user.id is not None
     catalog, now, engine = page.catalog, page.now, page.engine
     grace_s = page.settings.grace_seconds
-    found = await reads.read(engine, attempts.question_for_user, attempt_id, number, user.id)
-    attempt, row = found
+    found = await reads.read(engine, _question_reads, catalog, attempt_id, number, user.id)
+    attempt, row, verified = found
     if row.status is rules.ItemStatus.PENDING:
         return _redirect(f"/attempts/{attempt.id}")
     if attempts.expired(row, grace_s, now):  # the page records the time-out: a write
         with write_session(engine) as session:
             close = attempts.close_if_expired
             await _write(page.request, session, close, session, row, grace_s, now)
+        if row.status.closed:  # closed just now: its key is shown, and where it was proven
+            verified = await reads.read(engine, _proof_line, catalog, attempt, row)
     context = _question_context(catalog, attempt, row, page.settings, now)
-    item, loaded = context["item"], context["loaded"]
-    if row.status.closed and loaded is not None:  # the key is shown: say where it was proven
-        context["verified"] = await reads.read(engine, records.proof_line_of, loaded, item)
+    context["verified"] = verified
+    item = context["item"]
     if isinstance(item, EXECUTABLE_KINDS) and row.status.closed:
-        context["run"] = await run_in_threadpool(runs.run_panel, page.executor, item)  # HTTP
+        health = await page.request.app.state.executor_health.health(now)
+        context["run"] = runs.panel(health, item)
     return page.render("question.html", context)
+
+
+def _question_reads(
+    reader: reads.Reader, catalog: Catalog, attempt_id: int, number: int, user_id: int
+) -> tuple[SetAttempt, ItemAttempt, str | None]:
+    """The question, and where its key was proven if it is shown (closed): one connection."""
+    attempt, row = attempts.question_for_user(reader, attempt_id, number, user_id)
+    verified = _proof_line(reader, catalog, attempt, row) if row.status.closed else None
+    return attempt, row, verified
+
+
+def _proof_line(
+    reader: reads.Reader, catalog: Catalog, attempt: SetAttempt, row: ItemAttempt
+) -> str | None:
+    """The closed question's "Verified on" line (records.proof_line_of), or None."""
+    loaded = catalog.get(attempt.set_id, attempt.content_version)
+    found = catalog.item(attempt.set_id, row.item_id, attempt.content_version)
+    if loaded is None or found is None:
+        return None  # no longer in the set: the page says so (catalog_item)
+    return records.proof_line_of(reader, loaded, found[1])
 
 
 @router.get("/api/attempts/{attempt_id}/q/{number}")

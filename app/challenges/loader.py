@@ -65,6 +65,12 @@ class LoadedSet:
     fact_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # item id -> its `fact:`
     id_at: tuple[int, int] = (1, 1)  # where its `id:` and `topic:` values are written
     topic_at: tuple[int, int] = (1, 1)
+    # app.verification.evidence.item_hash's, per item id: what it hashed (compared by
+    # identity) and the hash. A closed question's page shows where its key was proven,
+    # looked up by the item's hash: a JSON dump and SHA-256 of the item each time otherwise.
+    hashes: dict[str, tuple[object, str | None, str | None, str]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
 
 @dataclass

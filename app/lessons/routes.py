@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Query, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
 from app.challenges.catalog import Catalog, TopicView
@@ -71,7 +70,7 @@ async def lesson_page(
     user: OptionalUser,
     session: SessionDep,
     settings: SettingsDep,
-    executor: ExecutorDep,
+    now: NowDep,
     run: Annotated[str | None, Query(max_length=100, description="An example to run.")] = None,
 ) -> Response:
     """The lesson: its sections, each example's prediction (or the run once predicted), the
@@ -100,7 +99,7 @@ async def lesson_page(
         "check": view.check_view(lesson, answers, _seed(secret, user_id, topic.id, CHECK)),
         "check_passed": check_row is not None and check_row.correct,
         "completed": check_row is not None and check_row.completed_at is not None,
-        "runs_available": await run_in_threadpool(runs.available, executor),  # HTTP
+        "runs_available": await request.app.state.executor_health.health(now) is not None,
         "run": run,
     }
     return request.app.state.templates.TemplateResponse(request, "lesson.html", context)

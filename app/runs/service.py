@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any, Protocol
+
+import anyio.to_thread
 
 from app import metrics
 from app.challenges.base import Backend, Launch
-from app.executor_client import ExecutorClient, ExecutorUnavailable
+from app.executor_client import ExecutorClient, ExecutorUnavailable, NoExecutor
 from executor.contract import OutputEvent, RunRequest
 
 UNAVAILABLE = "Runs are unavailable right now; the question and its explanation still work."
@@ -58,16 +62,54 @@ def available(executor: ExecutorClient) -> bool:
     return executor.health() is not None
 
 
-def gpus_needed(item: Launched) -> int:
-    """CUDA devices an item needs: what it declares, and one per rank for NCCL."""
-    launch = item.launch
-    return max(launch.gpus, launch.nproc if launch.backend is Backend.NCCL else 0)
+# How long pages trust the executor's last answer to its health check, in seconds.
+HEALTH_FRESH_S = 2.0
 
 
-def run_panel(executor: ExecutorClient, item: Launched) -> dict[str, Any]:
-    """What the Run it panel shows: whether runs are available, and the GPUs the snippet needs
-    when the executor has fewer (it would refuse the run: the panel says why instead)."""
-    health = executor.health()
+class HealthWatch:
+    """The executor's health as pages show it (`await watch.health(now)`): asked at most once
+    every HEALTH_FRESH_S, by one request on a worker thread, the answer shared meanwhile.
+
+    A question's feedback page says whether its snippet can be run. Asked by every page, a
+    class's hundreds of pages a second each took a worker thread (and, with an executor, an
+    HTTP request to it); now one request in an interval asks, and the others of that interval
+    use its answer. A page may so say "available" for up to HEALTH_FRESH_S after the executor
+    went down; the run itself then says it is unavailable.
+    """
+
+    def __init__(self, executor: ExecutorClient, fresh_s: float = HEALTH_FRESH_S) -> None:
+        self.executor = executor
+        self.fresh_s = fresh_s
+        self._known: tuple[datetime, dict[str, Any] | None] | None = None
+        self._asking: asyncio.Future[dict[str, Any] | None] | None = None
+
+    async def health(self, now: datetime) -> dict[str, Any] | None:
+        """The executor's health document, or None: as last asked, if that is recent."""
+        if isinstance(self.executor, NoExecutor):
+            return None  # nothing to ask
+        known = self._known
+        if known is not None and 0 <= (now - known[0]).total_seconds() < self.fresh_s:
+            return known[1]
+        asking = self._asking
+        loop = asyncio.get_running_loop()
+        if asking is None or asking.get_loop() is not loop:
+            asking = self._asking = loop.create_task(self._ask(now))
+        # Shielded: a request that gives up does not cancel the others' answer.
+        return await asyncio.shield(asking)
+
+    async def _ask(self, now: datetime) -> dict[str, Any] | None:
+        try:
+            document = await anyio.to_thread.run_sync(self.executor.health)  # HTTP, 1 s at most
+        finally:
+            self._asking = None
+        self._known = (now, document)
+        return document
+
+
+def panel(health: dict[str, Any] | None, item: Launched) -> dict[str, Any]:
+    """What the Run it panel shows, from the executor's health: whether runs are available,
+    and the GPUs the snippet needs when the executor has fewer (it would refuse the run: the
+    panel says why instead)."""
     needed = gpus_needed(item)
     here = int((health or {}).get("cuda_devices") or 0)
     return {
@@ -76,3 +118,9 @@ def run_panel(executor: ExecutorClient, item: Launched) -> dict[str, Any]:
         "gpus_missing": needed if needed > here else 0,
         "gpus_here": here,
     }
+
+
+def gpus_needed(item: Launched) -> int:
+    """CUDA devices an item needs: what it declares, and one per rank for NCCL."""
+    launch = item.launch
+    return max(launch.gpus, launch.nproc if launch.backend is Backend.NCCL else 0)

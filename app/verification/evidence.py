@@ -53,8 +53,15 @@ def _without_unset_provenance(value: Any) -> Any:
 
 
 def item_hash(loaded: LoadedSet, item: ItemBase) -> str:
-    """Hash an item of a loaded set as it is now, with its snippets."""
-    return content_hash(item, loaded.code.get(item.id), loaded.fixed_code.get(item.id))
+    """Hash an item of a loaded set as it is now, with its snippets (kept on the set: loaded
+    content is not changed, and a new item or snippet object is hashed anew)."""
+    code, fixed = loaded.code.get(item.id), loaded.fixed_code.get(item.id)
+    known = loaded.hashes.get(item.id)
+    if known is not None and known[0] is item and known[1] is code and known[2] is fixed:
+        return known[3]
+    digest = content_hash(item, code, fixed)
+    loaded.hashes[item.id] = (item, code, fixed, digest)
+    return digest
 
 
 def environment_of(report: ItemReport) -> dict[str, Any] | None:

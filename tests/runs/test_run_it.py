@@ -18,6 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.executor_client import ExecutorUnavailable, RunEvent
+from app.runs.service import HEALTH_FRESH_S
 from executor.contract import OutputEvent, RunRequest
 from tests.conftest import TEST_CHALLENGES
 from tests.support.fake_executor import FakeExecutor, canned_result
@@ -134,16 +135,50 @@ def test_the_page_gets_the_executors_events_in_order_and_the_executor_gets_the_i
     assert request.code == snippet.read_text()
 
 
-def test_when_the_executor_is_down_the_page_says_runs_are_unavailable(learner, executor):
+def test_when_the_executor_is_down_the_page_says_runs_are_unavailable(learner, executor, clock):
     attempt = learner.start("test-runs")
     learner.answer(attempt, 1, "B")
     learner.answer(attempt, 1, "B")
     executor.up = False
+    clock.advance(HEALTH_FRESH_S)  # pages trust the executor's last answer this long
     page = learner.get(f"{attempt}/q/1").text
     assert "Runs are unavailable right now" in page
     assert "OBSERVED-EVIDENCE" in page  # the question and explanation still work
     streamed = events(learner.get(f"{attempt}/q/1/run").text)
     assert streamed == [("unavailable", {"message": streamed[0][1]["message"]})]
+
+
+@dataclass
+class CountingExecutor(ScriptedExecutor):
+    """A fake executor that counts its health checks."""
+
+    checks: int = 0
+
+    def health(self) -> dict[str, Any] | None:
+        self.checks += 1
+        return super().health()
+
+
+def test_a_class_on_feedback_pages_asks_the_executor_once_an_interval(
+    app_factory, sqlite_url, clock
+):
+    """Every closed question's page says whether its snippet can be run; the executor is asked
+    once in HEALTH_FRESH_S, and a change shows on the pages after it."""
+    executor = CountingExecutor()
+    with guest_on(app_factory(sqlite_url, executor=executor)) as learner:
+        attempt = learner.start("test-runs")
+        learner.answer(attempt, 1, "B")
+        learner.answer(attempt, 1, "B")
+        for _ in range(5):
+            assert 'data-testid="run-button"' in learner.get(f"{attempt}/q/1").text
+        assert executor.checks == 1
+        executor.up = False
+        clock.advance(HEALTH_FRESH_S - 0.5)
+        assert 'data-testid="run-button"' in learner.get(f"{attempt}/q/1").text  # as last asked
+        assert executor.checks == 1
+        clock.advance(0.5)
+        assert "Runs are unavailable right now" in learner.get(f"{attempt}/q/1").text
+        assert executor.checks == 2
 
 
 def test_non_executable_questions_have_nothing_to_run(learner):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from app.challenges.schema import PredictOutputItem
+from app.challenges.loader import LoadedSet
+from app.challenges.schema import ChallengeSet, PredictOutputItem
 from app.verification import evidence
 from app.verification.rules import ItemReport, Observation, Verdict
 from tests.support.fake_executor import canned_result
@@ -88,3 +89,26 @@ def test_the_proof_line_names_torch_backend_ranks_and_the_day():
         == "Verified on torch 2.13.0+cpu, gloo, 2 ranks, 2026-11-23"
     )
     assert evidence.proof_line("2.13.0", "nccl", 1, when).endswith("nccl, 1 rank, 2026-11-23")
+
+
+def test_a_loaded_items_hash_is_made_once_and_anew_for_an_edited_item_or_snippet(monkeypatch):
+    """A closed question's page looks its proof up by the item's hash: made once per loaded
+    set, not at every page, and never reused for content that is not the same objects."""
+    made: list[str | None] = []
+    real = evidence.content_hash
+
+    def counted(item: object, code: str | None, fixed_code: str | None = None) -> str:
+        made.append(code)
+        return real(item, code, fixed_code)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(evidence, "content_hash", counted)
+    original = item()
+    loaded = LoadedSet(ChallengeSet.model_construct(), "set.yaml", code={original.id: "print(1)"})
+    first = evidence.item_hash(loaded, original)
+    assert [evidence.item_hash(loaded, original) for _ in range(3)] == [first] * 3
+    assert made == ["print(1)"]
+    edited = item(explanation="E.")
+    assert evidence.item_hash(loaded, edited) != first
+    loaded.code[original.id] = "print(2)"
+    assert evidence.item_hash(loaded, edited) not in {first, real(edited, "print(1)")}
+    assert made == ["print(1)", "print(1)", "print(2)"]

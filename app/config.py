@@ -47,7 +47,16 @@ class Settings(BaseSettings):
         le=30,
         description="The longest a write (an answer, a start) waits for its turn before the "
         "app answers 503 with Retry-After and a page that sends it again by itself; nothing "
-        "of a refused write is stored.",
+        "of a refused write is stored. Counted from the request's arrival: its wait for "
+        "admission comes off it.",
+    )
+    admission_limit: int = Field(
+        default=16,
+        ge=1,
+        le=10000,
+        description="Hot pages and forms (a question, an answer, Next) worked on at once per "
+        "process; the others wait their turn in order, at most write_wait_s, then go in "
+        "anyway (app.admission).",
     )
     write_lanes: int = Field(
         default=8,

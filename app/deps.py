@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from inspect import isawaitable
@@ -24,6 +25,7 @@ from app import reads
 from app.accounts import service as accounts
 from app.accounts.models import Role, User
 from app.accounts.throttle import Throttle
+from app.admission import Admission
 from app.attempts import service as attempts
 from app.attempts.models import ItemAttempt, SetAttempt
 from app.challenges.catalog import Catalog
@@ -336,16 +338,31 @@ class Page:
         return response
 
 
-async def open_page(request: Request) -> Page:
-    """Gather a hot page's inputs as its dependencies would (the clock tests override too)."""
+async def request_time(request: Request) -> datetime:
+    """The time, read as get_now would (the clock tests override too)."""
     clock = request.app.dependency_overrides.get(get_now, get_now)
     now = clock()  # no parameters: get_now, or a test's fake clock
     if isawaitable(now):
         now = await now
+    return now
+
+
+async def open_page(request: Request, now: datetime) -> Page:
+    """Gather a hot page's inputs as its dependencies would, at `now` (request_time)."""
     state = request.app.state
     await _follow(state.catalog)
     user = await get_optional_user(request, now)
     return Page(request, user, now, state.settings, state.catalog, state.executor, state.engine)
+
+
+@asynccontextmanager
+async def admitted(request: Request) -> AsyncIterator[None]:
+    """Hold one of the process's places for hot requests while inside (app.admission); the
+    time waited for it is the request's `admission_wait_s`, which its writes' bound counts."""
+    admission: Admission = request.app.state.admission
+    async with admission.turn() as waited:
+        request.state.admission_wait_s = waited
+        yield
 
 
 PageHandler = Callable[..., Awaitable[Response]]
@@ -378,17 +395,19 @@ def page_route(
 
     def register(handler: PageHandler) -> PageHandler:
         async def serve(request: Request) -> Response:
-            page = await open_page(request)
-            texts: dict[str, str] = request.path_params
-            if checked_ids:
-                page.signed_in()
-                return await handler(page, **_path_params(texts, {}))
-            if not all(_ROW_ID_TEXT.fullmatch(text) for text in texts.values()):
-                raise NotFound()
-            ids = {name: int(text) for name, text in texts.items()}
-            if not all(1 <= value <= MAX_ROW_ID for value in ids.values()):
-                raise NotFound()
-            return await handler(page, **ids)
+            now = await request_time(request)
+            async with admitted(request):
+                page = await open_page(request, now)
+                texts: dict[str, str] = request.path_params
+                if checked_ids:
+                    page.signed_in()
+                    return await handler(page, **_path_params(texts, {}))
+                if not all(_ROW_ID_TEXT.fullmatch(text) for text in texts.values()):
+                    raise NotFound()
+                ids = {name: int(text) for name, text in texts.items()}
+                if not all(1 <= value <= MAX_ROW_ID for value in ids.values()):
+                    raise NotFound()
+                return await handler(page, **ids)
 
         route = PageRoute(router.prefix + path, serve, methods=["GET"], name=handler.__name__)
         router.routes.append(route)
@@ -420,13 +439,16 @@ def form_route(
 
     def register(handler: FormHandler) -> FormHandler:
         async def serve(request: Request) -> Response:
-            page = await open_page(request)
-            await verify_csrf(request, page.settings)
-            if login:
-                page.signed_in()
-            form = await request.form()  # read once: verify_csrf's read is cached
-            params = _path_params(request.path_params, types)
-            return await handler(page, form, **params)
+            now = await request_time(request)  # its arrival: an answer is judged at it
+            await request.body()  # all of it before its turn: a slow sender waits outside
+            async with admitted(request):
+                page = await open_page(request, now)
+                await verify_csrf(request, page.settings)
+                if login:
+                    page.signed_in()
+                form = await request.form()  # read once: verify_csrf's read is cached
+                params = _path_params(request.path_params, types)
+                return await handler(page, form, **params)
 
         route = PageRoute(router.prefix + path, serve, methods=["POST"], name=handler.__name__)
         router.routes.append(route)

@@ -57,6 +57,12 @@ WRITES_WAITING = Gauge(
     "Writes queued and not yet begun, all worker processes together.",
     multiprocess_mode="livesum",
 )
+ADMISSION_WAIT_SECONDS = Histogram(
+    "ranklab_admission_wait_seconds",
+    "Time a hot page or form waited for its turn to be worked on (app.admission), of those "
+    "that waited at all.",
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+)
 WRITES_REFUSED = Counter(
     "ranklab_writes_refused_total",
     "Writes refused with 503 Busy because their turn would not come in time (nothing stored).",

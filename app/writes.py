@@ -46,6 +46,9 @@ T = TypeVar("T")
 # How long the SQLite writer runs queued writes back to back before letting the loop serve
 # pages again (and another worker process take the file's lock).
 TURN_S = 0.05
+# The least a write may wait for its turn, however long its request waited to be let in
+# (app.admission): a lane about to be free should not make it a 503.
+MIN_WAIT_S = 0.1
 
 BUSY_MESSAGE = (
     "The whole class is pressing buttons at this very moment, and yours could not be taken in "
@@ -102,10 +105,15 @@ class WriteQueue:
         WRITES_REFUSED.inc()
         return Busy(BUSY_MESSAGE, retry_after=max(1, math.ceil(self.expected_wait_s())))
 
-    async def run(self, session: Session, work: Callable[..., T], *args: Any) -> T:
+    async def run(
+        self, session: Session, work: Callable[..., T], *args: Any, waited_s: float = 0.0
+    ) -> T:
         """Run `work(*args)`, which writes through `session`, in its turn; commit after it (roll
-        back if it raises). Busy, with nothing run, if its turn would not come in time."""
-        if self._jobs and self.expected_wait_s() > self.max_wait_s:
+        back if it raises). Busy, with nothing run, if its turn would not come in time: within
+        max_wait_s of the request's arrival, `waited_s` ago (its wait for admission,
+        app.admission), though never less than MIN_WAIT_S."""
+        max_wait_s = max(self.max_wait_s - waited_s, min(self.max_wait_s, MIN_WAIT_S))
+        if self._jobs and self.expected_wait_s() > max_wait_s:
             raise self._busy()  # fail fast: the queue ahead is longer than the wait allowed
         ready = self._start_writers()
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
@@ -115,7 +123,7 @@ class WriteQueue:
         ready.set()
         try:
             # Shielded: a time-out must not cancel a write that has begun (on a thread).
-            return await asyncio.wait_for(asyncio.shield(future), self.max_wait_s)
+            return await asyncio.wait_for(asyncio.shield(future), max_wait_s)
         except TimeoutError:
             if job.begun:  # too late to refuse it: it is being stored, wait for its outcome
                 return await future

@@ -160,7 +160,8 @@ async def start(page: Page, form: FormData, set_id: str) -> Response:
 async def _write(request: Request, session: Session, work: Callable[..., T], *args: Any) -> T:
     """Run a request's writes in their turn (app.writes): 503 if it would not come in time."""
     queue: writes.WriteQueue = request.app.state.writes
-    return await queue.run(session, work, *args)
+    waited_s = getattr(request.state, "admission_wait_s", 0.0)  # its bound counts from arrival
+    return await queue.run(session, work, *args, waited_s=waited_s)
 
 
 @page_route(router, "/attempts/{attempt_id}", checked_ids=True)

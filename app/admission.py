@@ -21,6 +21,7 @@ request's body has arrived (a slow sender waits outside) and after the time it a
 read, so an answer is judged at its arrival whatever its wait here (app.attempts.arrival).
 Admission never refuses: a request that waited `max_wait_s` goes in anyway, and refusing is
 the write queue's (503 and Retry-After), which counts the time waited here in its own bound.
+On SQLite there is no limit unless one is set (`admission_limit`).
 """
 
 from __future__ import annotations
@@ -31,13 +32,30 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from sqlalchemy.engine import Engine
+
 from app.metrics import ADMISSION_WAIT_SECONDS
+
+# How many hot requests a process works on at once on PostgreSQL, unless set.
+POSTGRESQL_LIMIT = 16
+
+
+def admission_limit(engine: Engine) -> int | None:
+    """The limit for this database, unless set: POSTGRESQL_LIMIT on a server database, none on
+    SQLite. There, a page's reads are plain calls on the loop (they never wait: no request
+    waits for another's between them), and writes are the one writer's turns, of all the
+    writes queued, with one flush to disk a turn: a limit only made the turns smaller. Run
+    alternately at 500 learners on one SQLite worker, p99 227, 311 and 280 ms with 16 at a
+    time against 270, 163 and 249 ms without, at 1.10-1.16 against 0.98-1.04 ms of CPU a
+    request."""
+    return None if engine.dialect.name == "sqlite" else POSTGRESQL_LIMIT
 
 
 class Admission:
-    """At most `limit` requests in at once, the others let in first come, first served."""
+    """At most `limit` requests in at once, the others let in first come, first served;
+    every one at once where `limit` is None."""
 
-    def __init__(self, limit: int, max_wait_s: float) -> None:
+    def __init__(self, limit: int | None, max_wait_s: float) -> None:
         self.limit = limit
         self.max_wait_s = max_wait_s
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -66,6 +84,9 @@ class Admission:
     async def turn(self) -> AsyncIterator[float]:
         """Wait for this request's turn (or max_wait_s), hold it while inside; yields the
         seconds it waited."""
+        if self.limit is None:
+            yield 0.0
+            return
         loop = self._on_this_loop()
         waited = 0.0
         if self._inside >= self.limit or self._waiting:

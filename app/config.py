@@ -50,13 +50,14 @@ class Settings(BaseSettings):
         "of a refused write is stored. Counted from the request's arrival: its wait for "
         "admission comes off it.",
     )
-    admission_limit: int = Field(
-        default=16,
+    admission_limit: int | None = Field(
+        default=None,
         ge=1,
         le=10000,
-        description="Hot pages and forms (a question, an answer, Next) worked on at once per "
-        "process; the others wait their turn in order, at most write_wait_s, then go in "
-        "anyway (app.admission).",
+        description="Hot pages and forms (home, Start, a question, an answer, Next, resume, "
+        "progress) worked on at once per process; the others wait their turn in order, at "
+        "most write_wait_s, then go in anyway (app.admission). Unset: 16 on PostgreSQL, no "
+        "limit on SQLite, whose reads never wait and whose writes are one writer's turns.",
     )
     write_lanes: int = Field(
         default=8,

@@ -26,7 +26,7 @@ from app import metrics, obs
 from app.accounts import routes as account_routes
 from app.accounts import service as accounts
 from app.accounts.throttle import Throttle
-from app.admission import Admission
+from app.admission import Admission, admission_limit
 from app.analytics import routes as analytics_routes
 from app.attempts import routes as attempt_routes
 from app.bus_client import QueueCollector, RedisExecutorClient
@@ -101,7 +101,8 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
     lanes = write_lanes(engine, settings.write_lanes)  # PostgreSQL's: a connection each
     app.state.writes = WriteQueue(engine, lanes, settings.write_wait_s)
     # Hot pages and forms are worked on a few at a time, in order (app.admission).
-    app.state.admission = Admission(settings.admission_limit, settings.write_wait_s)
+    admitted = settings.admission_limit or admission_limit(engine)
+    app.state.admission = Admission(admitted, settings.write_wait_s)
     publisher = Publisher(engine, settings.challenges_dir / proofs.FILE_NAME, settings.content_gate)
     app.state.catalog = Catalog.load(settings.challenges_dir, publisher, settings.content_check_s)
     for error in app.state.catalog.errors:

@@ -11,10 +11,11 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from app.accounts.models import User
-from app.admission import Admission
+from app.admission import POSTGRESQL_LIMIT, Admission
 from app.db import begin_write, make_engine, write_lock, write_session
 from app.errors import Busy
 from app.writes import MIN_WAIT_S, WriteQueue
@@ -179,3 +180,45 @@ def test_a_slow_sender_holds_no_place_while_its_form_is_still_arriving(app_facto
         finally:
             slow.close()
             learner.client.close()
+
+
+def test_postgresql_lets_a_few_in_at_once_and_sqlite_all_unless_a_limit_is_set(
+    app_factory, database_url
+):
+    """On PostgreSQL each request's round trips wait for the loop's other requests; SQLite's
+    reads are plain calls and its writer takes every queued write in a turn."""
+    on_postgresql = database_url.startswith("postgresql")
+    with TestClient(app_factory(database_url)) as client:
+        admission = client.app.state.admission  # type: ignore[attr-defined]
+        assert admission.limit == (POSTGRESQL_LIMIT if on_postgresql else None)
+        learner = Learner(client)
+        learner.start_as_guest()
+        assert learner.get(learner.start("test-basics")).status_code == 200
+    with TestClient(app_factory(database_url, admission_limit=3)) as client:
+        assert client.app.state.admission.limit == 3  # type: ignore[attr-defined]
+
+
+def test_without_a_limit_every_request_goes_in_at_once():
+    admission = Admission(limit=None, max_wait_s=30)
+
+    async def crowd() -> int:
+        inside = 0
+        most = 0
+        out = asyncio.Event()
+
+        async def request() -> None:
+            nonlocal inside, most
+            async with admission.turn() as waited:
+                assert waited == 0.0
+                inside += 1
+                most = max(most, inside)
+                await out.wait()
+                inside -= 1
+
+        tasks = [asyncio.create_task(request()) for _ in range(50)]
+        await asyncio.sleep(0.01)
+        out.set()
+        await asyncio.gather(*tasks)
+        return most
+
+    assert asyncio.run(crowd()) == 50

@@ -10,11 +10,12 @@ at a time, first come first served, a request's round trips wait only for the fe
 each is done in a few milliseconds, and those behind it start sooner than they would have
 finished.
 
-`make bench-class` (PostgreSQL, two workers, 500 learners, alternated runs, docs/benchmarks.md)
-measured each request's p99 at 665 to 1,214 ms letting every request in (3 runs), 347 to 668 ms
-letting 16 in at a time per worker (5 runs), 449 to 582 ms with 24 or 32 (5 runs), and 407 and
-958 ms with 8: too few at times, as requests waiting for the database or a write lane then
-leave the loop idle.
+`make bench-class` (PostgreSQL, two workers, 500 learners, docs/benchmarks.md), with a first
+version of this around the whole app, measured each request's p99 at 665 to 1,214 ms letting
+every request in (3 runs), 347 to 668 ms letting 16 in at a time per worker (5 runs), 449 to
+582 ms with 24 or 32 (5 runs), and 407 and 958 ms with 8: too few at times, as requests
+waiting for the database or a write lane then leave the loop idle. This version, on the hot
+routes only: 497 to 684 ms in 7 runs, alternated with the code before it (711 ms to 1.45 s).
 
 The hot pages and forms (app.deps.page_route, form_route) take a turn here, after their
 request's body has arrived (a slow sender waits outside) and after the time it arrived was

@@ -677,17 +677,18 @@ class SlotCgroups:
             pids.update(int(pid) for pid in _read(directory / "cgroup.procs").split())
         return pids
 
-    def kill_all_but(self, spared: set[int]) -> None:
+    def kill_all_but(self, spared: set[int], spared_alone: tuple[int, ...] = ()) -> None:
         """SIGKILL whatever is still in the cgroups but the slot worker, `spared` and their
         direct children (a sibling's worker waits in a child for the rank it started: killed,
-        that child would leave the rank's zombie to the host's init).
+        that child would leave the rank's zombie to the host's init), and `spared_alone`
+        without its children (the slot's stager: its children are the runs' inits).
 
-        Not cgroup.kill (v2): it kills every member, and the slot worker and the siblings'
-        workers sit in the slot for good.
+        Not cgroup.kill (v2): it kills every member, and the slot worker, its stager and the
+        siblings' workers sit in the slot for good.
         """
         spared = spared | {os.getpid()}
         for pid in self.members():
-            if pid in spared or _parent_of(pid) in spared:
+            if pid in spared or pid in spared_alone or _parent_of(pid) in spared:
                 continue
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)

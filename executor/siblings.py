@@ -7,13 +7,16 @@ run. Under torchrun each rank is a fresh interpreter with its own secret, and th
 more zygotes, each a separate interpreter, and every run draws its ranks' parents at random from
 the main zygote and its siblings: ranks differ from each other and from run to run.
 
-A sibling keeps one worker per slot, sitting in that slot's cgroups from its start. To make rank
+A sibling keeps one worker per slot, sitting in that slot's cgroups from its start. To stage rank
 k of a run, the slot worker sends the worker the run's namespaces (those of the cell's init: pid,
-net, mount, ipc, uts) and the rank's pipes over a unix socket (SCM_RIGHTS). The worker forks a
-child that enters those namespaces and forks the rank into them. That child stays outside the
-run's pid namespace (a process cannot move itself into one), waits for the rank and tells the
-cell's init how it ended; the rank dies with the cell like every other process in that pid
-namespace. The slot spares the workers (listed in pid files) when it clears its cgroups.
+net, mount, ipc, uts), the rank's pipes and an order pipe over a unix socket (SCM_RIGHTS). The
+worker forks a child that enters those namespaces and waits there for the rank's order, then
+forks the rank into them. The order (the code) goes through the child's own pipe: the worker,
+which forks every rank it stages, never holds a request (it refuses one that is not staged).
+That child stays outside the run's pid namespace (a process cannot move itself into one), waits
+for the rank and tells the cell's init how it ended; the rank dies with the cell like every other
+process in that pid namespace. The slot spares the workers (listed in pid files) when it clears
+its cgroups.
 """
 
 from __future__ import annotations
@@ -37,12 +40,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from executor import identities, sandbox
 from executor import rank as rank_module
 from executor.limits import run_budget
+from executor.wire import STREAMS
 
 if TYPE_CHECKING:
-    from executor.supervisor import ZygoteContext
+    from executor.context import ZygoteContext
 
 NAMESPACES = ("net", "ipc", "uts", "pid", "mnt")  # mnt last: after it, paths are the cell's
-STREAMS = ("stdout", "stderr", "result", "stack")
 REQUEST_TIMEOUT_S = 5.0
 HEADER = struct.Struct("!I")
 
@@ -87,7 +90,7 @@ def stage_rank(path: str, init_pid: int, fds: dict[str, int]) -> int:
     """
     order_r, order_w = os.pipe()
     try:
-        request_rank(path, init_pid, {**fds, "order": order_r}, {"staged": True})
+        _ask_worker(path, init_pid, {**fds, "order": order_r})
     except BaseException:
         os.close(order_w)
         raise
@@ -96,13 +99,11 @@ def stage_rank(path: str, init_pid: int, fds: dict[str, int]) -> int:
     return order_w
 
 
-def request_rank(path: str, init_pid: int, fds: dict[str, int], order: dict[str, Any]) -> int:
-    """Ask a sibling's worker to start one rank inside the cell of `init_pid`; return its pid.
-
-    With an "order" descriptor among `fds`, the rank is only staged: it starts once its order
-    is written there (see stage_rank)."""
+def _ask_worker(path: str, init_pid: int, fds: dict[str, int]) -> int:
+    """Ask a sibling's worker to stage one rank inside the cell of `init_pid`; return the
+    worker's pid. The rank starts once its order is written to the "order" descriptor."""
     namespaces = [os.open(f"/proc/{init_pid}/ns/{name}", os.O_RDONLY) for name in NAMESPACES]
-    payload = json.dumps(order).encode()
+    payload = json.dumps({"staged": True}).encode()
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.settimeout(REQUEST_TIMEOUT_S)
@@ -208,6 +209,11 @@ def _handle(connection: socket.socket, context: ZygoteContext) -> None:
     except (OSError, ValueError) as error:
         connection.sendall(f"bad rank request: {error}".encode())
         return
+    if len(fds) != len(NAMESPACES) + len(STREAMS) + 2 or order != {"staged": True}:
+        for fd in fds:
+            os.close(fd)  # an order here would put a run's code in this worker's heap
+        connection.sendall(b"bad rank request: a rank is only staged here")
+        return
     errors_r, errors_w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -225,25 +231,23 @@ def _handle(connection: socket.socket, context: ZygoteContext) -> None:
 def _enter_and_fork_rank(
     order: dict[str, Any], fds: list[int], context: ZygoteContext, errors_w: int
 ) -> NoReturn:
-    """In a child of the worker: enter the cell's namespaces, fork the rank into them, report
-    how it ended to the cell's init. Staged (an order descriptor came too), wait in the cell for
-    the rank's order first."""
+    """In a child of the worker: enter the cell's namespaces, wait there for the rank's order on
+    the order descriptor, fork the rank into them, report how it ended to the cell's init."""
     hello = -1
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the worker's SIG_IGN would reap the rank
         namespaces = dict(zip(NAMESPACES, fds, strict=False))
-        stdout, stderr, result, stack, hello, *staged = fds[len(NAMESPACES) :]
+        stdout, stderr, result, stack, hello, staged = fds[len(NAMESPACES) :]
         for name, fd in namespaces.items():
             # pid applies to children only: the rank forked next is inside the cell.
             _setns(fd, name)
-        if staged:
-            os.close(errors_w)  # in the cell: the staging is answered
-            errors_w = -1
-            with os.fdopen(staged[0], "rb") as source:
-                payload = source.read()
-            if not payload:
-                os._exit(0)  # the run did not need this rank
-            order = json.loads(payload)
+        os.close(errors_w)  # in the cell: the staging is answered
+        errors_w = -1
+        with os.fdopen(staged, "rb") as source:
+            payload = source.read()
+        if not payload:
+            os._exit(0)  # the run did not need this rank
+        order = json.loads(payload)
         plan = _slot_plan(context.plan, order)
         rank_pid = os.fork()
         if rank_pid == 0:

@@ -1,4 +1,4 @@
-"""The warm zygote: import torch (and what DDP imports lazily) once, then fork a supervisor per run.
+"""The warm zygote: import torch (and what DDP imports lazily) once, then keep the slot workers.
 
 Started by `executor.pool` as `python -m executor.zygote` with a scrubbed environment and its JSON
 configuration as the first line on stdin (never in argv, which every process can read from /proc):
@@ -21,14 +21,15 @@ import signal
 import socket
 import sys
 import time
-import traceback
 import warnings
 import weakref
-from typing import Any, NoReturn
+from typing import Any
 
-from executor import cell, hugepages, sandbox, siblings, supervisor
+from executor import hugepages, sandbox, siblings, slot
+from executor.context import ZygoteContext
 from executor.gpus import Gpu
 from executor.limits import Limits
+from executor.ports import free_port
 
 # Run once in a throw-away fork to learn which modules a typical DDP snippet imports lazily
 # (torch._dynamo, sympy, ...: ~0.9 s on first use, trap 1); the zygote then imports them itself.
@@ -52,7 +53,6 @@ dist.all_reduce(t); dist.broadcast(t, 0); dist.barrier(); dist.all_gather([torch
 print(t, model, loss.item(), model.module.state_dict().keys())
 dist.destroy_process_group()
 """
-SEND_TIMEOUT_S = 5.0
 PROBE_SNIPPET = "import os\nprint('uid', os.getuid())\n"
 PLACEHOLDER_UID = 65534
 
@@ -82,7 +82,7 @@ def main() -> None:
     # or no rank forked from it could use it (trap 11).
     gpus = tuple(Gpu.from_dict(gpu) for gpu in config.get("gpus", []))
     limits = Limits.model_validate(config["limits"])
-    context = supervisor.ZygoteContext(
+    context = ZygoteContext(
         trusted=config["trusted"],
         plan=None,
         sandbox_error=None,
@@ -127,9 +127,7 @@ def main() -> None:
     _serve(listener, context, int(config["slots"]))
 
 
-def _serve_as_sibling(
-    config: dict[str, Any], context: supervisor.ZygoteContext, started: float
-) -> None:
+def _serve_as_sibling(config: dict[str, Any], context: ZygoteContext, started: float) -> None:
     """Serve the main zygote's slots as one more warm parent with its own hash secret."""
     if not config["trusted"]:
         plan = sandbox.make_plan(
@@ -216,7 +214,7 @@ def _modules_used_by(code: str) -> list[str]:
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
         os.environ.update(
-            {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(cell.free_port()),
+            {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
              "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}
         )  # fmt: skip
         try:
@@ -237,9 +235,7 @@ def _modules_used_by(code: str) -> list[str]:
     return imported
 
 
-def _probe_sandbox(
-    context: supervisor.ZygoteContext, config: dict[str, Any]
-) -> supervisor.ZygoteContext:
+def _probe_sandbox(context: ZygoteContext, config: dict[str, Any]) -> ZygoteContext:
     """Run a tiny snippet in the full sandbox; any failure disables untrusted runs (fail closed)."""
     plan_kwargs = {
         "uid": PLACEHOLDER_UID,  # every slot claims a uid of its own (identities.py)
@@ -261,10 +257,10 @@ def _probe_sandbox(
         os.close(read_end)
         message = "the sandbox self-test run failed"
         try:
-            slot = supervisor.Slot(f"probe-{os.getppid()}", candidate)
+            probe = slot.Slot(f"probe-{os.getppid()}", candidate)
             request = {"code": PROBE_SNIPPET, "nproc": 1, "backend": "gloo", "timeout_s": 20}
-            result = slot.run(request, lambda event: None)
-            uid = slot.plan.uid if slot.plan is not None else None
+            result = probe.run(request, lambda event: None)
+            uid = probe.plan.uid if probe.plan is not None else None
             if result["status"] == "ok" and result["ranks"][0]["stdout"] == f"uid {uid}\n":
                 message = ""
             else:
@@ -312,7 +308,7 @@ def _owner_alive(name: str) -> bool:
     return len(parts) >= 2 and parts[1].isdigit() and os.path.exists(f"/proc/{parts[1]}")
 
 
-def _serve(listener: socket.socket, context: supervisor.ZygoteContext, slots: int) -> None:
+def _serve(listener: socket.socket, context: ZygoteContext, slots: int) -> None:
     """Keep `slots` slot workers alive until stdin closes (the service is gone)."""
     workers: dict[int, int] = {}
     while True:
@@ -320,7 +316,7 @@ def _serve(listener: socket.socket, context: supervisor.ZygoteContext, slots: in
             zygote = os.getpid()
             pid = os.fork()
             if pid == 0:
-                _slot_worker(listener, context, index, zygote)
+                slot.serve(listener, context, index, zygote)
             workers[pid] = index
         ready, _, _ = select.select([sys.stdin], [], [], 0.5)
         if ready:
@@ -336,65 +332,11 @@ def _serve(listener: socket.socket, context: supervisor.ZygoteContext, slots: in
             workers.pop(pid, None)  # a slot worker died (a bug): the loop starts a new one
 
 
-def _slot_worker(
-    listener: socket.socket, context: supervisor.ZygoteContext, index: int, zygote: int
-) -> NoReturn:
-    """Accept runs one at a time from the shared listener and run them in this slot."""
-    try:
-        sandbox.die_with_parent()  # if the zygote goes, so do its slots (and their runs)
-        if os.getppid() != zygote:
-            os._exit(0)  # it went before the line above took effect
-        name = f"slot-{zygote}-{index}"
-        try:
-            slot = supervisor.Slot(name, context, index)
-        except sandbox.SandboxError as error:
-            # Serve every request of this slot as `rejected` (with the reason) rather than
-            # crash-looping or leaving requests unanswered.
-            failed = dataclasses.replace(context, plan=None, sandbox_error=str(error))
-            slot = supervisor.Slot(name, failed)
-        slot.prepare()
-        while True:
-            connection, _ = listener.accept()
-            with connection:
-                _handle(connection, slot)
-            slot.prepare()
-    except BaseException:
-        traceback.print_exc()
-    os._exit(1)
-
-
 def _kill_quietly(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
     except (ProcessLookupError, ChildProcessError):
-        pass
-
-
-def _handle(connection: socket.socket, slot: supervisor.Slot) -> None:
-    # A service that stops reading must not stall the slot: its deadline and output caps are
-    # enforced between sends. After this long without progress the run is treated as orphaned.
-    connection.settimeout(SEND_TIMEOUT_S)
-    stream = connection.makefile("rwb")
-
-    def send(event: dict[str, Any]) -> None:
-        stream.write(json.dumps(event).encode() + b"\n")
-        stream.flush()
-
-    # The run watches this socket too: when the service hangs up (the learner pressed Stop, or
-    # went away), the ranks are killed at once, not at their next output or their deadline.
-    send.hangup_fd = connection.fileno()  # type: ignore[attr-defined]
-
-    try:
-        request = json.loads(stream.readline())
-        result = slot.run(request, send)
-    except Exception as error:  # an executor bug, not the snippet's fault
-        traceback.print_exc()
-        result = {"status": "internal_error", "duration_ms": 0, "message": repr(error)}
-    try:
-        send({"event": "result", "result": result})
-        stream.close()
-    except OSError:
         pass
 
 

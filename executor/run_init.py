@@ -1,0 +1,311 @@
+"""A run's init: pid 1 of the run's namespaces (when sandboxed), forked by the slot's stager.
+
+It isolates itself, forks the store process, and only then reads its order (the code) from its
+own request pipe: nothing it was forked from ever held a request. It writes the snippet, forks
+the ranks it was asked for, reaps them (and every orphan of the namespace), reports each rank's
+end on its status pipe, and acts on the slot worker's signals (stop, dump stacks, look).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from executor import hangstop, sandbox, stacks, store
+from executor import rank as rank_module
+from executor.context import ZygoteContext
+from executor.gpus import Gpu
+from executor.limits import run_budget, shm_bytes
+from executor.wire import (
+    DUMP_REQUEST_SIGNAL,
+    LOOK_REQUEST_SIGNAL,
+    SANDBOX_SCRIPT_DIR,
+    STOP_SIGNAL,
+    RankPipes,
+    budget_ranks,
+    status_line,
+)
+
+READ_CHUNK = 65536
+
+
+@dataclass
+class InitSetup:
+    """What init is forked with: the context, its sandbox, and its ends of the run's pipes."""
+
+    ctx: ZygoteContext
+    plan: sandbox.SandboxPlan | None  # with the run's GPUs' device nodes, if it holds any
+    gpus: tuple[Gpu, ...]
+    port: int
+    status_w: int
+    request_r: int
+    hello_r: int
+    ranks: list[RankPipes]
+
+
+class RunInit:
+    """The run's init process (never returns)."""
+
+    def __init__(self, setup: InitSetup) -> None:
+        self.setup = setup
+        self.plan = setup.plan
+        self.status_w = setup.status_w
+        self.stop_requested = self.stop_sent = False  # stop the ranks (a peer failed)
+        self.dump_requested = False  # sample and dump the ranks (the deadline came)
+        self.look_requested = False  # look whether the ranks are blocked (hangstop.py)
+        self.store_pid = 0
+
+    def main(self) -> NoReturn:
+        """Isolate, wait for the order, fork the ranks, report their ends, exit."""
+        setup = self.setup
+        try:
+            for pipes in setup.ranks:
+                for read_end, _ in pipes.fds.values():
+                    os.close(read_end)
+            # A session (and process group) of the run's own, with no controlling terminal:
+            # kill(0, ...) in a rank reaches only this run (a pid namespace does not bound a
+            # process-group signal), and no rank can reach the terminal the executor was
+            # started from (TIOCSTI into the operator's shell). Trusted runs rely on it too:
+            # the deadline kills this process group.
+            os.setsid()
+            if self.plan is not None:
+                sandbox.die_with_parent()  # init's death takes the whole pid namespace with it
+                limits = setup.ctx.limits
+                shm = shm_bytes(limits, gpu=bool(setup.gpus))
+                sandbox.isolate_init(self.plan, limits.tmp_bytes, shm)
+                self._say({"isolated": True})  # siblings may enter now
+        except BaseException as error:
+            self._say({"setup_error": str(error)})
+            os._exit(70)
+        # Before the request: a stop that comes early must not be lost (init is pid 1 of its
+        # namespace, which ignores a signal it has no handler for).
+        signal.signal(STOP_SIGNAL, self._on_stop)
+        signal.signal(DUMP_REQUEST_SIGNAL, self._on_dump_request)
+        signal.signal(LOOK_REQUEST_SIGNAL, self._on_look_request)
+        store_pid, store_channel = store.fork(self.plan, setup.port)
+        self.store_pid = store_pid
+        with os.fdopen(setup.request_r, "rb") as source:
+            payload = source.read()
+        if not payload:
+            os._exit(0)  # the slot went away (or discarded the cell) before sending a request
+        order = json.loads(payload)
+        launcher = order.get("launcher", "torchrun")
+        budget = run_budget(budget_ranks(order["nproc"], launcher), order["timeout_s"],
+                            setup.ctx.limits, order["backend"], len(setup.gpus))  # fmt: skip
+        script = _write_script(order["code"], sandboxed=self.plan is not None)
+        # `python snippet.py` has no launcher's store: closing the channel ends it unstarted.
+        started_store = (
+            store.start(store_pid, store_channel, budget, order["timeout_s"])
+            if launcher == "torchrun"
+            else None
+        )
+        store_channel.close()
+        self._say({"started": True})  # siblings may start their ranks now
+        pids: dict[int, int] = {}
+        for rank in order["local"]:
+            pipes = setup.ranks[rank]
+            pid = os.fork()
+            if pid == 0:
+                os.close(setup.hello_r)
+                signal.signal(STOP_SIGNAL, signal.SIG_DFL)  # init's, not the snippet's
+                signal.signal(DUMP_REQUEST_SIGNAL, signal.SIG_DFL)
+                signal.signal(LOOK_REQUEST_SIGNAL, signal.SIG_DFL)
+                if self.plan is not None:
+                    # A session of its own, as torchrun starts each worker: kill(0, ...) in a
+                    # rank reaches its own process tree only, and the SIGTERM stop reaches the
+                    # rank's children too. (Trusted ranks stay in init's group, which the
+                    # deadline kills; sandboxed ones die with the pid namespace.)
+                    os.setsid()
+                fds = pipes.write_ends()
+                rank_module.run_rank(
+                    rank_module.RankLaunch(
+                        code=order["code"],
+                        script=script,
+                        rank=rank,
+                        nproc=order["nproc"],
+                        master_port=order["port"],
+                        run_id=order["run_id"],
+                        launcher=launcher,
+                        environment=order["environment"],
+                        reseed=setup.ctx.reseed,
+                        stdout_fd=fds["stdout"],
+                        stderr_fd=fds["stderr"],
+                        result_fd=fds["result"],
+                        stack_fd=fds["stack"],
+                        budget=budget,
+                        plan=self.plan,
+                        exception_chars=setup.ctx.limits.exception_message_chars,
+                        delay_s=rank_module.delay_of(order, rank),
+                    )
+                )
+            pids[pid] = rank
+        for pipes in setup.ranks:
+            for _, write_end in pipes.fds.values():
+                os.close(write_end)
+        self._reap_ranks(pids, set(range(order["processes"])))
+        if started_store is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(started_store, signal.SIGKILL)
+        if self.plan is None:
+            shutil.rmtree(os.path.dirname(script), ignore_errors=True)
+            os.killpg(0, signal.SIGKILL)  # trusted: stragglers in the group die (setsid escapes)
+        os._exit(0)
+
+    def _reap_ranks(self, pids: dict[int, int], expected: set[int]) -> None:
+        """Report each rank's exit: init's own children, and siblings' ranks as they tell it."""
+        hello_r = self.setup.hello_r
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake select on a child's exit
+        signal.set_wakeup_fd(wake_w)
+        buffer = b""
+        watching = [hello_r, wake_r]
+        remote: dict[int, int] = {}  # siblings' ranks still running: pid in the cell -> rank
+        look: hangstop.Look | None = None  # a look for verify's early stop, under way
+        while expected:
+            if self.stop_requested and not self.stop_sent:
+                self.stop_sent = True
+                self._terminate_ranks(set(pids))
+            if self.dump_requested:
+                self.dump_requested, look = False, None  # the deadline's dump replaces a look
+                self._dump_ranks({**pids, **remote})
+            if self.look_requested and look is None:
+                self.look_requested = False
+                look = hangstop.Look({**pids, **remote}, time.monotonic())
+            if look is not None and time.monotonic() >= look.due:
+                self._answer_look(look, {**pids, **remote}, len(expected))
+                look = None
+            while True:
+                try:
+                    pid, wait_status = os.waitpid(-1, os.WNOHANG)  # orphans are reaped too
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                if pid in pids:
+                    code = os.waitstatus_to_exitcode(wait_status)
+                    expected.discard(self._report(pids.pop(pid), code))
+            if not expected:
+                break
+            wait_s = 1.0 if look is None else min(1.0, max(0.0, look.due - time.monotonic()))
+            if hello_r in select.select(watching, [], [], wait_s)[0]:
+                data = os.read(hello_r, READ_CHUNK)
+                if not data:
+                    watching.remove(hello_r)
+                *lines, buffer = (buffer + data).split(b"\n")
+                for line in lines:
+                    ended = json.loads(line)
+                    if "pid" in ended:  # a sibling's rank has started (see siblings.py)
+                        remote[int(ended["pid"])] = int(ended["rank"])
+                        continue
+                    if "setup_error" in ended:
+                        # A sibling's staged rank could not start (a failed fork under load):
+                        # the run is refused, as when it fails before the request; pid 1's
+                        # exit ends the namespace and every rank in it.
+                        self._say(ended)
+                        os._exit(70)
+                    remote = {p: r for p, r in remote.items() if r != int(ended["rank"])}
+                    expected.discard(self._report(int(ended["rank"]), int(ended["wait"])))
+            with contextlib.suppress(BlockingIOError):
+                os.read(wake_r, READ_CHUNK)
+
+    def _on_stop(self, signum: int, frame: object) -> None:
+        self.stop_requested = True  # acted on by _reap_ranks (select wakes up on the signal)
+
+    def _on_dump_request(self, signum: int, frame: object) -> None:
+        self.dump_requested = True  # acted on by _reap_ranks, as a stop is
+
+    def _on_look_request(self, signum: int, frame: object) -> None:
+        self.look_requested = True  # acted on by _reap_ranks, as a stop is
+
+    def _answer_look(self, look: hangstop.Look, running: dict[int, int], waiting: int) -> None:
+        """Tell the slot what the look found; if every rank was blocked, have them dump their
+        stacks (after the answer: the slot reads the dumps that follow it)."""
+        answer = look.finish(running, waiting, {self.store_pid, *running})
+        self._say({"look": answer})
+        if answer["idle"]:
+            for pid in running:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, stacks.DUMP_SIGNAL)
+
+    def _dump_ranks(self, running: dict[int, int]) -> None:
+        """Sample each running rank's CPU time, then signal it to dump its stack; report the CPU.
+
+        Sampled before the signal, so the dump's own work is not counted: a rank blocked in a
+        collective uses (next to) none, a slow but working one does."""
+        before = {pid: stacks.cpu_ns(pid) for pid in running}
+        time.sleep(stacks.SAMPLE_S)
+        cpu: dict[str, int] = {}
+        for pid, rank in running.items():
+            after, start = stacks.cpu_ns(pid), before[pid]
+            if after is not None and start is not None:
+                cpu[str(rank)] = max(0, after - start) // 1_000_000
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, stacks.DUMP_SIGNAL)
+        self._say({"cpu": cpu, "sample_ms": int(stacks.SAMPLE_S * 1000)})
+
+    def _terminate_ranks(self, local: set[int]) -> None:
+        """Send SIGTERM to every rank still running, to its process group, as torchrun does."""
+        running = set(local)
+        if self.plan is not None:
+            # Ranks a sibling started have their parent outside this pid namespace: their
+            # parent pid reads 0 here (as does init's own, pid 1).
+            running |= {pid for pid in _namespace_pids() if pid != 1 and _parent(pid) == 0}
+        for pid in running:
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except ProcessLookupError:  # not a group leader: the rank alone
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
+
+    def _report(self, rank: int, code: int) -> int:
+        self._say({"rank": rank, "wait": code})
+        return rank
+
+    def _say(self, message: dict[str, Any]) -> None:
+        os.write(self.status_w, status_line(message))
+
+
+def become(setup: InitSetup) -> NoReturn:
+    """Run as the run's init, in the child the stager just forked."""
+    RunInit(setup).main()
+
+
+def script_path(sandboxed: bool) -> str:
+    """Where a run's snippet file lives (the same path for every rank of a sandboxed run)."""
+    directory = SANDBOX_SCRIPT_DIR if sandboxed else tempfile.mkdtemp(prefix="ranklab-run-")
+    return os.path.join(directory, rank_module.SNIPPET_NAME)
+
+
+def _write_script(code: str, sandboxed: bool) -> str:
+    """Write the snippet to a real file the ranks can read (and its children re-import)."""
+    # Inside the sandbox /tmp is the run's private tmpfs; the file stays root-owned, read-only
+    # for the ranks. A trusted run gets a directory of its own, removed when the run ends.
+    path = script_path(sandboxed)
+    directory = os.path.dirname(path)
+    os.chmod(directory, 0o1777 if sandboxed else 0o755)
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(code)
+    os.chmod(path, 0o644)
+    return path
+
+
+def _namespace_pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None

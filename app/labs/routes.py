@@ -402,7 +402,10 @@ async def start_run(
         labs.start_run, session, user.id, lab_id, step_id, nproc, code, now, version
     )
     assert run.id is not None
-    order = run_request(step, code, use_cache=False).model_copy(update={"nproc": nproc})
+    # The learner's own code: neither served from the shared cache nor written to it.
+    order = run_request(step, code, use_cache=False).model_copy(
+        update={"nproc": nproc, "store_result": False}
+    )
     engine = request.app.state.engine
     counts = not labs.as_it_is(code, start)
     await _live_runs(request).start(

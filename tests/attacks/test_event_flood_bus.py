@@ -27,7 +27,7 @@ class FloodingRunner:
     """A run that prints FLOOD one-byte chunks, then ends ok."""
 
     ready = True
-    info: dict[str, Any] = {"torch": "fake", "trusted": True}  # noqa: RUF012
+    info: dict[str, Any] = {"torch": "fake", "trusted": True}
 
     def __init__(self) -> None:
         self.drained = False
@@ -60,12 +60,14 @@ def test_an_agent_caps_a_runs_output_entries_and_readers_relay_no_more(redis_url
         try:
             request = RunRequest(code="flood", nproc=1, use_cache=False)
             await client.set(bus.queued_key("r-flood"), "1")
-            await client.xadd(bus.runs_key("cpu"),
-                              {"run_id": "r-flood", "request": request.model_dump_json()})  # fmt: skip
+            entry = {"run_id": "r-flood", "request": request.model_dump_json()}
+            await client.xadd(bus.runs_key("cpu"), entry)  # type: ignore[arg-type]
             while not await client.get(bus.result_key("r-flood")):
                 await asyncio.sleep(0.02)
             entries: Any = await client.xrange(bus.events_key("r-flood"))
-            relayed = [name async for _id, name, _data in RedisExecutorClient(url).events("r-flood")]
+            relayed = [
+                name async for _id, name, _data in RedisExecutorClient(url).events("r-flood")
+            ]
             stopping.set()
             await asyncio.wait_for(serving, 20)
             return [fields["kind"] for _id, fields in entries], len(entries), relayed

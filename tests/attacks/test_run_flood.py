@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 import anyio.to_thread
 import httpx
-from fastapi.testclient import TestClient
 
 from app.executor_client import RunEvent
 from app.runs.service import sse_events

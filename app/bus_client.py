@@ -279,6 +279,7 @@ class RedisExecutorClient:
         """Read the output stream from `start`: output events, restart markers, the result."""
         follower = follower or bus.Follower()
         follower.last_id = start
+        shown = 0  # output events passed on: an agent of an older release does not cap them
         while True:
             try:
                 found = await client.xread(
@@ -287,12 +288,15 @@ class RedisExecutorClient:
             except redis.RedisError as error:
                 raise ExecutorUnavailable(f"the run queue is unreachable: {error}") from error
             for event in _decode(found):
-                shown = _shown(follower, event)
-                if shown == "restart":
+                verdict = _shown(follower, event)
+                if verdict == "restart":
+                    shown = 0
                     yield event
-                elif isinstance(shown, OutputEvent):
-                    yield shown
-                elif shown == "result":
+                elif isinstance(verdict, OutputEvent):
+                    shown += 1
+                    if shown <= bus.MAX_OUTPUT_EVENTS:
+                        yield verdict
+                elif verdict == "result":
                     raw = await client.get(bus.result_key(run_id))
                     if raw is None:
                         raise ExecutorUnavailable("the run's result has expired")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -115,6 +116,17 @@ class Settings(BaseSettings):
         default="10/minute",
         description="Lab runs a learner may start (the `limits` notation); one at a time too.",
     )
+    runs_per_learner: str = Field(
+        default="20/minute",
+        description="Runs a learner may start across Run it, lesson examples and labs (the "
+        "`limits` notation); one at a time too, and labs also count lab_runs_per_learner.",
+    )
+    runs_at_once: int = Field(
+        default_factory=lambda: max(1, os.cpu_count() or 1),
+        ge=1,
+        description="Runs this app process sends to the executor at once (as many as the "
+        "embedded executor's slots); more wait, shared round-robin among learners.",
+    )
     lab_code_max_chars: int = Field(
         default=20_000, ge=100, le=200_000, description="The longest code a lab run accepts."
     )
@@ -176,7 +188,10 @@ class Settings(BaseSettings):
         return url
 
     @field_validator(
-        "login_limit_per_account", "login_limit_per_address", "register_limit_per_address"
+        "login_limit_per_account",
+        "login_limit_per_address",
+        "register_limit_per_address",
+        "runs_per_learner",
     )
     @classmethod
     def _rate_limit(cls, value: str) -> str:

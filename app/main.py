@@ -46,6 +46,7 @@ from app.modes import routes as mode_routes
 from app.progress import routes as progress_routes
 from app.publishing.service import Publisher
 from app.runs import routes as run_routes
+from app.runs.fair import FairRuns
 from app.runs.service import HealthWatch
 from app.staff import routes as staff_routes
 from app.staff import verify_routes as staff_verify_routes
@@ -112,6 +113,9 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         executor = _executor_client(settings)
     app.state.executor = executor
     app.state.executor_health = HealthWatch(executor)  # what pages say of runs (app.runs)
+    # Every run route takes its turn here: one run per learner, a rate, slots round-robin.
+    app.state.run_gate = FairRuns(settings.runs_at_once, rate=settings.runs_per_learner,
+                                  storage=settings.rate_limit_storage)  # fmt: skip
     app.state.verify_jobs = _verify_jobs(executor)  # staff Verify (on the bus: any process)
     live_runs = _live_runs(executor, engine)
     app.state.live_runs = live_runs  # lab runs streaming (on the job bus: from any process)

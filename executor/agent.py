@@ -215,15 +215,19 @@ class Agent:
         except LimitViolation as error:
             return RunResult(status=RunStatus.REJECTED, duration_ms=0, message=error.message)
         result: RunResult | None = None
+        emitted = 0
         async with contextlib.aclosing(events):  # type: ignore[type-var]
             async for event in events:
                 if isinstance(event, OutputEvent):
+                    emitted += 1
+                    if emitted > bus.MAX_OUTPUT_EVENTS:
+                        continue  # drained all the same; the result holds the rest
                     await self._emit(run_id, attempt, "output", event.model_dump(mode="json"))
                 else:
                     result = event
         if result is None:
             raise ExecutorUnavailable("the executor ended a run without a result")
-        if cacheable(result):
+        if request.store_result and cacheable(result):
             await self.client.set(shared, result.model_dump_json(), ex=bus.CACHE_TTL_S)
         return result
 
@@ -272,7 +276,8 @@ class Agent:
     ) -> None:
         key = bus.events_key(run_id)
         async with self.client.pipeline(transaction=False) as pipe:
-            pipe.xadd(key, bus.encode_event(attempt, kind, data, self.settings.name))  # type: ignore[arg-type]
+            fields = bus.encode_event(attempt, kind, data, self.settings.name)
+            pipe.xadd(key, fields, maxlen=bus.EVENTS_MAXLEN, approximate=True)  # type: ignore[arg-type]
             pipe.expire(key, bus.EVENTS_TTL_S)
             await pipe.execute()
 
@@ -298,7 +303,12 @@ class Agent:
         reason = "unreadable" if hosts is None else f"delivered {deliveries} times"
         log.warning("run %s (%s) set aside: %s", run_id, entry_id, reason)
         dead = {**fields, "entry_id": entry_id, "reason": reason, "agent": self.settings.name}
-        await self.client.xadd(bus.dead_key(self.settings.pool), dead)  # type: ignore[arg-type]
+        await self.client.xadd(
+            bus.dead_key(self.settings.pool),
+            dead,  # type: ignore[arg-type]
+            maxlen=bus.DEAD_MAXLEN,
+            approximate=True,
+        )
         await self._finish(entry_id, run_id, deliveries, bus.set_aside_result(hosts))
 
     async def _heartbeat(self, stopping: asyncio.Event) -> None:

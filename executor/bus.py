@@ -37,6 +37,13 @@ EVENTS_TTL_S = 3600  # a reader may resume an hour after the last event
 RESULT_TTL_S = 24 * 3600
 CACHE_TTL_S = 7 * 24 * 3600
 RUNS_MAXLEN = 100_000  # approximate cap on a runs stream's history (acked entries included)
+# Output events one run may put on its stream (and any relay pass on): past it, the output is
+# only in the result. A run printing a byte at a time made ~49k events, 4 MB of SSE.
+MAX_OUTPUT_EVENTS = 1000
+# A run's stream: each delivery's start, output and result, for the deliveries a run may get
+# (max_deliveries 3, plus room); trimmed approximately, so at most ~100 entries more.
+EVENTS_MAXLEN = 4 * (MAX_OUTPUT_EVENTS + 2)
+DEAD_MAXLEN = 10_000  # runs set aside kept for an operator to look at
 AGENT_STALE_S = 10.0  # an agent whose heartbeat is older than this counts as gone
 
 # How long any client of the bus may wait for Redis. No read blocks on the server longer than

@@ -85,6 +85,12 @@ class RunRequest(BaseModel):
     use_cache: bool = Field(
         default=True, description="Serve a cached observation if one exists (verify sets False)."
     )
+    store_result: bool = Field(
+        default=True,
+        description="Keep a cacheable result in the shared result cache, for everyone who runs "
+        "the same code afterwards. Lab runs set False: a learner's own code, run uncached, must "
+        "not decide what others are served; a cache-asking run or verify writes it.",
+    )
     rank_delays_s: list[Annotated[float, Field(ge=0.0, le=MAX_RANK_DELAY_S)]] = Field(
         default_factory=list,
         max_length=64,

@@ -99,7 +99,8 @@ class Executor:
                     result = RunResult.model_validate(event["result"])
                     if result.status is RunStatus.INTERNAL_ERROR and not self.pool.ready:
                         result.message = f"{result.message} (the warm process died; restarting)"
-                    self.cache.put(key, result)
+                    if request.store_result:
+                        self.cache.put(key, result)
                     yield result
         finally:
             lease.release()

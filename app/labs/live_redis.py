@@ -39,7 +39,7 @@ from app.bus_client import CANCEL_TTL_S, aconnect, before_submit, process_name
 from app.errors import Unavailable
 from app.labs.live import STOP_WAIT_S, Drive, Event, Frames, StopOutcome
 from executor import bus
-from executor.bus import EVENTS_TTL_S
+from executor.bus import EVENTS_MAXLEN, EVENTS_TTL_S
 
 log = logging.getLogger("ranklab.labs")
 LEASE_S = 10.0  # a driver silent this long is gone: its run is cut off
@@ -56,7 +56,7 @@ STOPPED_ORPHAN_NOTICE: Event = ("stopped", {"message": STOPPED_ORPHAN})
 
 # Append events unless the log has ended: nothing ever follows `end`, so a driver that
 # finishes after its run was declared cut off cannot add a second ending.
-# KEYS: events, run; ARGV: ttl, name, data, name, data, … Returns 1, or 0 if it had ended.
+# KEYS: events, run; ARGV: ttl, maxlen, name, data, … Returns 1, or 0 if it had ended.
 APPEND = """
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 if last[1] then
@@ -65,8 +65,8 @@ if last[1] then
     if fields[i] == 'event' and fields[i + 1] == 'end' then return 0 end
   end
 end
-for i = 2, #ARGV, 2 do
-  redis.call('XADD', KEYS[1], '0-*', 'event', ARGV[i], 'data', ARGV[i + 1])
+for i = 3, #ARGV, 2 do
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '0-*', 'event', ARGV[i], 'data', ARGV[i + 1])
 end
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 redis.call('EXPIRE', KEYS[2], ARGV[1])
@@ -114,7 +114,7 @@ async def append(client: aredis.Redis, run_id: int, events: list[Event]) -> bool
     """Append events to the run's log; False if it had already ended."""
     flat = [part for name, payload in events for part in (name, json.dumps(payload))]
     added: Any = await client.eval(
-        APPEND, 2, events_key(run_id), run_key(run_id), EVENTS_TTL_S, *flat
+        APPEND, 2, events_key(run_id), run_key(run_id), EVENTS_TTL_S, EVENTS_MAXLEN, *flat
     )
     return bool(added)
 

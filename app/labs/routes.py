@@ -57,7 +57,10 @@ from app.labs.schema import LabStep
 from app.labs.verify import evaluate
 from app.progress import service as course
 from app.progress.rules import StepKind
+from app.runs import service as runs
+from app.runs.fair import WAITING, Turn
 from app.runs.service import run_request
+from executor.bus import MAX_OUTPUT_EVENTS
 from executor.contract import OutputEvent, RunResult
 
 router = APIRouter()
@@ -398,15 +401,28 @@ async def start_run(
     over = _over_limit(throttle, user.id)
     if over is not None:
         return _refuse(request, 429, over[0], {"Retry-After": str(over[1])})
-    run = await run_in_threadpool(
-        labs.start_run, session, user.id, lab_id, step_id, nproc, code, now, version
-    )
+    try:  # one run at a time across Run it, lessons and labs; their shared rate
+        turn = runs.gate(request).claim(str(user.id))
+    except (Conflict, TooManyRequests) as refusal:
+        return _refuse(request, refusal.status_code, refusal.message)
+    try:
+        run = await run_in_threadpool(
+            labs.start_run, session, user.id, lab_id, step_id, nproc, code, now, version
+        )
+    except BaseException:
+        turn.release()
+        raise
     assert run.id is not None
-    order = run_request(step, code, use_cache=False).model_copy(update={"nproc": nproc})
+    # The learner's own code: neither served from the shared cache nor written to it.
+    order = run_request(step, code, use_cache=False).model_copy(
+        update={"nproc": nproc, "store_result": False}
+    )
     engine = request.app.state.engine
     counts = not labs.as_it_is(code, start)
     await _live_runs(request).start(
-        run.id, user.id, lambda live: _drive(live, executor, order, step, run, engine, counts)
+        run.id,
+        user.id,
+        lambda live: _drive(live, executor, order, step, run, engine, counts, turn),
     )
     events = f"/labs/runs/{run.id}/events"
     if wants_json(request):
@@ -445,22 +461,30 @@ async def _drive(
     run: LabRun,
     engine: Any,
     counts: bool = True,
+    turn: Turn | None = None,
 ) -> None:
     """Relay the executor's events to the run's readers, then judge and record the run (a
-    failed run counts towards hints and the solution only when `counts`)."""
+    failed run counts towards hints and the solution only when `counts`). The run waits for
+    its `turn` at the executor first, and gives it back however it ends."""
     result: RunResult | None = None
     status = "unavailable"
     printed: dict[int, dict[str, str]] = {}  # what each rank printed, kept if Stop comes
     started = time.monotonic()
     try:
+        if turn is not None and not turn.now():
+            await live.add("queued", {"message": WAITING})
+            await turn.wait()
         waited = 0.0
         while True:
             try:
+                relayed = 0
                 async for event in executor.astream(order):
                     if isinstance(event, OutputEvent):
                         streams = printed.setdefault(event.rank, {"stdout": "", "stderr": ""})
                         streams[event.stream] += event.text  # bounded by the executor's cut
-                        await live.add("output", event.model_dump(mode="json"))
+                        relayed += 1
+                        if relayed <= MAX_OUTPUT_EVENTS:  # past it, the result shows the rest
+                            await live.add("output", event.model_dump(mode="json"))
                     else:
                         result = event
                         status = event.status.value
@@ -480,6 +504,8 @@ async def _drive(
         status = "stopped"
         raise
     finally:
+        if turn is not None:
+            turn.release()
         checks = evaluate(step.checks, result) if result is not None else []
         passed = result is not None and all(check.passed for check in checks)
         shown = [

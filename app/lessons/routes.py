@@ -154,6 +154,7 @@ def predict(
 
 @router.get("/topics/{topic_id}/lesson/examples/{example_id}/run")
 def run_example(
+    request: Request,
     topic_id: SlugId,
     example_id: SlugId,
     catalog: CatalogDep,
@@ -161,17 +162,19 @@ def run_example(
     session: SessionDep,
     executor: ExecutorDep,
 ) -> StreamingResponse:
-    """Stream each rank's output (SSE) once the learner has recorded a prediction."""
+    """Stream each rank's output (SSE) once the learner has recorded a prediction (409 while
+    the learner has a run going, 429 over their rate)."""
     topic, loaded, lesson = _lesson(catalog, topic_id)
     example = _example(lesson, example_id)
     assert user.id is not None
     if lessons.prediction(session, user.id, topic.id, example.id) is None:
         raise Conflict("Predict first: the run shows the answer.")
-    request = runs.run_request(example, loaded.lesson_code[example.id])
+    order = runs.run_request(example, loaded.lesson_code[example.id])
+    turn = runs.gate(request).claim(str(user.id))  # 409 / 429 before the stream starts
     end_read(session)  # the run streams for seconds: hold no transaction meanwhile
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     return StreamingResponse(
-        runs.sse_events(executor, request), media_type="text/event-stream", headers=headers
+        runs.turn_events(executor, order, turn), media_type="text/event-stream", headers=headers
     )
 
 

@@ -8,7 +8,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter, Header, Request
 from fastapi.responses import StreamingResponse
 
 from app.bus_client import RedisExecutorClient
@@ -24,20 +24,26 @@ router = APIRouter()
 
 @router.get("/attempts/{attempt_id}/q/{number}/run")
 def run_snippet(
-    asked: QuestionDep, session: SessionDep, catalog: CatalogDep, executor: ExecutorDep
+    request: Request,
+    asked: QuestionDep,
+    session: SessionDep,
+    catalog: CatalogDep,
+    executor: ExecutorDep,
 ) -> StreamingResponse:
-    """Run it: stream each rank's output (SSE) once the question is closed, then the result."""
+    """Run it: stream each rank's output (SSE) once the question is closed, then the result
+    (409 while the learner has a run going, 429 over their rate)."""
     attempt, row, item = asked.attempt, asked.row, asked.item
     loaded = catalog.get(attempt.set_id, attempt.content_version)
     if not isinstance(item, EXECUTABLE_KINDS) or loaded is None:
         raise NotFound("This question has no snippet to run.")
     if not row.status.closed:
         raise Conflict("Answer the question first: the run shows the answer.")
-    request = runs.run_request(item, loaded.code[item.id])
+    order = runs.run_request(item, loaded.code[item.id])
+    turn = runs.gate(request).claim(str(attempt.user_id))
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     end_read(session)  # the run streams for seconds: hold no transaction meanwhile
     return StreamingResponse(
-        runs.sse_events(executor, request), media_type="text/event-stream", headers=headers
+        runs.turn_events(executor, order, turn), media_type="text/event-stream", headers=headers
     )
 
 

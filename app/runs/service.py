@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Iterator
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import datetime
 from typing import Any, Protocol
 
 import anyio.to_thread
+from starlette.requests import Request
 
 from app import metrics
 from app.challenges.base import Backend, Launch
-from app.executor_client import ExecutorClient, ExecutorUnavailable, NoExecutor
-from executor.contract import OutputEvent, RunRequest
+from app.executor_client import ExecutorClient, ExecutorUnavailable, NoExecutor, RunEvent
+from app.runs.fair import WAITING, FairRuns, Turn
+from executor.bus import MAX_OUTPUT_EVENTS
+from executor.contract import OutputEvent, RunRequest, RunResult
 
 UNAVAILABLE = "Runs are unavailable right now; the question and its explanation still work."
 
@@ -44,17 +49,85 @@ def _event(name: str, payload: object) -> str:
     return f"event: {name}\ndata: {json.dumps(payload)}\n\n"
 
 
-def sse_events(executor: ExecutorClient, request: RunRequest) -> Iterator[str]:
-    """Yield SSE frames: `output` per chunk, then `result` (or `unavailable` on failure)."""
+CAPPED = "More output than the page shows live: the result below holds what each rank printed."
+
+
+async def relay(
+    source: AsyncIterator[RunEvent], cap: int = MAX_OUTPUT_EVENTS
+) -> AsyncGenerator[RunEvent | str, None]:
+    """The run's events, read off the executor as fast as it sends them, whatever pace the
+    reader takes: a reader that reads slowly never holds the run past its limit. At most `cap`
+    output events are kept (then "capped", once); the result always comes, last. Closing this
+    iterator hangs up on the executor, which stops the run."""
+    line: asyncio.Queue[RunEvent | str | BaseException | None] = asyncio.Queue()
+
+    async def pump() -> None:
+        shown = 0
+        try:
+            async with contextlib.aclosing(source):  # type: ignore[type-var]
+                async for event in source:
+                    if isinstance(event, OutputEvent):
+                        shown += 1
+                        if shown > cap:
+                            if shown == cap + 1:
+                                line.put_nowait("capped")
+                            continue
+                    line.put_nowait(event)
+            line.put_nowait(None)
+        except Exception as error:  # the reader raises it
+            line.put_nowait(error)
+
+    task = asyncio.get_running_loop().create_task(pump())
     try:
-        for event in executor.stream(request):
-            if isinstance(event, OutputEvent):
-                yield _event("output", event.model_dump(mode="json"))
-            else:
-                metrics.count_run("run_it", event.status.value)
-                yield _event("result", event.model_dump(mode="json"))
+        while (found := await line.get()) is not None:
+            if isinstance(found, BaseException):
+                raise found
+            yield found
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def sse_events(
+    executor: ExecutorClient, request: RunRequest, turn: Turn | None = None
+) -> AsyncIterator[str]:
+    """Yield SSE frames: `queued` while the run waits its turn, `output` per chunk (`capped`
+    once past the cap), then `result` (or `unavailable` on failure). The turn is given back
+    however the stream ends."""
+    try:
+        if turn is not None and not turn.now():
+            yield _event("queued", {"message": WAITING})
+            await turn.wait()
+        events = relay(executor.astream(request))
+        async with contextlib.aclosing(events):
+            async for event in events:
+                if isinstance(event, OutputEvent):
+                    yield _event("output", event.model_dump(mode="json"))
+                elif isinstance(event, RunResult):
+                    metrics.count_run("run_it", event.status.value)
+                    yield _event("result", event.model_dump(mode="json"))
+                else:
+                    yield _event("capped", {"message": CAPPED})
     except ExecutorUnavailable:
         yield _event("unavailable", {"message": UNAVAILABLE})
+    finally:
+        if turn is not None:
+            turn.release()
+
+
+def gate(request: Request) -> FairRuns:
+    """The app's fair gate that every run route claims a turn from (app.runs.fair)."""
+    run_gate: FairRuns = request.app.state.run_gate
+    return run_gate
+
+
+def turn_events(executor: ExecutorClient, order: RunRequest, turn: Turn) -> AsyncIterator[str]:
+    """`sse_events` for a claimed turn, which goes back even if the stream is never started
+    (the browser hung up before the response began)."""
+    frames = sse_events(executor, order, turn)
+    weakref.finalize(frames, turn.release)
+    return frames
 
 
 def available(executor: ExecutorClient) -> bool:

@@ -7,6 +7,37 @@ window.stuckAt = (stuck) => {
   const call = stuck.call ? `, waiting in ${stuck.call}` : "";
   return `Stuck at ${where}${call} when the time limit stopped it.`;
 };
+// Read the run's server-sent events with fetch: EventSource cannot read a refusal's message
+// (409: a run of yours is going already; 429: too many runs in a minute), which is shown.
+window.readRunEvents = async (url, handlers, signal) => {
+  const response = await fetch(url, { headers: { Accept: "text/event-stream, application/json;q=0.5" }, signal });
+  if (!response.ok) {
+    let message = "The run was refused; try again.";
+    try { message = (await response.json()).detail || message; } catch (_) { /* not JSON */ }
+    handlers.refused(message);
+    return;
+  }
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let name = "message";
+      const data = [];
+      for (const line of frame.split("\n")) {
+        if (line.startsWith("event:")) name = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+      }
+      if (data.length && handlers[name]) handlers[name](JSON.parse(data.join("\n")));
+    }
+  }
+  handlers.ended();
+};
 document.addEventListener("alpine:init", () => {
   window.Alpine.data("runIt", (url, nproc) => ({
     running: false,
@@ -18,41 +49,40 @@ document.addEventListener("alpine:init", () => {
       this.started = true;
       this.summary = "Running…";
       this.ranks = Array.from({ length: nproc }, (_, rank) => ({ rank, status: "running", stdout: "", stderr: "", stuck: "" }));
-      const source = new EventSource(url);
-      source.addEventListener("output", (message) => {
-        const chunk = JSON.parse(message.data);
-        const rank = this.ranks[chunk.rank];
-        if (rank) rank[chunk.stream] += chunk.text;
-      });
-      source.addEventListener("result", (message) => {
-        const result = JSON.parse(message.data);
-        for (const observed of result.ranks) {
-          const rank = this.ranks[observed.rank];
-          if (!rank) continue;
-          rank.status = observed.status;
-          // The final result is authoritative (a cached run streams nothing before it).
-          rank.stdout = observed.stdout;
-          rank.stderr = observed.exception ? `${observed.exception.type}: ${observed.exception.message}` : observed.stderr;
-          rank.stuck = window.stuckAt(observed.stuck);
-        }
-        const env = result.environment || {};
-        const when = result.observed_at ? ` · observed ${result.observed_at}` : "";
-        const cached = result.cached ? " (cached)" : "";
-        this.summary = `${result.status} · ${result.duration_ms} ms · torch ${env.torch} · ${env.backend} on ${env.device}, ${env.nproc} rank(s)${when}${cached}`;
-        this.finish(source);
-      });
-      source.addEventListener("unavailable", (message) => {
-        this.summary = JSON.parse(message.data).message;
-        this.finish(source);
-      });
-      source.onerror = () => {
-        if (this.running) this.summary = "The run was interrupted; try again.";
-        this.finish(source);
-      };
+      const stopping = new AbortController();
+      const shown = (message) => { this.summary = message; this.finish(stopping); };
+      window.readRunEvents(url, {
+        queued: (waiting) => { this.summary = waiting.message; },
+        output: (chunk) => {
+          const rank = this.ranks[chunk.rank];
+          if (rank) rank[chunk.stream] += chunk.text;
+          this.summary = "Running…";
+        },
+        capped: (notice) => { this.summary = notice.message; },
+        result: (result) => {
+          for (const observed of result.ranks) {
+            const rank = this.ranks[observed.rank];
+            if (!rank) continue;
+            rank.status = observed.status;
+            // The final result is authoritative (a cached run streams nothing before it).
+            rank.stdout = observed.stdout;
+            rank.stderr = observed.exception ? `${observed.exception.type}: ${observed.exception.message}` : observed.stderr;
+            rank.stuck = window.stuckAt(observed.stuck);
+          }
+          const env = result.environment || {};
+          const when = result.observed_at ? ` · observed ${result.observed_at}` : "";
+          const cached = result.cached ? " (cached)" : "";
+          const recorded = result.recorded ? " (recorded: this snippet hangs, as its proof observed)" : "";
+          shown(`${result.status} · ${result.duration_ms} ms · torch ${env.torch} · ${env.backend} on ${env.device}, ${env.nproc} rank(s)${when}${cached}${recorded}`);
+        },
+        unavailable: (notice) => shown(notice.message),
+        refused: (message) => shown(message),
+        ended: () => { if (this.running) shown("The run was interrupted; try again."); },
+      }, stopping.signal).catch(() => { if (this.running) shown("The run was interrupted; try again."); });
     },
-    finish(source) {
-      source.close();
+    finish(stopping) {
       this.running = false;
+      stopping.abort();
     },
   }));
 });

@@ -1,25 +1,29 @@
 """Whether a version's executable content is proven for exactly that content, and if not, why.
 
-A set's keys are proven by a pass the database records for an item's content hash (the web
-Verify, `ranklab verify` with a database) or by `challenges/proofs.json` (a pass, or "needs
-GPUs" from a GPU host) for the same hash. A lab's steps and a topic's proofs are proven by
-proofs.json (`ranklab verify --proofs`). A unit with nothing to run is proven by validating.
+One rule for every unit: each thing it runs (a set's items proven by a run, numeric ones read
+from what a snippet prints included, and its items' inline proofs; a topic's named proofs, its
+cards' and items' inline proofs and its lesson's examples; a lab's steps) is a part with a proofs
+key and a content hash. A part is proven when its latest judged record in the database for that
+hash passed (the browser's Verify, `ranklab verify` with a database), or, with no such record,
+when `challenges/proofs.json` holds a pass, or "needs GPUs", for that hash (`ranklab verify
+--proofs`). A unit is proven when all its parts are; a unit with nothing to run is proven by
+validating.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlmodel import Session, col, select
 
 from app.challenges.loader import LoadedLab, LoadedSet, LoadedTopic
-from app.challenges.schema import EXECUTABLE_KINDS
+from app.challenges.schema import proven_by_run
 from app.verification import proofs
 from app.verification.evidence import item_hash
 from app.verification.models import VerificationRecord
-from app.verification.records import JUDGED
+from app.verification.records import JUDGED, record_ids
 from app.verification.rules import Verdict
 
 
@@ -34,31 +38,64 @@ class Judgement:
     failed: bool = False  # a Verify of this content failed (not merely unverified)
 
 
-def _latest_judged(
-    session: Session, set_id: str, hashes: Mapping[str, str]
-) -> dict[str, VerificationRecord]:
-    """The latest pass-or-fail record of each item for its content hash as given."""
-    if not hashes:
+@dataclass(frozen=True)
+class Part:
+    """One thing a unit runs: its proofs key, how the content page names it, its hash."""
+
+    key: str
+    name: str
+    hash: str
+
+
+def parts(loaded: LoadedSet | LoadedTopic | LoadedLab) -> list[Part]:
+    """Everything a unit runs, each with the content hash its proof must be for."""
+    if isinstance(loaded, LoadedLab):
+        return [
+            Part(
+                proofs.step_key(loaded.lab.id, step.id),
+                f"step `{step.id}`",
+                proofs.step_hash(loaded, step.id),
+            )
+            for step in loaded.lab.steps
+        ]
+    if isinstance(loaded, LoadedSet):
+        set_id = loaded.challenge_set.id
+        found = [
+            Part(proofs.item_key(set_id, item.id), f"`{item.id}`", item_hash(loaded, item))
+            for item in loaded.challenge_set.items
+            if proven_by_run(item)
+        ]
+        runs = proofs.proof_runs([], [loaded])
+    else:
+        found, runs = [], proofs.proof_runs([loaded], [])
+    return found + [Part(run.key, f"`{run.label}`", run.hash) for run in runs]
+
+
+def _latest_judged(session: Session, found: Sequence[Part]) -> dict[str, VerificationRecord]:
+    """The latest pass-or-fail record of each part for its content hash, by proofs key."""
+    if not found:
         return {}
+    wanted = {record_ids(part.key): part for part in found}
     rows = session.exec(
         select(VerificationRecord).where(
-            VerificationRecord.set_id == set_id,
+            col(VerificationRecord.set_id).in_({owner for owner, _name in wanted}),
             col(VerificationRecord.verdict).in_(JUDGED),
-            col(VerificationRecord.content_hash).in_(set(hashes.values())),
+            col(VerificationRecord.content_hash).in_({part.hash for part in found}),
         )
     ).all()
     latest: dict[str, VerificationRecord] = {}
     for row in rows:
-        if hashes.get(row.item_id) != row.content_hash:
+        part = wanted.get((row.set_id, row.item_id))
+        if part is None or part.hash != row.content_hash:
             continue
-        best = latest.get(row.item_id)
+        best = latest.get(part.key)
         if best is None or (row.verified_at, row.id or 0) > (best.verified_at, best.id or 0):
-            latest[row.item_id] = row
+            latest[part.key] = row
     return latest
 
 
-def _names(ids: list[str]) -> str:
-    return ", ".join(f"`{one}`" for one in ids)
+def _names(found: list[Part]) -> str:
+    return ", ".join(part.name for part in found)
 
 
 def judge(
@@ -67,61 +104,24 @@ def judge(
     file_proofs: Mapping[str, proofs.Proof],
 ) -> Judgement:
     """Judge one loaded unit: is everything it runs proven for this exact content?"""
-    if isinstance(loaded, LoadedSet):
-        return _judge_set(session, loaded, file_proofs)
-    if isinstance(loaded, LoadedLab):
-        keys = {
-            step.id: (proofs.step_key(loaded.lab.id, step.id), proofs.step_hash(loaded, step.id))
-            for step in loaded.lab.steps
-        }
-        return _by_file(keys, file_proofs, "step")
-    keys = {run.label: (run.key, run.hash) for run in proofs.proof_runs([loaded], [])}
-    return _by_file(keys, file_proofs, "proof")
-
-
-def _by_file(
-    keys: Mapping[str, tuple[str, str]], file_proofs: Mapping[str, proofs.Proof], what: str
-) -> Judgement:
-    statuses = {
-        name: proofs.status(file_proofs, key, digest) for name, (key, digest) in keys.items()
-    }
-    failed = [name for name, verdict in statuses.items() if verdict == "fail"]
-    unproven = [name for name, verdict in statuses.items() if verdict == "unproven"]
-    if failed:
-        return Judgement(False, f"{what} {_names(failed)} fails in proofs.json", failed=True)
-    if unproven:
-        return Judgement(
-            False, f"not yet verified: {what} {_names(unproven)} (run `ranklab verify --proofs`)"
-        )
-    return Judgement(True)
-
-
-def _judge_set(
-    session: Session, loaded: LoadedSet, file_proofs: Mapping[str, proofs.Proof]
-) -> Judgement:
-    set_id = loaded.challenge_set.id
-    hashes = {
-        item.id: item_hash(loaded, item)
-        for item in loaded.challenge_set.items
-        if isinstance(item, EXECUTABLE_KINDS)
-    }
-    records = _latest_judged(session, set_id, hashes)
-    failed: list[str] = []
-    unproven: list[str] = []
+    found = parts(loaded)
+    records = _latest_judged(session, found)
+    failed: list[Part] = []
+    unproven: list[Part] = []
     when: list[datetime] = []
-    for item_id, digest in hashes.items():
-        record = records.get(item_id)
-        in_file = proofs.status(file_proofs, proofs.item_key(set_id, item_id), digest)
+    for part in found:
+        record = records.get(part.key)
+        in_file = proofs.status(file_proofs, part.key, part.hash)
         if record is not None and record.verdict is Verdict.FAIL:
-            failed.append(item_id)  # the latest Verify of this very content failed
+            failed.append(part)  # the latest Verify of this very content failed
         elif record is not None:
             when.append(record.verified_at)
         elif in_file == "fail":
-            failed.append(item_id)
+            failed.append(part)
         elif in_file not in proofs.PROVEN:
-            unproven.append(item_id)
+            unproven.append(part)
     if failed:
-        return Judgement(False, f"key of {_names(failed)} fails its Verify", failed=True)
+        return Judgement(False, f"{_names(failed)} fails its Verify", failed=True)
     if unproven:
-        return Judgement(False, f"not yet verified: {_names(unproven)}")
+        return Judgement(False, f"not yet verified: {_names(unproven)} (Verify, then Reload)")
     return Judgement(True, verified_at=max(when) if when else None)

@@ -63,6 +63,7 @@ def payload_of(loaded: Loaded) -> tuple[Kind, str, dict[str, Any]]:
                 "cheat_sheet": loaded.cheat_sheet,
                 "proof_code": loaded.proof_code,
                 "entry_proof_code": loaded.entry_proof_code,
+                "lesson_code": loaded.lesson_code,
                 "fact_at": _positions(loaded.fact_at),
             },
         )
@@ -115,6 +116,7 @@ def loaded_of(kind: str, path: str, payload: dict[str, Any]) -> Loaded:
             dict(payload["proof_code"]),
             dict(payload["entry_proof_code"]),
             fact_at=_tuples(payload["fact_at"]),
+            lesson_code=_lesson_code(payload),
         )
         if topic.cheat_sheet is not None:
             topic.claims, _problems = cheatsheet.claims(topic.cheat_sheet)
@@ -123,6 +125,20 @@ def loaded_of(kind: str, path: str, payload: dict[str, Any]) -> Loaded:
         lab = Lab.model_validate(payload["lab"], by_name=True)
         return LoadedLab(lab, path, payload["starters"], payload["solutions"])
     raise ValueError(f"unknown content kind {kind!r}")
+
+
+def _lesson_code(payload: dict[str, Any]) -> dict[str, str]:
+    """A topic payload's lesson examples' code. A version stored before the payload held it
+    has only its inline examples' code (a `code_file` one's is lost: it shows as unproven)."""
+    if "lesson_code" in payload:
+        return dict(payload["lesson_code"])
+    lesson = payload["topic"].get("lesson") or {}
+    return {
+        example["id"]: example["code"]
+        for section in lesson.get("sections", [])
+        for example in section.get("examples", [])
+        if example.get("code") is not None
+    }
 
 
 def stored(kind: str, path: str, text: str) -> Unit:

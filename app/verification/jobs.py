@@ -25,7 +25,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.executor_client import ExecutorClient
-from app.verification import batch, pipeline, records
+from app.verification import pipeline, records
 from app.verification.incremental import Selection
 from app.verification.rules import ItemReport
 
@@ -245,8 +245,8 @@ def verify_in_background(
         if following is not None:
             job.mark_running(following)
         for outcome in pipeline.run(client, selection, repeats):
-            if engine is not None and outcome.verified is not None:
-                _record(engine, outcome.verified)
+            if engine is not None:
+                _record(engine, outcome)
             job.mark_done(outcome.report)
             if job.abandoned:
                 return
@@ -258,8 +258,15 @@ def verify_in_background(
     return job
 
 
-def _record(engine: Engine, verified: batch.Verified) -> None:
+def _record(engine: Engine, outcome: pipeline.Outcome) -> None:
+    """Keep a verdict where the publish gate reads it: a set's item as `ranklab verify` keeps
+    it, a lab's step or a proof by its proofs key (so Reload publishes what Verify proved)."""
     try:
-        records.save_verified(engine, verified)
+        if outcome.verified is not None:
+            records.save_verified(engine, outcome.verified)
+        else:
+            records.save_proof(
+                engine, outcome.key, outcome.content_hash, outcome.report, outcome.duration_ms
+            )
     except SQLAlchemyError:
-        log.exception("could not record the verification of %s", verified.item.id)
+        log.exception("could not record the verification of %s", outcome.key)

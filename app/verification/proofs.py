@@ -108,7 +108,9 @@ def lesson_runs(loaded: LoadedTopic) -> list[ProofRun]:
             loaded.path,
             f"lesson example {example.id}",
             example.as_proof(),
-            loaded.lesson_code[example.id],
+            # A version stored before its payload kept a code_file's code has none: it runs
+            # (and hashes) as empty, so it stays unproven instead of failing the page.
+            loaded.lesson_code.get(example.id, ""),
         )
         for _section, example in lesson.examples()
     ]

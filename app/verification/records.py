@@ -53,6 +53,30 @@ def save(
     return record
 
 
+def record_ids(key: str) -> tuple[str, str]:
+    """Where a proofs key's verdicts are recorded (set_id, item_id): a set's item under its set,
+    a lab's step under `lab:<lab>`, a proof under its owner (`topic:<topic>`, `set:<set>`) with
+    its name (`lesson:<example>`). An owner with a colon is never a set's id (a slug)."""
+    if key.startswith(("topic:", "set:")):
+        kind, owner, name = key.split(":", 2)
+        return f"{kind}:{owner}", name
+    owner, _slash, name = key.rpartition("/")
+    return owner, name
+
+
+def save_proof(
+    engine: Engine, key: str, digest: str, report: ItemReport, duration_ms: int
+) -> VerificationRecord | None:
+    """Record a lab step's or a proof's verdict for this exact content (the browser's Verify),
+    so that the publish gate counts it as `proofs.json` would."""
+    if report.verdict is Verdict.NOT_EXECUTABLE or report.executor_failed:
+        return None
+    set_id, item_id = record_ids(key)
+    with Session(engine, expire_on_commit=False) as session:
+        named = ItemReport(item_id, report.verdict, observations=report.observations)
+        return save(session, set_id, digest, named, duration_ms, utcnow())
+
+
 def save_with_engine(
     engine: Engine,
     set_id: str,

@@ -147,7 +147,7 @@ def test_a_wrong_key_is_held_and_learners_are_graded_by_the_live_version(
     assert job is not None and job.wait(10)
     staff.post("/staff/content/reload")
     row = content_row(staff, "runs/set.yaml")
-    assert "v2 held</span>: key of `all-reduce` fails its Verify" in row
+    assert "v2 held</span>: `all-reduce` fails its Verify" in row
     assert "✓ valid" not in row
     assert (
         "✓ Correct" in learner.answer(attempt, 1, "A").text

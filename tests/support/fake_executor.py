@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -75,3 +76,28 @@ class GatedExecutor(FakeExecutor):
         if not self.gate.wait(self.wait_s):
             raise ExecutorUnavailable("the test never opened the gate")
         yield from super().stream(request)
+
+
+def printed(code: str) -> str:
+    """What a snippet's literal `print(...)` calls print, one line each ("1.0\\n" if none)."""
+    lines = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
+            try:
+                lines.append(" ".join(str(ast.literal_eval(arg)) for arg in node.args))
+            except ValueError:
+                continue
+    return "".join(f"{line}\n" for line in lines) if lines else "1.0\n"
+
+
+@dataclass
+class PrintingExecutor(FakeExecutor):
+    """A fake whose every rank prints what the snippet's literal `print(...)` calls print, so
+    that a Verify can pass one snippet and fail another without running anything."""
+
+    def run(self, request: RunRequest) -> RunResult:
+        self.requests.append(request)
+        return canned_result(*[printed(request.code)] * request.nproc)
+
+    def stream(self, request: RunRequest) -> Iterator[RunEvent]:
+        yield self.run(request)

@@ -118,6 +118,26 @@ class Settings(BaseSettings):
     lab_code_max_chars: int = Field(
         default=20_000, ge=100, le=200_000, description="The longest code a lab run accepts."
     )
+    form_max_bytes: int = Field(
+        default=64 * 1024,
+        ge=1024,
+        le=16 * 1024 * 1024,
+        description="The largest request body a route accepts (413 beyond; app.bodies): forms "
+        "carry at most 4,000 characters of text (36 KiB percent-encoded). The lab routes "
+        "(/labs/) accept 9 bytes per character of lab_code_max_chars more.",
+    )
+    body_idle_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description="A request body that sends nothing for this long is refused with 408.",
+    )
+    body_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=600,
+        description="A request body not complete this long after its headers is refused with 408.",
+    )
     rate_limit_storage: str = Field(
         default="memory://",
         description="Where attempt counts live: memory:// is per process; several processes or "

@@ -439,8 +439,10 @@ def form_route(
 
     def register(handler: FormHandler) -> FormHandler:
         async def serve(request: Request) -> Response:
-            now = await request_time(request)  # its arrival: an answer is judged at it
-            await request.body()  # all of it before its turn: a slow sender waits outside
+            # All of the body before its turn (a slow sender waits outside), then its arrival:
+            # an answer is judged once complete, however late its headers came before it.
+            await request.body()
+            now = await request_time(request)
             async with admitted(request):
                 page = await open_page(request, now)
                 await verify_csrf(request, page.settings)

@@ -39,8 +39,8 @@ def _safe_next(target: str | None) -> str:
 
 
 def _client_address(request: Request) -> str:
-    # The peer's address; behind a reverse proxy, run uvicorn with --proxy-headers and
-    # --forwarded-allow-ips so this is the visitor's and not the proxy's.
+    # The peer's address; behind a reverse proxy named in RANKLAB_TRUSTED_PROXIES, uvicorn
+    # puts the visitor's from X-Forwarded-For here (app.serving.proxy_options).
     return request.client.host if request.client else "unknown"
 
 
@@ -101,6 +101,7 @@ def login(
         return _too_many(request, "login.html", {"next": _safe_next(next)}, refusal)
     user = accounts.authenticate(session, username.strip(), password)
     if user is None:
+        throttle.login_failed(username)
         return request.app.state.templates.TemplateResponse(
             request,
             "login.html",

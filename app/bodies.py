@@ -61,7 +61,10 @@ class BodyLimits:
             await self.app(scope, receive, send)
             return
         limit = limit_for(scope["path"], self.settings)
-        declared = _content_length(scope)
+        declared, chunked = _framing(scope)
+        if not declared and not chunked:  # no body (a page's GET): nothing to bound
+            await self.app(scope, receive, send)
+            return
         if declared is not None and declared > limit:
             refusal = too_large(limit)
 
@@ -98,10 +101,13 @@ class BodyLimits:
         return bounded_receive
 
 
-def _content_length(scope: Scope) -> int | None:
-    """The declared body length, if any and well formed."""
+def _framing(scope: Scope) -> tuple[int | None, bool]:
+    """The declared body length (None: none, or not a number) and whether it is chunked."""
+    declared, chunked = None, False
     for name, value in scope["headers"]:
         if name == b"content-length":
             text = value.decode("latin-1").strip()
-            return int(text) if text.isdigit() else None
-    return None
+            declared = int(text) if text.isdigit() else None
+        elif name == b"transfer-encoding":
+            chunked = True
+    return declared, chunked

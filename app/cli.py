@@ -80,6 +80,13 @@ def _parser() -> argparse.ArgumentParser:
         help="read the password from standard input instead of prompting",
     )
     create.set_defaults(handler=_create_user)
+    prune = user_actions.add_parser(
+        "prune-guests", help="delete guests that never acted (no answer, card, run...)"
+    )
+    prune.add_argument(
+        "--days", type=float, default=7.0, help="only guests made this long ago (default 7)"
+    )
+    prune.set_defaults(handler=_prune_guests)
 
     verify = commands.add_parser(
         "verify", help="run every executable item and prove its key; exit 1 on any mismatch"
@@ -294,6 +301,25 @@ def _create_user(args: argparse.Namespace) -> int:
     finally:
         engine.dispose()
     print(f"created {user.username} ({user.role.value})")
+    return 0
+
+
+def _prune_guests(args: argparse.Namespace) -> int:
+    from datetime import timedelta
+
+    from sqlmodel import Session
+
+    import app.models  # noqa: F401  every table: each one names who acted
+    from app.accounts import service as accounts
+    from app.db import make_engine, utcnow
+
+    engine = make_engine(Settings().database_url)
+    try:
+        with Session(engine) as session:
+            pruned = accounts.prune_idle_guests(session, utcnow() - timedelta(days=args.days))
+    finally:
+        engine.dispose()
+    print(f"pruned {pruned} guests that never acted")
     return 0
 
 

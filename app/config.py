@@ -100,12 +100,31 @@ class Settings(BaseSettings):
         description="New flashcards a learner is shown per topic per day (UTC); due cards "
         "are always shown first and are not limited.",
     )
+    login_limit_per_account_address: str = Field(
+        default="10/minute;50/hour",
+        description="Log-in attempts allowed at one username from one client address (the "
+        "`limits` notation, several separated by ';'): a stranger elsewhere cannot use up "
+        "the owner's.",
+    )
     login_limit_per_account: str = Field(
-        default="10/minute",
-        description="Log-in attempts allowed per username (the `limits` notation, e.g. 10/minute).",
+        default="200/hour",
+        description="Failed log-ins allowed at one username from all addresses together: "
+        "guessing one password from many addresses stays slow. Above the per-address hourly "
+        "limit, so that one address alone cannot lock the owner out.",
     )
     login_limit_per_address: str = Field(
         default="30/minute", description="Log-in attempts allowed per client IP address."
+    )
+    guest_limit_per_address: str = Field(
+        default="240/minute;1000/hour",
+        description="New guests allowed per client IP address (a lecture hall behind one NAT "
+        "address starts together).",
+    )
+    trusted_proxies: str = Field(
+        default="",
+        description="Addresses or networks of reverse proxies whose X-Forwarded-For names the "
+        "visitor (comma-separated, as uvicorn's forwarded_allow_ips; '*' trusts every peer). "
+        "Empty: the peer's own address, whatever the headers say.",
     )
     register_limit_per_address: str = Field(
         default="60/hour",
@@ -129,6 +148,26 @@ class Settings(BaseSettings):
     )
     lab_code_max_chars: int = Field(
         default=20_000, ge=100, le=200_000, description="The longest code a lab run accepts."
+    )
+    form_max_bytes: int = Field(
+        default=64 * 1024,
+        ge=1024,
+        le=16 * 1024 * 1024,
+        description="The largest request body a route accepts (413 beyond; app.bodies): forms "
+        "carry at most 4,000 characters of text (36 KiB percent-encoded). The lab routes "
+        "(/labs/) accept 9 bytes per character of lab_code_max_chars more.",
+    )
+    body_idle_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description="A request body that sends nothing for this long is refused with 408.",
+    )
+    body_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=600,
+        description="A request body not complete this long after its headers is refused with 408.",
     )
     rate_limit_storage: str = Field(
         default="memory://",
@@ -189,14 +228,16 @@ class Settings(BaseSettings):
 
     @field_validator(
         "login_limit_per_account",
+        "login_limit_per_account_address",
         "login_limit_per_address",
         "register_limit_per_address",
+        "guest_limit_per_address",
         "runs_per_learner",
     )
     @classmethod
     def _rate_limit(cls, value: str) -> str:
         try:
-            limits.parse(value)
+            limits.parse_many(value)
         except ValueError as error:
             raise ValueError(f"{value!r} is not a rate limit such as 10/minute") from error
         return value

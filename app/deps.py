@@ -32,7 +32,7 @@ from app.challenges.catalog import Catalog
 from app.challenges.schema import ItemBase
 from app.config import Settings
 from app.db import never_waits, read_session, utcnow, write_session
-from app.errors import Forbidden, LoginRequired, NotFound
+from app.errors import Forbidden, LoginRequired, NotFound, TooManyRequests
 from app.executor_client import ExecutorClient
 from app.verification.jobs import VerifyJobs
 
@@ -210,6 +210,21 @@ def sign_in(request: Request, response: Response, token: str, settings: Settings
     return response
 
 
+def client_address(request: Request) -> str:
+    """The client's address: the peer's, or behind a proxy named in RANKLAB_TRUSTED_PROXIES
+    the visitor's from X-Forwarded-For (uvicorn puts it here: app.serving.proxy_options)."""
+    return request.client.host if request.client else "unknown"
+
+
+def count_new_guest(request: Request) -> None:
+    """Count a guest about to be made for this client's address; 429 if it is over its limit
+    (RANKLAB_GUEST_LIMIT_PER_ADDRESS): one client made ~141 a second."""
+    throttle: Throttle = request.app.state.throttle
+    refusal = throttle.guest(client_address(request))
+    if refusal is not None:
+        raise TooManyRequests(refusal.message)
+
+
 def learner_or_guest(
     request: Request, session: Session, user: User | None, settings: Settings, now: datetime
 ) -> tuple[User, str | None]:
@@ -217,6 +232,7 @@ def learner_or_guest(
     also the new session's token, to give the response with `signed_in`."""
     if user is not None:
         return user, None
+    count_new_guest(request)
     guest = accounts.create_guest(session, now)
     token = accounts.replace_session(
         session, request.cookies.get(SESSION_COOKIE), guest, now, settings.session_days
@@ -439,8 +455,10 @@ def form_route(
 
     def register(handler: FormHandler) -> FormHandler:
         async def serve(request: Request) -> Response:
-            now = await request_time(request)  # its arrival: an answer is judged at it
-            await request.body()  # all of it before its turn: a slow sender waits outside
+            # All of the body before its turn (a slow sender waits outside), then its arrival:
+            # an answer is judged once complete, however late its headers came before it.
+            await request.body()
+            now = await request_time(request)
             async with admitted(request):
                 page = await open_page(request, now)
                 await verify_csrf(request, page.settings)

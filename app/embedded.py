@@ -229,6 +229,7 @@ def serve(
             loop=serving.LOOP,
             log_level="info",
             **_logging(settings),
+            **serving.proxy_options(settings.trusted_proxies),
         )
     finally:
         if executor is not None:
@@ -269,6 +270,7 @@ def _serve_workers(
             port=port,
             log_level="info",
             **_logging(settings),
+            **serving.proxy_options(settings.trusted_proxies),
         )
     return 0
 

@@ -29,6 +29,7 @@ from app.accounts.throttle import Throttle
 from app.admission import Admission, admission_limit
 from app.analytics import routes as analytics_routes
 from app.attempts import routes as attempt_routes
+from app.bodies import BodyLimits
 from app.bus_client import QueueCollector, RedisExecutorClient
 from app.challenges import routes as challenge_routes
 from app.challenges.catalog import Catalog
@@ -140,6 +141,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         # Its hot pages also go first: FastAPI matches an included router's routes one by one.
         app.router.routes[:0] = [r for r in module.router.routes if isinstance(r, PageRoute)]
     _api_docs(app)
+    app.add_middleware(BodyLimits, settings=settings)  # inside the security headers' middleware
     _install_security(app, settings)
     # Outermost of the app's own middleware: its id and timing cover everything inside.
     app.add_middleware(

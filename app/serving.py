@@ -168,6 +168,17 @@ def _fair_loop_class() -> type[asyncio.AbstractEventLoop] | None:
     return FairAcceptLoop
 
 
+def proxy_options(trusted_proxies: str) -> dict[str, Any]:
+    """uvicorn's options for X-Forwarded-For: honoured only from the trusted proxies (the
+    RANKLAB_TRUSTED_PROXIES setting). uvicorn's own default trusts 127.0.0.1, so that any
+    process on the host could name itself any visitor (and each a log-in limit of its own);
+    with none set, the peer's address is the client's."""
+    trusted = trusted_proxies.strip()
+    if not trusted:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": trusted}
+
+
 def new_event_loop() -> asyncio.AbstractEventLoop:
     """A new loop for the server: uvicorn's `loop` option names it ("module:function")."""
     found = _fair_loop_class()

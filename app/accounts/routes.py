@@ -20,6 +20,8 @@ from app.deps import (
     SessionDep,
     SettingsDep,
     ThrottleDep,
+    client_address,
+    count_new_guest,
     renew_csrf_seed,
     sign_in,
     wants_json,
@@ -36,12 +38,6 @@ def _safe_next(target: str | None) -> str:
     if target and target.startswith("/") and not target.startswith("//"):
         return target
     return "/"
-
-
-def _client_address(request: Request) -> str:
-    # The peer's address; behind a reverse proxy, run uvicorn with --proxy-headers and
-    # --forwarded-allow-ips so this is the visitor's and not the proxy's.
-    return request.client.host if request.client else "unknown"
 
 
 def _too_many(
@@ -69,6 +65,7 @@ def start_as_guest(
     response = RedirectResponse(_safe_next(next), status_code=303)
     if user is not None:
         return response
+    count_new_guest(request)
     guest = accounts.create_guest(session, now)
     token = accounts.replace_session(
         session, request.cookies.get(SESSION_COOKIE), guest, now, settings.session_days
@@ -96,11 +93,12 @@ def login(
     next: NextField = "/",
 ):
     """Check the password (within the attempt limits) and open a new session."""
-    refusal = throttle.login(username, _client_address(request))
+    refusal = throttle.login(username, client_address(request))
     if refusal is not None:
         return _too_many(request, "login.html", {"next": _safe_next(next)}, refusal)
     user = accounts.authenticate(session, username.strip(), password)
     if user is None:
+        throttle.login_failed(username)
         return request.app.state.templates.TemplateResponse(
             request,
             "login.html",
@@ -135,7 +133,7 @@ def register(
 ):
     """Create an account (turning the current guest into it) and sign in with a new session."""
     guest: User | None = user if user is not None and user.is_guest else None
-    refusal = throttle.register(_client_address(request))
+    refusal = throttle.register(client_address(request))
     if refusal is not None:
         return _too_many(request, "register.html", {"is_guest": guest is not None}, refusal)
     try:

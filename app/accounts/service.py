@@ -14,7 +14,7 @@ from sqlalchemy import bindparam, delete, insert, or_
 from sqlalchemy import select as select_columns
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import make_transient_to_detached
-from sqlmodel import Session, col, select
+from sqlmodel import Session, SQLModel, col, select
 
 from app import reads
 from app.accounts import rules
@@ -273,3 +273,31 @@ def _lock_admins(session: Session) -> list[int]:
         select(User.id).where(User.role == Role.ADMIN).order_by(col(User.id)).with_for_update()
     )
     return [admin_id for admin_id in session.exec(statement) if admin_id is not None]
+
+
+def prune_idle_guests(session: Session, created_before: datetime) -> int:
+    """Delete the guests made before then that never acted (no row names them but their
+    browser sessions), with those sessions; return how many went.
+
+    Every table with a column pointing at user_account counts as acting (every table is
+    imported: app.models), so a table added later keeps its guests without a change here."""
+    users, sessions = _USERS, _SESSIONS
+    acted = [
+        ~select_columns(column).where(column == users.c.id).exists()
+        for table in SQLModel.metadata.sorted_tables
+        if table.name not in (users.name, sessions.name)
+        for column in table.columns
+        for key in column.foreign_keys
+        if key.target_fullname == f"{users.name}.id"
+    ]
+    idle = select_columns(users.c.id).where(
+        users.c.is_guest, users.c.created_at < created_before, *acted
+    )
+    connection = session.connection()
+    ids = list(connection.execute(idle).scalars())
+    for start in range(0, len(ids), 500):  # bounded IN lists
+        batch = ids[start : start + 500]
+        connection.execute(delete(sessions).where(sessions.c.user_id.in_(batch)))
+        connection.execute(delete(users).where(users.c.id.in_(batch)))
+    session.commit()
+    return len(ids)

@@ -44,6 +44,7 @@ from app.deps import (
     ask_question,
     clock_of,
     close_session,
+    count_new_guest,
     form_fields,
     form_route,
     page_route,
@@ -129,6 +130,8 @@ async def start(page: Page, form: FormData, set_id: str) -> Response:
     if loaded is None:
         raise NotFound(f"No challenge set {set_id!r}.")
     clock = clock_of(request)
+    if user is None:
+        count_new_guest(request)  # before its write: a refused guest costs no turn
     session = write_session(page.engine)
 
     def begin() -> tuple[SetAttempt, str | None]:

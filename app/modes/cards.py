@@ -169,7 +169,7 @@ def _card_and_graded(
         state = review.state_of(stored) if stored is not None else CardState.new(now)
         dues = preview(state, now)
         shown_card = {
-            "token": shown.token(secret, entry.deck, entry.item.id, state.last_review),
+            "token": shown.token(secret, user_id, entry.deck, entry.item.id, state.last_review),
             "grades": [(grade, interval_label(dues[grade] - now)) for grade in Grade],
         }
     confirmation = None
@@ -210,11 +210,13 @@ def grade_flashcard(
     entry = catalog.entry(topic.id, card_id)
     if entry is None or not entry.is_card:
         raise NotFound(f"No flashcard {card_id!r}.")
+    shown_to = user.id if user is not None else None  # who sent it, before a guest is made
     user, token = learner_or_guest(request, session, user, settings, now)
     assert user.id is not None
     stored = modes.card_of(session, user.id, entry)
     last = stored.last_review if stored is not None else None
-    if not shown.matches(shown_token, settings.secret_key, entry.deck, entry.item.id, last):
+    secret = settings.secret_key
+    if not shown.matches(shown_token, secret, shown_to, entry.deck, entry.item.id, last):
         raise Conflict(
             "This card was already graded since that page showed it (in another tab?), or no "
             "page showed it to you: nothing was changed. Open the deck again to go on."

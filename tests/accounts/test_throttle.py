@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from app.accounts.throttle import Throttle
 from app.config import Settings
 from tests.conftest import make_settings
 from tests.support.learner import Learner
@@ -79,9 +80,28 @@ def test_too_many_sign_ups_from_one_address_get_429(visitor):
     assert '<form method="post" action="/register">' in refused.text
 
 
+def test_failures_at_one_account_from_many_addresses_meet_its_ceiling(sqlite_url):
+    throttle = Throttle(
+        make_settings(
+            sqlite_url,
+            login_limit_per_account_address="2/minute",
+            login_limit_per_account="6/minute",
+        )
+    )
+    for address in ("192.0.2.1", "192.0.2.2", "192.0.2.3"):
+        for _ in range(2):
+            assert throttle.login("ada", address) is None
+            throttle.login_failed("Ada ")  # the same account, however spelt
+    assert throttle.login("ada", "192.0.2.4") is not None  # 6 failures: the ceiling is full
+    assert throttle.login("grace", "192.0.2.4") is None  # another account is not
+
+
 def test_limits_are_settings_and_bad_ones_are_refused_at_start():
     settings = Settings()
-    assert settings.login_limit_per_account == "10/minute"
+    assert settings.login_limit_per_account_address == "10/minute;50/hour"
+    assert settings.login_limit_per_account == "200/hour"
+    assert settings.guest_limit_per_address == "240/minute;1000/hour"
+    assert settings.trusted_proxies == ""
     assert settings.login_limit_per_address == "30/minute"
     assert settings.rate_limit_storage == "memory://"
     with pytest.raises(ValueError, match="login_limit_per_account"):

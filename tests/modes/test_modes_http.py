@@ -202,6 +202,22 @@ def test_a_grade_is_taken_only_for_the_card_its_page_showed_and_only_once(
     assert [log.grade for log in rows(database_url, ReviewLog)] == [3]
 
 
+def test_a_grade_token_shown_to_one_learner_is_refused_for_another(
+    visitor: Learner, database_url: str
+) -> None:
+    deck = "/topics/drill/flashcards"
+    visitor.start_as_guest()
+    card, token = shown_card(visitor.get(deck).text)  # shown to the first guest
+    visitor.client.cookies.clear()  # another browser: a second guest, the card new to them too
+    visitor.csrf = ""
+    visitor.start_as_guest()
+    stolen = visitor.post(f"{deck}/{card}/grade", {"grade": "4", "shown": token})
+    assert stolen.status_code == 409 and "nothing was changed" in stolen.text
+    assert rows(database_url, ReviewLog) == []
+    _card, own = shown_card(visitor.get(deck).text)  # the token of their own page is taken
+    assert visitor.post(f"{deck}/{card}/grade", {"grade": "4", "shown": own}).status_code == 200
+
+
 def test_each_grade_button_shows_its_interval_and_the_last_grade_can_be_undone(
     visitor: Learner, database_url: str
 ) -> None:

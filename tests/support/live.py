@@ -15,7 +15,7 @@ from executor.ports import free_port
 
 
 @contextmanager
-def serving(app: Any, keep_alive_s: int = 5) -> Iterator[str]:
+def serving(app: Any, keep_alive_s: int = 5, **options: Any) -> Iterator[str]:
     """Run uvicorn with this ASGI app until the block ends (as `ranklab serve` runs it: httptools,
     and uvloop accepting as app.serving does, where installed); yield its URL once it listens."""
     port = free_port()
@@ -26,6 +26,7 @@ def serving(app: Any, keep_alive_s: int = 5) -> Iterator[str]:
         loop=serving_loop.LOOP,
         log_level="warning",
         timeout_keep_alive=keep_alive_s,
+        **options,  # more of uvicorn's (app.serving.proxy_options)
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

@@ -56,3 +56,35 @@ def test_output_written_a_few_bytes_at_a_time_streams_as_few_events(sandboxed: E
         # + one more per switch between the streams (8 switches)
         assert len(mine) <= bound + 10, (len(mine), seconds)
     assert len(events) < LINES / 10  # a read per write made thousands
+
+
+TRICKLE = """
+import time
+while True:
+    print("tick", flush=True)
+    time.sleep(0.001)
+"""
+
+
+def test_a_run_that_trickles_output_until_its_deadline_ends_within_a_second_of_it(
+    sandboxed: Executor,
+) -> None:
+    """The lab run that made ~49k events ended 27 s after its 20 s limit; a run's own time
+    (from its slot taking it to its result) stays within its limit and one second."""
+    request = RunRequest(code=TRICKLE, nproc=2, timeout_s=3, use_cache=False)
+
+    async def follow() -> tuple[int, RunResult]:
+        count, result = 0, None
+        async for event in await sandboxed.open(request):
+            if isinstance(event, OutputEvent):
+                count += 1
+            elif isinstance(event, RunResult):
+                result = event
+        assert result is not None
+        return count, result
+
+    count, result = asyncio.run(follow())
+    assert result.status is RunStatus.TIMEOUT, result
+    assert all(rank.stdout.startswith("tick\ntick\n") for rank in result.ranks)
+    assert result.duration_ms <= (request.timeout_s + 1) * 1000, result.duration_ms
+    assert count <= 2 * request.timeout_s / output.COALESCE_S + 10, count

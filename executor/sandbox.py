@@ -54,6 +54,7 @@ from executor.limits import RunBudget
 _libc = ctypes.CDLL(None, use_errno=True)
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
@@ -281,9 +282,11 @@ def _build_root(plan: SandboxPlan, tmp_fds: list[int], tmp_bytes: int, shm_bytes
 # A pid namespace hides other processes, but not the rest of /proc: these entries describe the
 # host (its memory image, keyrings, timers, every CPU's run queue, hardware), whatever the
 # namespace. Masked as runc's default maskedPaths are (its libcontainer/specconv example spec):
-# a directory is covered by an empty read-only tmpfs, a file by /dev/null.
+# a directory is covered by an empty read-only tmpfs, a file by /dev/null. Beyond runc's list:
+# the host's boot line (its kernel options, root device, maybe a console or an image's name)
+# and the kernel's build configuration, which say which host this is and how it is hardened.
 PROC_MASKED = ("acpi", "asound", "kcore", "keys", "latency_stats", "timer_list",
-               "timer_stats", "sched_debug", "scsi")  # fmt: skip
+               "timer_stats", "sched_debug", "scsi", "cmdline", "config.gz")  # fmt: skip
 # Kernel settings and triggers: readable (Python and torch read /proc/sys), never writable, as
 # runc's readonlyPaths (uid nobody cannot write most of them anyway; this is the second layer).
 PROC_READ_ONLY = ("bus", "fs", "irq", "sys", "sysrq-trigger")
@@ -394,6 +397,7 @@ def confine_rank(plan: SandboxPlan | None, budget: RunBudget) -> None:
         resource.setrlimit(which, (value, value))
     if plan is None:
         return
+    hide_cgroup_path()
     # The slot worker shares the memory cgroup with its runs: the OOM killer must pick a rank (or
     # its children, which inherit this), never the worker that reports what happened. Raising
     # the score needs no privilege; lowering the worker's would need CAP_SYS_RESOURCE.
@@ -410,6 +414,17 @@ def confine_rank(plan: SandboxPlan | None, budget: RunBudget) -> None:
     # their own memory use (/proc/self/status) would fail as they never do under torchrun. The
     # only processes of this uid a rank can see are its own run's (own pid namespace).
     _check(_libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(DUMPABLE)")
+
+
+def hide_cgroup_path() -> None:
+    """Give the caller a cgroup namespace rooted at its own cgroup (root only, before the uid
+    drop), so /proc/self/cgroup says "/" and not the slot's host path (ranklab/slot-<host
+    pid>-<slot>, which names the worker's pid on the host and how many slots there are).
+
+    Per rank, in confine_rank, so that a sibling's rank (which enters init's other namespaces,
+    not its cgroup one) is covered too. It changes what a rank sees, not what limits it: the
+    slot's cgroups still hold it."""
+    _check(_libc.unshare(CLONE_NEWCGROUP), "unshare(CLONE_NEWCGROUP)")
 
 
 def install_seccomp() -> None:

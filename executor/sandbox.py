@@ -481,8 +481,16 @@ def slot_cgroup_parents(root: str) -> list[Path]:
     return [Path(root, controller, CGROUP_PARENT) for controller in ("memory", "pids", "cpu")]
 
 
-# On cgroup v1, a run's TCP socket buffers may take this fraction of its memory budget.
-TCP_SHARE_OF_MEMORY = 4
+TCP_MEM = "/proc/sys/net/ipv4/tcp_mem"  # the host's one TCP buffer pool: low, pressure, high
+
+
+def tcp_limit(run_bytes: int, slots: int, tcp_mem: str) -> int:
+    """A run's TCP buffer limit on cgroup v1: what the budget allows (gloo's need, measured),
+    and never more than the host's tcp_mem low mark (pages) over twice the slots: the pool is
+    one for the whole host, so a run near its limit in every slot stays under half of the
+    point where the kernel starts squeezing every socket on the host, the app's included."""
+    low_bytes = int(tcp_mem.split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    return min(run_bytes, low_bytes // (2 * max(1, slots)))
 
 
 class CgroupV1Slot:
@@ -530,13 +538,17 @@ class CgroupV1Slot:
         # TCP memory while its cgroup showed 21 MiB. Writing a TCP limit switches that
         # accounting on (for sockets created afterwards) and bounds it, in a counter of its own
         # (v1 never adds it to memory.usage); past it, sends wait for the peer to read instead
-        # of growing buffers. A quarter of the run's memory keeps gloo's traffic unhindered.
+        # of growing buffers. The limit is what gloo needs, not a share of the run's memory: a
+        # quarter of a 4-rank run's (575 MiB) was half the host's pressure mark on 23 GiB.
         tcp = memory / "memory.kmem.tcp.limit_in_bytes"
         if tcp.exists():
+            # Every executor's slots on the host, this one's and any other's, share the pool.
+            slots = sum(1 for _ in memory.parent.glob("slot-*"))
+            limit = tcp_limit(budget.tcp_bytes, slots, Path(TCP_MEM).read_text())
             # EBUSY while the buffers of the slot's last run, still draining, exceed the new
             # limit: that run's limit then stays in force, still a bound.
             with contextlib.suppress(OSError):
-                tcp.write_text(str(budget.memory_bytes // TCP_SHARE_OF_MEMORY))
+                tcp.write_text(str(limit))
 
     def oom_kills(self) -> int:
         """Count the OOM kills in the slot's memory cgroup (memory.oom_control's oom_kill)."""

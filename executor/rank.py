@@ -135,6 +135,9 @@ def run_rank(launch: RankLaunch) -> NoReturn:
         # The launch is reachable from the snippet (its caller's frames, gc): once served, a
         # perturbed rank's launch reads as an unperturbed one's.
         launch.delay_s = 0.0
+    # Best effort: an exception escaping run_rank would run init's code on in this process.
+    with contextlib.suppress(Exception):
+        forget_perturbation()
     before = random_state()
     exit_code, exception = _execute(launch.code, launch.script, launch.exception_chars)
     exit_code &= 0xFF  # what the shell would see, as for `python snippet.py`
@@ -158,6 +161,26 @@ def run_rank(launch: RankLaunch) -> NoReturn:
         os.write(RESULT_FD, (json.dumps(record) + "\n").encode())
     # os._exit, not sys.exit: tearing down gloo threads in a forked rank deadlocks (trap 4).
     os._exit(exit_code)
+
+
+def forget_perturbation() -> None:
+    """Clear, in this rank's own copy of the memory it was forked with, the run's order as the
+    snippet could find it (gc.get_objects(): the order's dict, init's cell object), so that a
+    perturbed run's (rank_delays_s) reads as an unperturbed one's. Its parents' copies are
+    untouched. The order's raw JSON bytes in a parent's frame are out of reach here (bytes
+    cannot be cleared): its reader must drop them before forking the rank."""
+    import gc
+
+    for thing in gc.get_objects():
+        if isinstance(thing, dict) and "rank_delays_s" in thing:
+            thing["rank_delays_s"] = []
+            continue
+        try:  # an object's own attributes, never its __getattr__ (torch's lazy ones import)
+            attributes = object.__getattribute__(thing, "__dict__")
+        except Exception:
+            continue
+        if isinstance(attributes, dict) and "max_rank_delay_s" in attributes:
+            attributes["max_rank_delay_s"] = 0.0
 
 
 def reseed_generators() -> None:

@@ -18,9 +18,16 @@ timer could end the wait first. The executor cannot see timers set inside a bloc
 snippet sees), so it declines to look (`refusal`) at a snippet whose words can set one: a
 process group's or store's timeout (`timeout=`, a `timedelta`, `set_timeout`), a signal or alarm
 (`signal.alarm`, `setitimer`, `faulthandler.dump_traceback_later`, a handler of its own for the
-dump's signal), or code and names built at run time (exec, eval, getattr, ...), which could hide
-either. torch's own defaults (30 min for a gloo group, 5 min for a store) are far beyond the
-executor's longest limit. Such a snippet, a `python` launch (its ranks are its children) and a
+dump's signal), or code and names built at run time, which could hide either: exec, eval,
+getattr, and every other way to reach a module's or an object's names by a string (`vars`,
+`__dict__`, `globals`, `operator.attrgetter`, `inspect`, `pickle`, `ctypes`...). Words alone
+miss a timeout that needs no word: torch's bindings take a number of seconds by position
+(`work.wait(2.0)`, `TCPStore(host, port, n, master, 2.0)`), and an alias or `**options` hides
+the call. So a call that can take a deadline (TIMEOUT_CARRIERS) is looked at only when called
+by its own name with its timeout's place left empty, and with no `*`/`**` arguments; named any
+other way (`f = dist.new_group`, `partial(...)`, `import ... as`) it declines too. torch's own
+defaults (30 min for a gloo group, 5 min for a store) are far beyond the executor's longest
+limit. Such a snippet, a `python` launch (its ranks are its children) and a
 run on NCCL (its collectives return at once; its watchdog can end a rank) run to their limit
 as before. Learners' runs never ask for any of this.
 
@@ -30,6 +37,7 @@ during the window); the slot asks for each look, reads the dumps and decides.
 
 from __future__ import annotations
 
+import ast
 import io
 import os
 import tokenize
@@ -52,7 +60,17 @@ REFUSING_WORDS = (
     "timeout", "timedelta",  # a group's, a store's or a wait's deadline
     "signal", "alarm", "itimer", "faulthandler",  # timers and signal handlers
     "exec", "eval", "compile", "__import__", "importlib", "getattr", "setattr",  # hidden names
+    "vars", "__dict__", "globals", "locals", "__getattribute__", "attrgetter", "methodcaller",
+    "operator", "inspect", "pickle", "marshal", "ctypes", "builtins", "formatter",  # by string
+    "defaults",  # __defaults__, __kwdefaults__: a default timeout rewritten
 )  # fmt: skip
+# Calls that take a deadline, each with the position its timeout has among the arguments
+# (0: any positional argument may be one, as Work.wait's and Event.wait's first).
+TIMEOUT_CARRIERS = {
+    "init_process_group": 2, "new_group": 1, "new_subgroups": 2,
+    "new_subgroups_by_enumeration": 1, "monitored_barrier": 1, "wait": 0, "TCPStore": 4,
+    "ProcessGroupGloo": 3,
+}  # fmt: skip
 
 
 # Tokens whose text may hold a word: names, strings and (Python 3.12 on) f-strings' text.
@@ -72,11 +90,17 @@ def refusal(request: Mapping[str, Any], backend: str) -> str | None:
 
 
 def refusing_word(code: str) -> str | None:
-    """The first REFUSING_WORDS found in the snippet's names and strings (comments aside)."""
+    """What in the snippet makes the executor decline to look: the first REFUSING_WORDS found
+    in its names and strings (comments aside), or a call that may carry a deadline unseen."""
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+        tree = ast.parse(code)
     except (tokenize.TokenError, SyntaxError, ValueError):
         return "an untokenizable snippet"
+    return _word_in(tokens) or _hidden_deadline(tree)
+
+
+def _word_in(tokens: list[tokenize.TokenInfo]) -> str | None:
     for token in tokens:
         if token.type not in _WORDY:
             continue
@@ -84,6 +108,42 @@ def refusing_word(code: str) -> str | None:
         for word in REFUSING_WORDS:
             if word in text:
                 return word
+    return None
+
+
+def _called_name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _hidden_deadline(tree: ast.AST) -> str | None:
+    """A call of TIMEOUT_CARRIERS whose deadline the words cannot see (None: there is none)."""
+    called = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        called.add(id(node.func))
+        name = _called_name(node.func)
+        if name not in TIMEOUT_CARRIERS:
+            continue
+        unpacked = any(isinstance(argument, ast.Starred) for argument in node.args)
+        if unpacked or any(keyword.arg is None for keyword in node.keywords):
+            return f"{name}(*/**)"  # arguments unpacked: a timeout may be among them
+        if len(node.args) > TIMEOUT_CARRIERS[name]:
+            return f"{name}(…) with its timeout's place filled"
+    for node in ast.walk(tree):
+        name = _called_name(node)
+        if name in TIMEOUT_CARRIERS and id(node) not in called:
+            return f"{name} (not called by its name)"  # an alias could pass a timeout
+        if (
+            isinstance(node, ast.alias)
+            and node.asname
+            and node.name.rsplit(".", 1)[-1] in TIMEOUT_CARRIERS
+        ):
+            return f"{node.name} as {node.asname}"
     return None
 
 

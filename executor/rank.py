@@ -37,9 +37,10 @@ BASE_ENV = {
 TORCHELASTIC_SIGNALS = "SIGTERM,SIGINT,SIGHUP,SIGQUIT"
 
 
-@dataclass(frozen=True)
+@dataclass
 class RankLaunch:
-    """Everything a rank needs, decided by the run's init before forking."""
+    """Everything a rank needs, decided by the run's init before forking (not frozen: the rank
+    clears delay_s once it has served it, see run_rank)."""
 
     code: str
     script: str  # the snippet's real path (a file the rank can read, as torchrun's ranks do)
@@ -139,8 +140,13 @@ def run_rank(launch: RankLaunch) -> NoReturn:
     if launch.delay_s > 0:
         # Drawn by verify, not here: the snippet's generators stay as a fresh process has them.
         time.sleep(launch.delay_s)
-        if isinstance(sys.stdout, _DelayedStream):
-            sys.stdout.delay_s = launch.delay_s
+        _first_write_delay[0] = launch.delay_s
+        # The launch is reachable from the snippet (its caller's frames, gc): once served, a
+        # perturbed rank's launch reads as an unperturbed one's.
+        launch.delay_s = 0.0
+    # Best effort: an exception escaping run_rank would run init's code on in this process.
+    with contextlib.suppress(Exception):
+        forget_perturbation()
     before = random_state()
     exit_code, exception = _execute(launch.code, launch.script, launch.exception_chars)
     exit_code &= 0xFF  # what the shell would see, as for `python snippet.py`
@@ -164,6 +170,26 @@ def run_rank(launch: RankLaunch) -> NoReturn:
         os.write(RESULT_FD, (json.dumps(record) + "\n").encode())
     # os._exit, not sys.exit: tearing down gloo threads in a forked rank deadlocks (trap 4).
     os._exit(exit_code)
+
+
+def forget_perturbation() -> None:
+    """Clear, in this rank's own copy of the memory it was forked with, the run's order as the
+    snippet could find it (gc.get_objects(): the order's dict, init's cell object), so that a
+    perturbed run's (rank_delays_s) reads as an unperturbed one's. Its parents' copies are
+    untouched. The order's raw JSON bytes in a parent's frame are out of reach here (bytes
+    cannot be cleared): its reader must drop them before forking the rank."""
+    import gc
+
+    for thing in gc.get_objects():
+        if isinstance(thing, dict) and "rank_delays_s" in thing:
+            thing["rank_delays_s"] = []
+            continue
+        try:  # an object's own attributes, never its __getattr__ (torch's lazy ones import)
+            attributes = object.__getattribute__(thing, "__dict__")
+        except Exception:
+            continue
+        if isinstance(attributes, dict) and "max_rank_delay_s" in attributes:
+            attributes["max_rank_delay_s"] = 0.0
 
 
 def reseed_generators() -> None:
@@ -239,32 +265,40 @@ def _redirect(launch: RankLaunch) -> None:
     # Close every other inherited descriptor: the zygote's listening socket and the
     # slot worker's connection to the service must be out of the snippet's reach.
     os.closerange(stacks.STACK_FD + 1, 1 << 16)
-    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+    sys.stdin = _Stream(io.FileIO(0, "r", closefd=False))
     unbuffered = launch.launcher == "torchrun"
-    sys.stdout = _text_stream(1, "strict", unbuffered, delayed=launch.delay_s > 0)
+    sys.stdout = _text_stream(1, "strict", unbuffered)
     sys.stderr = _text_stream(2, "backslashreplace", unbuffered)
 
 
-class _DelayedStream(io.TextIOWrapper):
-    """stdout that waits `delay_s` before its first write (verify's perturbation): the order
-    in which ranks first print then follows the delays, unless the snippet itself orders it."""
+# Verify's delay before the first write to stdout, set by run_rank. Not on the stream itself:
+# whatever a snippet can see of its streams (their type, attributes) is the same with and
+# without the perturbation (rank_delays_s), so no snippet can behave otherwise when perturbed.
+_first_write_delay = [0.0]
 
-    delay_s = 0.0
+
+class _Stream(io.TextIOWrapper):
+    """Every run's stdin, stdout and stderr: a text stream that waits verify's delay before the
+    first write to stdout (the order in which ranks first print then follows the delays, unless
+    the snippet itself orders it). Named as the interpreter's own streams' type is."""
 
     def write(self, text: str) -> int:
-        if self.delay_s and text:
-            delay, self.delay_s = self.delay_s, 0.0
+        if _first_write_delay[0] and text and self.fileno() == 1:
+            delay, _first_write_delay[0] = _first_write_delay[0], 0.0
             time.sleep(delay)
         return super().write(text)
 
 
-def _text_stream(fd: int, errors: str, unbuffered: bool, delayed: bool = False) -> io.TextIOWrapper:
+_Stream.__module__, _Stream.__name__, _Stream.__qualname__ = "_io", "TextIOWrapper", "TextIOWrapper"
+
+
+def _text_stream(fd: int, errors: str, unbuffered: bool) -> io.TextIOWrapper:
     # Under torchrun as `python -u` (how torchrun starts its workers): every write reaches the
     # pipe at once, so output printed just before a crash or a kill is kept. A plain `python
     # snippet.py` is line-buffered here, as in a terminal, so that output still streams live.
     # Python's own error handlers: strict for stdout, backslashreplace for stderr.
     raw = io.FileIO(fd, "w", closefd=False)
-    return (_DelayedStream if delayed else io.TextIOWrapper)(
+    return _Stream(
         raw, encoding="utf-8", errors=errors, write_through=unbuffered, line_buffering=True
     )
 

@@ -55,6 +55,7 @@ from executor.limits import RunBudget
 _libc = ctypes.CDLL(None, use_errno=True)
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
@@ -282,9 +283,11 @@ def _build_root(plan: SandboxPlan, tmp_fds: list[int], tmp_bytes: int, shm_bytes
 # A pid namespace hides other processes, but not the rest of /proc: these entries describe the
 # host (its memory image, keyrings, timers, every CPU's run queue, hardware), whatever the
 # namespace. Masked as runc's default maskedPaths are (its libcontainer/specconv example spec):
-# a directory is covered by an empty read-only tmpfs, a file by /dev/null.
+# a directory is covered by an empty read-only tmpfs, a file by /dev/null. Beyond runc's list:
+# the host's boot line (its kernel options, root device, maybe a console or an image's name)
+# and the kernel's build configuration, which say which host this is and how it is hardened.
 PROC_MASKED = ("acpi", "asound", "kcore", "keys", "latency_stats", "timer_list",
-               "timer_stats", "sched_debug", "scsi")  # fmt: skip
+               "timer_stats", "sched_debug", "scsi", "cmdline", "config.gz")  # fmt: skip
 # Kernel settings and triggers: readable (Python and torch read /proc/sys), never writable, as
 # runc's readonlyPaths (uid nobody cannot write most of them anyway; this is the second layer).
 PROC_READ_ONLY = ("bus", "fs", "irq", "sys", "sysrq-trigger")
@@ -395,6 +398,7 @@ def confine_rank(plan: SandboxPlan | None, budget: RunBudget) -> None:
         resource.setrlimit(which, (value, value))
     if plan is None:
         return
+    hide_cgroup_path()
     # The slot worker shares the memory cgroup with its runs: the OOM killer must pick a rank (or
     # its children, which inherit this), never the worker that reports what happened. Raising
     # the score needs no privilege; lowering the worker's would need CAP_SYS_RESOURCE.
@@ -411,6 +415,17 @@ def confine_rank(plan: SandboxPlan | None, budget: RunBudget) -> None:
     # their own memory use (/proc/self/status) would fail as they never do under torchrun. The
     # only processes of this uid a rank can see are its own run's (own pid namespace).
     _check(_libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(DUMPABLE)")
+
+
+def hide_cgroup_path() -> None:
+    """Give the caller a cgroup namespace rooted at its own cgroup (root only, before the uid
+    drop), so /proc/self/cgroup says "/" and not the slot's host path (ranklab/slot-<host
+    pid>-<slot>, which names the worker's pid on the host and how many slots there are).
+
+    Per rank, in confine_rank, so that a sibling's rank (which enters init's other namespaces,
+    not its cgroup one) is covered too. It changes what a rank sees, not what limits it: the
+    slot's cgroups still hold it."""
+    _check(_libc.unshare(CLONE_NEWCGROUP), "unshare(CLONE_NEWCGROUP)")
 
 
 def install_seccomp() -> None:
@@ -467,8 +482,16 @@ def slot_cgroup_parents(root: str) -> list[Path]:
     return [Path(root, controller, CGROUP_PARENT) for controller in ("memory", "pids", "cpu")]
 
 
-# On cgroup v1, a run's TCP socket buffers may take this fraction of its memory budget.
-TCP_SHARE_OF_MEMORY = 4
+TCP_MEM = "/proc/sys/net/ipv4/tcp_mem"  # the host's one TCP buffer pool: low, pressure, high
+
+
+def tcp_limit(run_bytes: int, slots: int, tcp_mem: str) -> int:
+    """A run's TCP buffer limit on cgroup v1: what the budget allows (gloo's need, measured),
+    and never more than the host's tcp_mem low mark (pages) over twice the slots: the pool is
+    one for the whole host, so a run near its limit in every slot stays under half of the
+    point where the kernel starts squeezing every socket on the host, the app's included."""
+    low_bytes = int(tcp_mem.split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    return min(run_bytes, low_bytes // (2 * max(1, slots)))
 
 
 class CgroupV1Slot:
@@ -516,13 +539,17 @@ class CgroupV1Slot:
         # TCP memory while its cgroup showed 21 MiB. Writing a TCP limit switches that
         # accounting on (for sockets created afterwards) and bounds it, in a counter of its own
         # (v1 never adds it to memory.usage); past it, sends wait for the peer to read instead
-        # of growing buffers. A quarter of the run's memory keeps gloo's traffic unhindered.
+        # of growing buffers. The limit is what gloo needs, not a share of the run's memory: a
+        # quarter of a 4-rank run's (575 MiB) was half the host's pressure mark on 23 GiB.
         tcp = memory / "memory.kmem.tcp.limit_in_bytes"
         if tcp.exists():
+            # Every executor's slots on the host, this one's and any other's, share the pool.
+            slots = sum(1 for _ in memory.parent.glob("slot-*"))
+            limit = tcp_limit(budget.tcp_bytes, slots, Path(TCP_MEM).read_text())
             # EBUSY while the buffers of the slot's last run, still draining, exceed the new
             # limit: that run's limit then stays in force, still a bound.
             with contextlib.suppress(OSError):
-                tcp.write_text(str(budget.memory_bytes // TCP_SHARE_OF_MEMORY))
+                tcp.write_text(str(limit))
 
     def oom_kills(self) -> int:
         """Count the OOM kills in the slot's memory cgroup (memory.oom_control's oom_kill)."""

@@ -10,7 +10,11 @@ threads, signals, pipes and sockets, timers, SysV IPC inside the run's own IPC n
 execve for subprocess), modelled on Docker's default profile less what a rank needs no part of:
 no namespaces (unshare, setns, clone with CLONE_NEW*), no mounts, no keyrings, no bpf,
 perf_event_open, userfaultfd, io_uring, ptrace or process_vm_*, no kexec or modules, no
-name_to_handle_at, no fanotify, no AIO or POSIX message queues, no sync() of the whole host.
+name_to_handle_at, no fanotify, no AIO or POSIX message queues, no sync() or syncfs() (either
+flushes the host's whole filesystem, its disk queue shared with every other run: the run's own
+files are on its private tmpfs, where fsync of the file is all there is to ask), no cachestat
+(it tells which pages of any readable file sit in the host's page cache, that is, what others
+read).
 
 Arguments are checked where the call alone would say too little:
 - clone: allowed only without namespace flags (a rank is uid nobody, but a new user namespace
@@ -23,6 +27,10 @@ Arguments are checked where the call alone would say too little:
   getaddrinfo(AI_ADDRCONFIG) read the (loopback-only) interfaces over route netlink. Every other
   family (AF_VSOCK to the hypervisor, AF_PACKET, AF_ALG, the rest of netlink...) is EPERM;
 - socketpair: AF_UNIX only (multiprocessing, DataLoader workers);
+- preadv2: without RWF_NOWAIT. With it, a read returns only what is already in the page cache,
+  so a rank could tell which host files (the shared /usr, the Python tree) other runs have just
+  read, a side channel between runs. Refused with EOPNOTSUPP, what a file that cannot do
+  non-blocking reads answers, so a caller falls back to a plain read;
 - personality: only the query and PER_LINUX (other personalities re-enable old behaviours,
   e.g. READ_IMPLIES_EXEC).
 
@@ -58,14 +66,14 @@ PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 
 ALLOWED = (
     # files and directories
-    "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2",
+    "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev",
     "pwritev2", "open", "openat", "openat2", "creat", "close", "close_range", "lseek", "_llseek",
     "stat", "fstat", "lstat", "newfstatat", "statx", "statfs", "fstatfs", "access", "faccessat",
     "faccessat2", "readlink", "readlinkat", "getdents", "getdents64", "mkdir", "mkdirat",
     "rmdir", "unlink", "unlinkat", "rename", "renameat", "renameat2", "link", "linkat",
     "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "chown", "fchown", "fchownat",
     "lchown", "truncate", "ftruncate", "fallocate", "fadvise64", "readahead", "flock", "fsync",
-    "fdatasync", "syncfs", "sync_file_range", "utime", "utimes", "utimensat", "futimesat",
+    "fdatasync", "sync_file_range", "utime", "utimes", "utimensat", "futimesat",
     "mknod", "mknodat", "umask", "chdir", "fchdir", "getcwd", "getxattr", "lgetxattr",
     "fgetxattr", "listxattr", "llistxattr", "flistxattr", "setxattr", "lsetxattr", "fsetxattr",
     "removexattr", "lremovexattr", "fremovexattr", "sendfile", "copy_file_range", "splice",
@@ -111,7 +119,7 @@ ALLOWED = (
 # Harmless system calls newer than the libseccomp of some distributions (Debian 12's 2.5.4
 # knows none of these names). Numbers from 424 on are the same on every architecture.
 NEWER_THAN_LIBSECCOMP = {
-    "cachestat": 451, "fchmodat2": 452, "futex_wake": 454, "futex_wait": 455,
+    "fchmodat2": 452, "futex_wake": 454, "futex_wait": 455,
     "futex_requeue": 456, "mseal": 462,
 }  # fmt: skip
 
@@ -120,6 +128,7 @@ NETLINK_ROUTE = 0
 # Every CLONE_NEW* flag: NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET.
 NAMESPACE_FLAGS = 0x7E020000
 PER_LINUX, PERSONALITY_QUERY = 0x0, 0xFFFFFFFF
+RWF_NOWAIT = 0x8  # preadv2's flags are its sixth argument on every 64-bit architecture
 
 
 class SeccompUnavailable(RuntimeError):
@@ -171,6 +180,9 @@ def build(arch: str | None = None) -> Any:
         arg(2, seccomp.EQ, NETLINK_ROUTE),
     )
     _add(seccomp, rules, seccomp.ALLOW, "socketpair", arg(0, seccomp.EQ, socket.AF_UNIX))
+    nowait = arg(5, seccomp.MASKED_EQ, RWF_NOWAIT, RWF_NOWAIT)
+    _add(seccomp, rules, seccomp.ALLOW, "preadv2", arg(5, seccomp.MASKED_EQ, RWF_NOWAIT, 0))
+    _add(seccomp, rules, seccomp.ERRNO(errno.EOPNOTSUPP), "preadv2", nowait)
     for persona in (PER_LINUX, PERSONALITY_QUERY):
         _add(seccomp, rules, seccomp.ALLOW, "personality", arg(0, seccomp.EQ, persona))
     return rules

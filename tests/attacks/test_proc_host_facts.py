@@ -1,5 +1,6 @@
 """Attack: read the host's facts through /proc, which a pid namespace does not hide (the
-kernel's memory image, keyrings, timer and scheduler lists, hardware), and write kernel
+kernel's memory image, keyrings, timer and scheduler lists, hardware, the boot line and the
+kernel's build configuration), and write kernel
 settings through /proc/sys and /proc/sysrq-trigger. Must get: status ok, the masked entries
 empty (or empty directories), the settings read-only (as runc's maskedPaths/readonlyPaths)."""
 
@@ -46,6 +47,7 @@ def test_host_facts_in_proc_are_masked_and_kernel_settings_read_only(
     report = json.loads(result.ranks[0].stdout)
     # Which entries exist depends on the kernel's configuration; the timer list always does.
     assert "timer_list" in report["seen"], report["seen"]
+    assert "cmdline" in report["seen"], report["seen"]  # the host's boot line
     assert all(value in ("", []) for value in report["seen"].values()), report["seen"]
     assert "sys" in report["writable"]
     assert report["writable"] == dict.fromkeys(report["writable"], False)

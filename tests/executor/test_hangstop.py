@@ -46,6 +46,18 @@ REFUSED = {
     "a dump that exits": "import faulthandler\nfaulthandler.dump_traceback_later(2, exit=True)\n",
     "code built at run time": "exec(open('other.py').read())\n",
     "names built at run time": "wait = getattr(store, 'wa' + 'it')\n",
+    "a module's names by string": (
+        "import datetime\nspan = vars(datetime)['time' + 'delta'](seconds=2)\n"
+    ),
+    "an object's dict": "dist.distributed_c10d.__dict__['default_pg_' + 'time' + 'out'] = t\n",
+    "seconds by position to a binding": (
+        "work = dist.all_reduce(torch.ones(1), async_op=True)\nwork.wait(2.0)\n"
+    ),
+    "a store's seconds by position": "store = dist.TCPStore('localhost', 29500, 2, True, 2.0)\n",
+    "options unpacked": "dist.init_process_group('gloo', **options)\n",
+    "an alias": "make = dist.new_group\ngroup = make([0, 1], t)\n",
+    "an import alias": "from torch.distributed import new_group as make\n",
+    "a default rewritten": "dist.new_group.__kwdefaults__ = {}\n",
 }
 
 

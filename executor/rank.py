@@ -174,7 +174,7 @@ def run_rank(launch: RankLaunch) -> NoReturn:
 
 def forget_perturbation() -> None:
     """Clear, in this rank's own copy of the memory it was forked with, the run's order as the
-    snippet could find it (gc.get_objects(): the order's dict, init's cell object), so that a
+    snippet could find it (gc.get_objects(): the order's dict in init's frames), so that a
     perturbed run's (rank_delays_s) reads as an unperturbed one's. Its parents' copies are
     untouched. The order's raw JSON bytes in a parent's frame are out of reach here (bytes
     cannot be cleared): its reader must drop them before forking the rank."""
@@ -183,13 +183,6 @@ def forget_perturbation() -> None:
     for thing in gc.get_objects():
         if isinstance(thing, dict) and "rank_delays_s" in thing:
             thing["rank_delays_s"] = []
-            continue
-        try:  # an object's own attributes, never its __getattr__ (torch's lazy ones import)
-            attributes = object.__getattribute__(thing, "__dict__")
-        except Exception:
-            continue
-        if isinstance(attributes, dict) and "max_rank_delay_s" in attributes:
-            attributes["max_rank_delay_s"] = 0.0
 
 
 def reseed_generators() -> None:

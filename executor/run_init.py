@@ -97,6 +97,7 @@ class RunInit:
         if not payload:
             os._exit(0)  # the slot went away (or discarded the cell) before sending a request
         order = json.loads(payload)
+        del payload  # its bytes would outlive the order's dict, which a rank clears (rank.py)
         launcher = order.get("launcher", "torchrun")
         budget = run_budget(budget_ranks(order["nproc"], launcher), order["timeout_s"],
                             setup.ctx.limits, order["backend"], len(setup.gpus))  # fmt: skip
@@ -125,27 +126,30 @@ class RunInit:
                     # deadline kills; sandboxed ones die with the pid namespace.)
                     os.setsid()
                 fds = pipes.write_ends()
-                rank_module.run_rank(
-                    rank_module.RankLaunch(
-                        code=order["code"],
-                        script=script,
-                        rank=rank,
-                        nproc=order["nproc"],
-                        master_port=order["port"],
-                        run_id=order["run_id"],
-                        launcher=launcher,
-                        environment=order["environment"],
-                        reseed=setup.ctx.reseed,
-                        stdout_fd=fds["stdout"],
-                        stderr_fd=fds["stderr"],
-                        result_fd=fds["result"],
-                        stack_fd=fds["stack"],
-                        budget=budget,
-                        plan=self.plan,
-                        exception_chars=setup.ctx.limits.exception_message_chars,
-                        delay_s=rank_module.delay_of(order, rank),
+                try:
+                    rank_module.run_rank(
+                        rank_module.RankLaunch(
+                            code=order["code"],
+                            script=script,
+                            rank=rank,
+                            nproc=order["nproc"],
+                            master_port=order["port"],
+                            run_id=order["run_id"],
+                            launcher=launcher,
+                            environment=order["environment"],
+                            reseed=setup.ctx.reseed,
+                            stdout_fd=fds["stdout"],
+                            stderr_fd=fds["stderr"],
+                            result_fd=fds["result"],
+                            stack_fd=fds["stack"],
+                            budget=budget,
+                            plan=self.plan,
+                            exception_chars=setup.ctx.limits.exception_message_chars,
+                            delay_s=rank_module.delay_of(order, rank),
+                        )
                     )
-                )
+                finally:
+                    os._exit(70)  # run_rank never returns; if it raised, this fork ends
             pids[pid] = rank
         for pipes in setup.ranks:
             for _, write_end in pipes.fds.values():

@@ -248,6 +248,7 @@ def _enter_and_fork_rank(
         if not payload:
             os._exit(0)  # the run did not need this rank
         order = json.loads(payload)
+        del payload  # its bytes would outlive the order's dict, which the rank clears (rank.py)
         plan = _slot_plan(context.plan, order)
         rank_pid = os.fork()
         if rank_pid == 0:

@@ -307,6 +307,10 @@ def _execute(code: str, script: str, exception_chars: int) -> tuple[int, dict[st
         return _exit_code_of(stop), None
     except BaseException as error:
         tb = error.__traceback__.tb_next if error.__traceback__ else None
+        # The harness's own frame (this exec) is no frame of the learner's: the traceback starts
+        # at the snippet's <module>, as `python snippet.py` shows it. The default hook prints the
+        # exception's own __traceback__ (not its tb argument), so it is cut there.
+        error.__traceback__ = tb
         # Through sys.excepthook, as the interpreter does: init_process_group installs one that
         # prefixes every line with "[rankN]: ".
         sys.excepthook(type(error), error, tb)

@@ -102,6 +102,9 @@ def test_an_exception_on_one_rank_is_reported_with_type_and_message(executor: Ex
         "bad shard on rank 1",
     )
     assert 'snippet.py", line 3' in failed.stderr  # the real file's path, as torchrun shows
+    # The traceback starts at the snippet, as `python snippet.py` prints it: no harness frame.
+    frames = [line for line in failed.stderr.splitlines() if line.lstrip().startswith("File ")]
+    assert frames and all("snippet.py" in frame for frame in frames), failed.stderr
 
 
 def test_sys_exit_codes_are_kept_per_rank(executor: Executor) -> None:

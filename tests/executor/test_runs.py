@@ -216,3 +216,28 @@ def test_a_rank_ignoring_the_stop_is_killed_at_the_deadline_and_the_run_is_an_er
     assert ignoring.stdout == "waiting\nSIGTERM ignored\n"
     assert ignoring.status is RankStatus.KILLED and ignoring.exit_code is None
     assert result.duration_ms >= 3_500  # it got the grace up to the deadline
+
+
+PEER_FAILS = """
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.ones(1000)
+dist.all_reduce(t)
+if dist.get_rank() == 1:
+    raise RuntimeError("rank 1 fails")
+dist.all_reduce(t)
+"""
+
+
+def test_a_peer_that_failed_is_seen_to_close_its_connection_as_under_torchrun(
+    executor: Executor,
+) -> None:
+    """Under torchrun the survivor of a failed peer reads "Connection closed by peer"; a rank
+    that exits at once with bytes unread used to reset the connection instead (about a third
+    of the runs under load said "Connection reset by peer")."""
+    for _ in range(6):
+        result = run(executor, PEER_FAILS, nproc=2)
+        survivor, failed = result.ranks
+        assert (failed.status, failed.exit_code) == (RankStatus.ERROR, 1), failed
+        assert "Connection closed by peer" in survivor.stderr, survivor.stderr
+        assert "reset by peer" not in survivor.stderr

@@ -1,7 +1,11 @@
 """Read-only queries behind the admin dashboards: the database adds up, the rules do arithmetic.
 
 Every statistic is a GROUP BY over the attempts (a handful of rows per set, item or learner),
-never a load of every attempt into Python; only the pages that list attempts load them.
+never a load of every attempt into Python; only the pages that list attempts load them. Scores
+are the exception that proves it: the database groups each finished attempt's questions by
+(status, tries) and Python scores them with app.attempts.rules.score, the results page's own
+function, because SQL's ROUND (half away from zero) and Python's round (half to even) disagree
+on a score like 12.5 %, and the score staff see must be the one the learner saw.
 """
 
 from __future__ import annotations

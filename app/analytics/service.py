@@ -260,7 +260,7 @@ class ItemRow:
     @property
     def version_label(self) -> str:
         """The version as staff read it: its hash's first characters."""
-        return self.version[:8] if self.version else "before versions"
+        return self.version[:8] if self.version else "unversioned"
 
 
 def _seconds(session: Session, start: Any, end: Any) -> Any:

@@ -4,8 +4,9 @@ Every statistic is a GROUP BY over the attempts (a handful of rows per set, item
 never a load of every attempt into Python; only the pages that list attempts load them. Scores
 are the exception that proves it: the database groups each finished attempt's questions by
 (status, tries) and Python scores them with app.attempts.rules.score, the results page's own
-function, because SQL's ROUND (half away from zero) and Python's round (half to even) disagree
-on a score like 12.5 %, and the score staff see must be the one the learner saw.
+function, because a copy in SQL would round a score like 12.5 % its own way (SQLite's round
+and PostgreSQL's numeric one go half away from zero, Python's round half to even), and the
+score staff see must be the one the learner saw.
 """
 
 from __future__ import annotations

@@ -34,10 +34,12 @@ PAGES = {
     "/attempts/{current}/q/1": 2,
     "/attempts/{finished}/results": 4,
     "/me/progress": 9,  # the path's six, the attempts, the activity calendar
-    "/admin": 9,  # the overview's totals, days, sets: each a GROUP BY
-    "/admin/sets/test-basics": 5,
-    "/admin/learners": 5,
-    "/admin/learners/{user}": 7,
+    # Admin pages: each a GROUP BY, plus one per score total: every finished attempt's questions
+    # by (status, tries), scored by the results page's own rule (app.analytics.service).
+    "/admin": 10,  # the overview's totals, days, sets
+    "/admin/sets/test-basics": 8,  # and the items' credits and their content versions
+    "/admin/learners": 6,
+    "/admin/learners/{user}": 10,  # and each attempt's score, as its results page shows it
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Sequence
+from itertools import groupby
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
@@ -12,6 +13,7 @@ from sqlmodel import col
 
 from app.analytics import rules
 from app.analytics import service as analytics
+from app.attempts import rules as attempt_rules
 from app.attempts.models import SetAttempt
 from app.deps import AdminUser, CatalogDep, RowId, SessionDep, SlugId
 
@@ -38,7 +40,9 @@ def _chart(
 
 def _page(request: Request, template: str, context: dict[str, object]) -> HTMLResponse:
     response: HTMLResponse = request.app.state.templates.TemplateResponse(
-        request, template, {"finished_only": FINISHED_ONLY, **context}
+        request,
+        template,
+        {"finished_only": FINISHED_ONLY, "score_words": attempt_rules.SCORE_IN_WORDS, **context},
     )
     return response
 
@@ -88,7 +92,13 @@ def set_report(
     items = analytics.item_rows(session, catalog, set_id)
     totals = analytics.attempt_totals(session, col(SetAttempt.set_id), set_id=set_id)
     summary = rules.set_summary(totals.get(set_id, rules.NO_ATTEMPTS))
-    labels = [row.statistics.item_id for row in items]
+    # Rows come grouped by content version (served first); a chart names the version once
+    # there is more than one.
+    item_groups = [(label, list(rows)) for label, rows in groupby(items, lambda r: r.version_label)]
+    labels = [
+        row.statistics.item_id + (f" ({row.version_label})" if len(item_groups) > 1 else "")
+        for row in items
+    ]
     index_chart = _chart(
         "bar",
         labels,
@@ -110,6 +120,7 @@ def set_report(
             "title": title,
             "summary": summary,
             "items": items,
+            "item_groups": item_groups,
             "index_chart": index_chart,
             "time_chart": time_chart,
         },
@@ -140,6 +151,7 @@ def learner(
             "summary": summary,
             "per_set": per_set,
             "attempts": list(reversed(analytics.set_attempts(session, user_id=user_id))),
+            "scores": analytics.attempt_scores(session, user_id=user_id),
         },
     )
 
@@ -179,30 +191,39 @@ ATTEMPT_COLUMNS = (
     "correct",
     "score_percent",
     "badge_earned",
+    "first_try",
 )
+
+
+def learner_label(user_id: int, username: str | None) -> str:
+    """A user as staff read them: the username, or a stable label for a guest (never empty)."""
+    return username or f"guest-{user_id}"
 
 
 @router.get("/export/attempts.csv")
 def export_attempts(_admin: AdminUser, session: SessionDep) -> Response:
-    """Download every set attempt as CSV, oldest first."""
+    """Download every set attempt as CSV, oldest first; a finished attempt's score is the one
+    its results page shows (app.attempts.rules.score)."""
     names = {user.id: user.username for user in analytics.users(session)}
+    scores = analytics.attempt_scores(session)
     rows = []
     for attempt in analytics.set_attempts(session):
-        items = len(attempt.item_id_list)
-        finished = attempt.finished_at is not None
+        assert attempt.id is not None
+        score = scores.get(attempt.id) if attempt.finished_at is not None else None
         rows.append(
             (
                 attempt.id,
                 attempt.user_id,
-                spreadsheet_text(names.get(attempt.user_id)),
+                spreadsheet_text(learner_label(attempt.user_id, names.get(attempt.user_id))),
                 spreadsheet_text(attempt.set_id),
                 spreadsheet_text(attempt.set_title),
                 attempt.started_at.isoformat(),
                 attempt.finished_at.isoformat() if attempt.finished_at else "",
-                items,
-                attempt.correct_count if finished else "",
-                _number(100 * attempt.correct_count / items) if finished and items else "",
+                len(attempt.item_id_list),
+                "" if score is None else score.correct,
+                "" if score is None else score.percent,
                 "true" if attempt.badge_earned else "false",
+                "" if score is None else score.first_try,
             )
         )
     return _csv("attempts.csv", ATTEMPT_COLUMNS, rows)
@@ -210,6 +231,7 @@ def export_attempts(_admin: AdminUser, session: SessionDep) -> Response:
 
 ITEM_COLUMNS = (
     "set_id",
+    "content_version",
     "item_id",
     "item_title",
     "kind",
@@ -226,17 +248,22 @@ ITEM_COLUMNS = (
 
 @router.get("/export/items.csv")
 def export_items(_admin: AdminUser, session: SessionDep, catalog: CatalogDep) -> Response:
-    """Download every item's statistics (finished attempts only) as CSV."""
+    """Download every item's statistics (finished attempts only) per content version as CSV;
+    in option_counts a * marks an answer that version's key accepts."""
     rows = []
     totals = analytics.item_totals(session)  # every set at once: two queries, not two per set
     answers = analytics.answer_counts(session)
     for set_row in analytics.set_rows(session, catalog):
         for item in analytics.item_rows(session, catalog, set_row.set_id, totals, answers):
             stats = item.statistics
-            counts = ";".join(f"{option}={count}" for option, count in stats.option_counts.items())
+            counts = ";".join(
+                f"{option}{'*' if option in item.key else ''}={count}"
+                for option, count in stats.option_counts.items()
+            )
             rows.append(
                 (
                     spreadsheet_text(set_row.set_id),
+                    item.version or "",
                     spreadsheet_text(stats.item_id),
                     spreadsheet_text(item.title),
                     item.kind,

@@ -30,8 +30,10 @@ class AttemptTotals:
 class ItemTotals:
     """Sums over one item's questions in finished attempts, as the database adds them up.
 
-    x is the item score (1 for a correct answer, else 0) and y the rest of the test (the
-    attempt's total minus x); since x is 0 or 1, the sum of x² is the sum of x.
+    For the discrimination index, x is 1 for an item right in the end (at any try), else 0,
+    and y the rest of the test (the attempt's number right minus x); since x is 0 or 1, the sum
+    of x² is the sum of x. The facility uses `credit`, the item's score as the results page
+    counts it (app.attempts.rules.credit), so facility and mean score share one definition.
     """
 
     item_id: str
@@ -45,6 +47,7 @@ class ItemTotals:
     timeouts: int = 0
     hints: int = 0
     first_try: int = 0  # right at the first try
+    credit: float = 0.0  # Σ the questions' credit as the results page scores it (1, ⅔, ⅓, 0)
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ class ItemStatistics:
 
     item_id: str
     attempts: int
-    facility: float | None
+    facility: float | None  # 100 × the mean credit: the item's mean score, as learners saw it
     discrimination: float | None
     mean_seconds: float | None
     timeouts: int
@@ -139,11 +142,11 @@ def label_mismatch(difficulty: str | None, facility: float | None, answers: int)
     if difficulty not in FACILITY_BANDS or facility is None or answers < MIN_ANSWERS_FOR_LABEL:
         return None
     lowest, highest = FACILITY_BANDS[difficulty]
-    right = f"{facility:.0f} % answer it right"
+    scored = f"its facility is {facility:.0f} %"
     if facility > highest:
-        return f"labelled {difficulty}, but {right} (over {highest:.0f} %)"
+        return f"labelled {difficulty}, but {scored} (over {highest:.0f} %)"
     if facility < lowest:
-        return f"labelled {difficulty}, but only {right} (under {lowest:.0f} %)"
+        return f"labelled {difficulty}, but {scored} (under {lowest:.0f} %)"
     return None
 
 
@@ -192,7 +195,7 @@ def item_statistics(
             ItemStatistics(
                 item_id=item_id,
                 attempts=n,
-                facility=(facility := 100 * total.correct / n if n else None),
+                facility=(facility := 100 * total.credit / n if n else None),
                 discrimination=None if r is None else 100 * r,
                 mean_seconds=total.seconds / total.timed if total.timed else None,
                 timeouts=total.timeouts,

@@ -1,7 +1,12 @@
 """Read-only queries behind the admin dashboards: the database adds up, the rules do arithmetic.
 
 Every statistic is a GROUP BY over the attempts (a handful of rows per set, item or learner),
-never a load of every attempt into Python; only the pages that list attempts load them.
+never a load of every attempt into Python; only the pages that list attempts load them. Scores
+are the exception that proves it: the database groups each finished attempt's questions by
+(status, tries) and Python scores them with app.attempts.rules.score, the results page's own
+function, because a copy in SQL would round a score like 12.5 % its own way (SQLite's round
+and PostgreSQL's numeric one go half away from zero, Python's round half to even), and the
+score staff see must be the one the learner saw.
 """
 
 from __future__ import annotations
@@ -11,16 +16,18 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from sqlalchemy import Float, and_, case, cast, distinct, func, literal
+from sqlalchemy import Float, and_, case, cast, distinct, func
 from sqlalchemy import select as select_columns
 from sqlalchemy.sql import ColumnElement
 from sqlmodel import Session, col, select
 
 from app.accounts.models import Role, User
 from app.analytics import rules
+from app.attempts import rules as attempt_rules
 from app.attempts.models import ItemAttempt, SetAttempt, Submission
 from app.attempts.rules import ItemStatus
 from app.challenges.catalog import Catalog
+from app.challenges.loader import LoadedSet
 from app.challenges.schema import ChoiceBase
 from app.errors import NotFound
 
@@ -40,26 +47,50 @@ def set_attempts(
     return list(session.exec(statement))
 
 
-def _items_per_attempt() -> Any:
-    """How many questions each attempt has (its score's denominator)."""
+def _item_results(*where: ColumnElement[bool], by: Any = None) -> Any:
+    """Each finished attempt's questions as (key, attempt id, status, tries used, count)."""
+    key = col(SetAttempt.id) if by is None else by
     return (
-        select(col(ItemAttempt.set_attempt_id).label("attempt_id"), func.count().label("questions"))
-        .group_by(col(ItemAttempt.set_attempt_id))
-        .subquery()
+        select_columns(
+            key,
+            col(ItemAttempt.set_attempt_id),
+            col(ItemAttempt.status),
+            col(ItemAttempt.attempts_used),
+            func.count(),
+        )
+        .join(SetAttempt, col(SetAttempt.id) == col(ItemAttempt.set_attempt_id))
+        .where(FINISHED, *where)
+        .group_by(key, col(ItemAttempt.set_attempt_id), col(ItemAttempt.status))
+        .group_by(col(ItemAttempt.attempts_used))
     )
+
+
+def _scores(session: Session, statement: Any) -> dict[tuple[Any, int], attempt_rules.Score]:
+    """Score each attempt from its questions with the results page's rule (one definition)."""
+    results: dict[tuple[Any, int], list[tuple[ItemStatus, int]]] = defaultdict(list)
+    for key, attempt_id, status, used, count in session.execute(statement):
+        results[(key, attempt_id)].extend([(ItemStatus(status), int(used))] * int(count))
+    return {found: attempt_rules.score(listed) for found, listed in results.items()}
+
+
+def attempt_scores(session: Session, user_id: int | None = None) -> dict[int, attempt_rules.Score]:
+    """Every finished attempt's score (or one user's), exactly as its results page shows it."""
+    where = [] if user_id is None else [col(SetAttempt.user_id) == user_id]
+    statement = _item_results(*where)
+    return {attempt_id: score for (_, attempt_id), score in _scores(session, statement).items()}
 
 
 def attempt_totals(
     session: Session, by: Any, set_id: str | None = None, user_id: int | None = None
 ) -> dict[Any, rules.AttemptTotals]:
-    """Add up attempts per value of the column `by` (a set id or a user id), in one query."""
-    items = _items_per_attempt()
-    questions = items.c.questions
-    score = case(  # a finished attempt's score in percent; NULL for an unfinished one
-        (and_(FINISHED, questions > 0), 100.0 * col(SetAttempt.correct_count) / questions),
-        (FINISHED, literal(0.0)),
-    )
+    """Add up attempts per value of the column `by` (a set id or a user id): the counts in one
+    query; the scores from each finished attempt's questions, scored as its results page does."""
     earned = and_(FINISHED, col(SetAttempt.badge_earned))
+    where = []
+    if set_id is not None:
+        where.append(col(SetAttempt.set_id) == set_id)
+    if user_id is not None:
+        where.append(col(SetAttempt.user_id) == user_id)
     statement = (
         select_columns(
             by,
@@ -67,27 +98,25 @@ def attempt_totals(
             func.count(col(SetAttempt.finished_at)),
             func.coalesce(func.sum(case((earned, 1), else_=0)), 0),
             func.count(distinct(case((earned, col(SetAttempt.set_id))))),
-            func.coalesce(func.sum(score), 0.0),
-            func.max(score),
         )
-        .join(items, items.c.attempt_id == col(SetAttempt.id), isouter=True)
+        .where(*where)
         .group_by(by)
     )
-    if set_id is not None:
-        statement = statement.where(col(SetAttempt.set_id) == set_id)
-    if user_id is not None:
-        statement = statement.where(col(SetAttempt.user_id) == user_id)
-    return {
-        key: rules.AttemptTotals(
+    percents: dict[Any, list[int]] = defaultdict(list)
+    for (key, _), score in _scores(session, _item_results(*where, by=by)).items():
+        percents[key].append(score.percent)
+    totals = {}
+    for key, count, finished, badges, badge_sets in session.execute(statement):
+        seen = percents.get(key, [])
+        totals[key] = rules.AttemptTotals(
             int(count),
             int(finished),
             int(badges),
             int(badge_sets),
-            float(score_sum),
-            None if best is None else float(best),
+            float(sum(seen)),
+            float(max(seen)) if seen else None,
         )
-        for key, count, finished, badges, badge_sets, score_sum, best in session.execute(statement)
-    }
+    return totals
 
 
 def _day(value: Any) -> date:
@@ -227,6 +256,12 @@ class ItemRow:
     statistics: rules.ItemStatistics
     key: frozenset[str] = frozenset()  # the correct options, marked beside their counts
     has_hint: bool = False  # "0 hints shown" would misread for an item that has none
+    version: str | None = None  # the set's content version these answers were given under
+
+    @property
+    def version_label(self) -> str:
+        """The version as staff read it: its hash's first characters."""
+        return self.version[:8] if self.version else "unversioned"
 
 
 def _seconds(session: Session, start: Any, end: Any) -> Any:
@@ -237,10 +272,39 @@ def _seconds(session: Session, start: Any, end: Any) -> Any:
     return cast(func.extract("epoch", end - start), Float)
 
 
-def item_totals(
-    session: Session, set_id: str | None = None
-) -> dict[tuple[str, str], rules.ItemTotals]:
-    """Add up each item's questions in finished attempts: (set id, item id) -> ItemTotals."""
+# An item's statistics are kept per content version of its set (an attempt keeps the version
+# it started on): an answer right under one version's key may be wrong under the next.
+ItemKey = tuple[str, str | None, str]  # (set id, content version, item id)
+VERSION = col(SetAttempt.content_version)
+
+
+def _credits(session: Session, finished_in: list[Any]) -> dict[ItemKey, float]:
+    """Each item's summed credit, every question credited by the rule the results page uses."""
+    item = ItemAttempt
+    statement = (
+        select_columns(
+            col(SetAttempt.set_id),
+            VERSION,
+            col(item.item_id),
+            col(item.status),
+            col(item.attempts_used),
+            func.count(),
+        )
+        .join(SetAttempt, col(SetAttempt.id) == col(item.set_attempt_id))
+        .where(*finished_in)
+        .group_by(col(SetAttempt.set_id), VERSION, col(item.item_id), col(item.status))
+        .group_by(col(item.attempts_used))
+    )
+    credits: dict[ItemKey, float] = defaultdict(float)
+    for row_set, version, item_id, status, used, count in session.execute(statement):
+        credit = attempt_rules.credit(ItemStatus(status), int(used))
+        credits[(row_set, version, item_id)] += credit * int(count)
+    return credits
+
+
+def item_totals(session: Session, set_id: str | None = None) -> dict[ItemKey, rules.ItemTotals]:
+    """Add up each item's questions in finished attempts, per content version of its set:
+    (set id, version, item id) -> ItemTotals."""
     item = ItemAttempt
     x = case((col(item.status) == ItemStatus.CORRECT, 1), else_=0)
     first = case(
@@ -277,6 +341,7 @@ def item_totals(
     statement = (
         select_columns(
             col(SetAttempt.set_id),
+            VERSION,
             col(item.item_id),
             func.count(),
             func.sum(x),
@@ -292,12 +357,15 @@ def item_totals(
         .join(SetAttempt, col(SetAttempt.id) == col(item.set_attempt_id))
         .join(scores, scores.c.attempt_id == col(item.set_attempt_id))
         .where(*finished_in)
-        .group_by(col(SetAttempt.set_id), col(item.item_id))
+        .group_by(col(SetAttempt.set_id), VERSION, col(item.item_id))
     )
+    credits = _credits(session, finished_in)
     totals = {}
     for row in session.execute(statement):
-        row_set, item_id, n, sx, sy, sxy, syy, timed, seconds, timeouts, hints, firsts = row
-        totals[(row_set, item_id)] = rules.ItemTotals(
+        row_set, version, item_id, n, sx, sy, sxy, syy, timed, seconds, timeouts, hints, firsts = (
+            row
+        )
+        totals[(row_set, version, item_id)] = rules.ItemTotals(
             item_id=item_id,
             attempts=int(n),
             correct=int(sx),
@@ -309,17 +377,18 @@ def item_totals(
             timeouts=int(timeouts),
             hints=int(hints),
             first_try=int(firsts),
+            credit=credits[(row_set, version, item_id)],
         )
     return totals
 
 
-def answer_counts(
-    session: Session, set_id: str | None = None
-) -> dict[tuple[str, str], dict[str, int]]:
-    """How often each answer was submitted per item, in finished attempts, first given first."""
+def answer_counts(session: Session, set_id: str | None = None) -> dict[ItemKey, dict[str, int]]:
+    """How often each answer was submitted per item and content version, in finished attempts,
+    first given first."""
     statement = (
-        select(
+        select_columns(
             col(SetAttempt.set_id),
+            VERSION,
             col(ItemAttempt.item_id),
             col(Submission.answer),
             func.count(),
@@ -327,25 +396,37 @@ def answer_counts(
         .join(ItemAttempt, col(ItemAttempt.id) == col(Submission.item_attempt_id))
         .join(SetAttempt, col(SetAttempt.id) == col(ItemAttempt.set_attempt_id))
         .where(FINISHED)
-        .group_by(col(SetAttempt.set_id), col(ItemAttempt.item_id), col(Submission.answer))
+        .group_by(col(SetAttempt.set_id), VERSION, col(ItemAttempt.item_id), col(Submission.answer))
         .order_by(func.min(col(Submission.id)))
     )
     if set_id is not None:
         statement = statement.where(col(SetAttempt.set_id) == set_id)
-    counts: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
-    for row_set, item_id, answer, count in session.exec(statement):
-        counts[(row_set, item_id)][answer] = int(count)
+    counts: dict[ItemKey, dict[str, int]] = defaultdict(dict)
+    for row_set, version, item_id, answer, count in session.execute(statement):
+        counts[(row_set, version, item_id)][answer] = int(count)
     return counts
+
+
+def _versions_newest_first(session: Session, set_id: str) -> list[str | None]:
+    """The content versions the set's attempts started on, the newest attempt's first."""
+    statement = (
+        select(VERSION)
+        .where(col(SetAttempt.set_id) == set_id)
+        .group_by(VERSION)
+        .order_by(func.max(col(SetAttempt.id)).desc())
+    )
+    return list(session.exec(statement))
 
 
 def item_rows(
     session: Session,
     catalog: Catalog,
     set_id: str,
-    totals: dict[tuple[str, str], rules.ItemTotals] | None = None,
-    answers: dict[tuple[str, str], dict[str, int]] | None = None,
+    totals: dict[ItemKey, rules.ItemTotals] | None = None,
+    answers: dict[ItemKey, dict[str, int]] | None = None,
 ) -> list[ItemRow]:
-    """Compute the set's item statistics, items in the set's order; 404 for an unknown set.
+    """Compute the set's item statistics per content version with finished attempts (the served
+    one first, then by newest attempt), items in that version's order; 404 for an unknown set.
 
     totals and answers, from item_totals and answer_counts, may cover every set at once (the
     CSV export asks twice for all sets, not twice per set).
@@ -355,6 +436,30 @@ def item_rows(
         raise NotFound(f"No challenge set {set_id!r}.")
     totals = item_totals(session, set_id) if totals is None else totals
     answers = answer_counts(session, set_id) if answers is None else answers
+    served = catalog.version_of("set", set_id) if loaded else None
+    seen = {version for (row_set, version, _) in totals if row_set == set_id}
+    versions = [v for v in _versions_newest_first(session, set_id) if v in seen]
+    if served in versions:  # the version learners meet now comes first
+        versions.remove(served)
+        versions.insert(0, served)
+    if not versions and loaded:  # nothing finished yet: the served items, with no answers
+        versions = [served]
+    rows = []
+    for version in versions:
+        # An attempt with no version of its own (from before versions) was served the live set.
+        as_taken = catalog.get(set_id, version) if version is not None else loaded
+        rows += _version_rows(set_id, version, as_taken, totals, answers)
+    return rows
+
+
+def _version_rows(
+    set_id: str,
+    version: str | None,
+    loaded: LoadedSet | None,
+    totals: dict[ItemKey, rules.ItemTotals],
+    answers: dict[ItemKey, dict[str, int]],
+) -> list[ItemRow]:
+    """One content version's item rows: its statistics, and its own keys marked."""
     items = loaded.challenge_set.items if loaded else []
     options = {
         item.id: [option.id for option in item.options]
@@ -362,22 +467,32 @@ def item_rows(
         if isinstance(item, ChoiceBase)
     }
     known = {item.id: item for item in items}
+    here = (set_id, version)
     statistics = rules.item_statistics(
-        [total for (row_set, _), total in totals.items() if row_set == set_id],
+        [total for (row_set, v, _), total in totals.items() if (row_set, v) == here],
         list(known),
         options,
-        {item_id: counts for (row_set, item_id), counts in answers.items() if row_set == set_id},
+        {
+            item_id: counts
+            for (row_set, v, item_id), counts in answers.items()
+            if (row_set, v) == here
+        },
         {item.id: item.difficulty.value for item in items},
     )
     rows = []
     for stats in statistics:
         item = known.get(stats.item_id)
-        if item is None:  # removed from the set since: its history still counts
-            rows.append(ItemRow(stats.item_id, "removed", stats))
+        if item is None:  # not in this version as served (or no longer kept): history counts
+            rows.append(ItemRow(stats.item_id, "removed", stats, version=version))
             continue
-        key = item.answer_ids if isinstance(item, ChoiceBase) else frozenset()
+        if isinstance(item, ChoiceBase):
+            key = item.answer_ids
+        else:  # a value given (numeric): marked when this version's key accepts it
+            key = frozenset(a for a in stats.option_counts if attempt_rules.is_correct(item, a))
         kind = getattr(item, "kind", "choice")
-        rows.append(ItemRow(item.title, kind, stats, key, has_hint=item.hint is not None))
+        rows.append(
+            ItemRow(item.title, kind, stats, key, has_hint=item.hint is not None, version=version)
+        )
     return rows
 
 

@@ -116,6 +116,14 @@ PENALTY_PER_EXTRA_TRY = 1 / 3
 BADGE_FIRST_TRY_SHARE = 0.9  # and every item right in the end
 
 
+# The one definition of an attempt's score, in the words every page that shows one uses.
+SCORE_IN_WORDS = (
+    "Score: a question right at the first try scores 1, each extra try costs a third, a wrong or "
+    "timed-out one scores 0; an attempt's score is their sum as a whole percentage of its "
+    "questions, the number its results page shows the learner."
+)
+
+
 def credit(status: ItemStatus, attempts_used: int) -> float:
     """An item's credit: 1 for right at the first try, less a penalty for each extra try."""
     if status is not ItemStatus.CORRECT:

@@ -84,13 +84,13 @@ def test_the_set_page_shows_the_hand_computed_statistics(admin):
         "options": "A ✓: 4 · B: 1 · C: 0",
     }
     q2 = cells(page, "q2")
-    assert (q2["facility"], q2["discrimination"], q2["mean-time"]) == ("60.0", "-32.7", "32.0")
+    assert (q2["facility"], q2["discrimination"], q2["mean-time"]) == ("53.3", "-32.7", "32.0")
     assert q2["options"] == "A ✓: 5 · B: 2 · C ✓: 3 · D: 0"
     assert q2["first-try"] == "40.0"  # bob's right answer came at his second try
     q3 = cells(page, "q3")
     assert (q3["facility"], q3["discrimination"], q3["timeouts"]) == ("40.0", "16.7", "2")
     assert q3["hints"] == "no hint"  # q3 has none to show
-    assert q3["options"] == "4.0: 2 · 5.0: 1"
+    assert q3["options"] == "4.0 ✓: 2 · 5.0: 1"  # a value the numeric key accepts is marked
 
 
 def chart(page: str, chart_id: str) -> dict:
@@ -103,13 +103,13 @@ def test_each_chart_carries_the_numbers_of_its_table(admin):
     page = admin.get("/admin/sets/test-analysis").text
     indices = chart(page, "chart-indices")
     assert indices["labels"] == ["q1", "q2", "q3"]
-    assert [d["data"] for d in indices["datasets"]] == [[80.0, 60.0, 40.0], [0.0, -32.7, 16.7]]
+    assert [d["data"] for d in indices["datasets"]] == [[80.0, 53.3, 40.0], [0.0, -32.7, 16.7]]
     assert chart(page, "chart-time")["datasets"][0]["data"] == [30.0, 32.0, 22.0]
     overview = admin.get("/admin").text
     daily = chart(overview, "chart-daily")
     assert daily["labels"] == ["2026-11-22", "2026-11-23", "2026-11-24"]
     assert [d["data"] for d in daily["datasets"]] == [[3, 0, 3], [3, 0, 2], [1, 0, 0]]
-    assert chart(overview, "chart-sets")["datasets"][0]["data"] == [60.0]
+    assert chart(overview, "chart-sets")["datasets"][0]["data"] == [57.8]
 
 
 def test_the_overview_counts_learners_attempts_completions_and_badges(admin):
@@ -140,13 +140,13 @@ def test_the_attempts_csv_has_one_row_per_attempt(admin):
     day1, day3 = "2026-11-22T09:", "2026-11-24T09:"
     expected = [
         "attempt_id,user_id,username,set_id,set_title,started_at,finished_at,items,correct,"
-        "score_percent,badge_earned",
-        f"1,1,ada,{on},{day1}00:00+00:00,{day1}00:40+00:00,3,3,100.0,true",
-        f"2,2,bob,{on},{day1}01:40+00:00,{day1}03:10+00:00,3,2,66.7,false",
-        f"3,3,cy,{on},{day1}04:10+00:00,{day1}05:40+00:00,3,2,66.7,false",
-        f"4,4,dee,{on},{day3}00:00+00:00,{day3}01:10+00:00,3,1,33.3,false",
-        f"5,5,eve,{on},{day3}02:10+00:00,{day3}05:50+00:00,3,1,33.3,false",
-        f"6,6,fay,{on},{day3}06:50+00:00,,3,,,false",  # unfinished: no end, no score
+        "score_percent,badge_earned,first_try",
+        f"1,1,ada,{on},{day1}00:00+00:00,{day1}00:40+00:00,3,3,100,true,3",
+        f"2,2,bob,{on},{day1}01:40+00:00,{day1}03:10+00:00,3,2,56,false,1",  # q2 at try 2
+        f"3,3,cy,{on},{day1}04:10+00:00,{day1}05:40+00:00,3,2,67,false,2",
+        f"4,4,dee,{on},{day3}00:00+00:00,{day3}01:10+00:00,3,1,33,false,1",
+        f"5,5,eve,{on},{day3}02:10+00:00,{day3}05:50+00:00,3,1,33,false,1",
+        f"6,6,fay,{on},{day3}06:50+00:00,,3,,,false,",  # unfinished: no end, no score
     ]
     assert read_csv(response) == [line.split(",") for line in expected]
 
@@ -155,11 +155,12 @@ def test_the_items_csv_has_the_hand_computed_statistics(admin):
     response = admin.get("/admin/export/items.csv")
     assert response.headers["content-disposition"] == 'attachment; filename="items.csv"'
     expected = [
-        "set_id,item_id,item_title,kind,finished_attempts,facility_index,first_try_facility,"
-        "discrimination_index,mean_seconds,timeouts,hints_shown,option_counts",
-        "test-analysis,q1,One answer,choice,5,80.0,80.0,0.0,30.0,0,2,A=4;B=1;C=0",
-        "test-analysis,q2,Two answers,choice,5,60.0,40.0,-32.7,32.0,1,1,A=5;B=2;C=3;D=0",
-        "test-analysis,q3,A number,numeric,5,40.0,40.0,16.7,22.0,2,0,4.0=2;5.0=1",
+        "set_id,content_version,item_id,item_title,kind,finished_attempts,facility_index,"
+        "first_try_facility,discrimination_index,mean_seconds,timeouts,hints_shown,option_counts",
+        # The dataset's attempts started before versions (no version); * marks the key.
+        "test-analysis,,q1,One answer,choice,5,80.0,80.0,0.0,30.0,0,2,A*=4;B=1;C=0",
+        "test-analysis,,q2,Two answers,choice,5,53.3,40.0,-32.7,32.0,1,1,A*=5;B=2;C*=3;D=0",
+        "test-analysis,,q3,A number,numeric,5,40.0,40.0,16.7,22.0,2,0,4.0*=2;5.0=1",
     ]
     assert read_csv(response) == [line.split(",") for line in expected]
     assert response.text.endswith("\r\n")  # RFC 4180 line endings

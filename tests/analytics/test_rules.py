@@ -47,11 +47,14 @@ T0 = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
 OPTIONS = {"q1": ["A", "B", "C"], "q2": ["A", "B", "C", "D"]}
 
 # The sums of the table above, per item: n, Σx, Σy, Σxy, Σy², then the times to answer (a time-out
-# counted as its limit), time-outs and hints.
+# counted as its limit), time-outs and hints; the credit is each item's summed score (bob's q2,
+# right at his second try, scores ⅔).
 TOTALS = [
-    rules.ItemTotals("q1", 5, 4, 5, 4, 7, timed=5, seconds=150.0, timeouts=0, hints=2),
-    rules.ItemTotals("q2", 5, 3, 6, 3, 10, timed=5, seconds=160.0, timeouts=1, hints=1),
-    rules.ItemTotals("q3", 5, 2, 7, 3, 11, timed=5, seconds=110.0, timeouts=2, hints=0),
+    rules.ItemTotals("q1", 5, 4, 5, 4, 7, credit=4.0, timed=5, seconds=150.0, timeouts=0, hints=2),
+    rules.ItemTotals(
+        "q2", 5, 3, 6, 3, 10, credit=2 + 2 / 3, timed=5, seconds=160.0, timeouts=1, hints=1
+    ),
+    rules.ItemTotals("q3", 5, 2, 7, 3, 11, credit=2.0, timed=5, seconds=110.0, timeouts=2, hints=0),
 ]
 # How often each answer was submitted.
 ANSWERS = {
@@ -67,8 +70,11 @@ def fixture_statistics() -> dict[str, rules.ItemStatistics]:
 
 
 def test_facility_is_the_mean_item_score_as_a_percentage():
+    # The item score is the credit the results page gives: q2's second-try right scores ⅔, so
+    # its facility is (1 + 1 + ⅔) / 5, not the 3 of 5 right.
     stats = fixture_statistics()
-    assert [stats[item].facility for item in ("q1", "q2", "q3")] == [80.0, 60.0, 40.0]
+    assert [stats[item].facility for item in ("q1", "q2")] == [80.0, pytest.approx(160 / 3)]
+    assert stats["q3"].facility == 40.0
 
 
 def test_discrimination_correlates_the_item_with_the_rest_of_the_test():
@@ -107,12 +113,15 @@ def test_options_are_listed_in_the_set_s_order_even_when_nobody_chose_them():
 
 
 def test_discrimination_is_undefined_when_everyone_scores_the_same_on_the_item():
-    everyone_right = rules.ItemTotals("q1", 3, 3, 2, 2, 2)  # x = 1 1 1, y = 1 1 0
+    everyone_right = rules.ItemTotals("q1", 3, 3, 2, 2, 2, credit=3.0)  # x = 1 1 1, y = 1 1 0
     assert rules.item_statistics([everyone_right], ["q1"])[0].discrimination is None
 
 
 def test_discrimination_is_undefined_with_fewer_than_two_attempts():
-    only = [rules.ItemTotals("q1", 1, 1, 0, 0, 0), rules.ItemTotals("q2", 1, 0, 1, 0, 1)]
+    only = [
+        rules.ItemTotals("q1", 1, 1, 0, 0, 0, credit=1.0),
+        rules.ItemTotals("q2", 1, 0, 1, 0, 1),
+    ]
     stats = rules.item_statistics(only, ["q1", "q2"])
     assert [item.discrimination for item in stats] == [None, None]
     assert stats[0].facility == 100.0
@@ -185,18 +194,18 @@ def test_no_attempts_means_no_days_and_an_empty_summary():
 @pytest.mark.parametrize(
     ("difficulty", "facility", "answers", "flag"),
     [
-        ("expert", 85.0, 20, "labelled expert, but 85 % answer it right (over 80 %)"),
+        ("expert", 85.0, 20, "labelled expert, but its facility is 85 % (over 80 %)"),
         ("expert", 80.0, 20, None),  # at the band's edge: not a contradiction
         ("expert", 95.0, 19, None),  # too few answers to judge the label
-        ("advanced", 92.0, 40, "labelled advanced, but 92 % answer it right (over 90 %)"),
-        ("intermediate", 97.0, 20, "labelled intermediate, but 97 % answer it right (over 95 %)"),
+        ("advanced", 92.0, 40, "labelled advanced, but its facility is 92 % (over 90 %)"),
+        ("intermediate", 97.0, 20, "labelled intermediate, but its facility is 97 % (over 95 %)"),
         (
             "intermediate",
             15.0,
             20,
-            "labelled intermediate, but only 15 % answer it right (under 20 %)",
+            "labelled intermediate, but its facility is 15 % (under 20 %)",
         ),
-        ("beginner", 25.0, 20, "labelled beginner, but only 25 % answer it right (under 30 %)"),
+        ("beginner", 25.0, 20, "labelled beginner, but its facility is 25 % (under 30 %)"),
         ("beginner", 100.0, 20, None),  # easy is what beginner means
         ("expert", 5.0, 20, None),  # hard is what expert means
         ("expert", None, 0, None),
@@ -210,17 +219,17 @@ def test_a_facility_at_the_wrong_end_for_the_label_is_flagged_after_20_answers(
 
 def test_item_statistics_check_each_item_against_its_label():
     totals = [
-        rules.ItemTotals("easy-expert", 20, 18, 0, 0, 0),  # 90 %
-        rules.ItemTotals("hard-beginner", 20, 4, 0, 0, 0),  # 20 %
-        rules.ItemTotals("fine", 20, 10, 0, 0, 0),  # 50 %
+        rules.ItemTotals("easy-expert", 20, 18, 0, 0, 0, credit=18.0),  # 90 %
+        rules.ItemTotals("hard-beginner", 20, 4, 0, 0, 0, credit=4.0),  # 20 %
+        rules.ItemTotals("fine", 20, 10, 0, 0, 0, credit=10.0),  # 50 %
     ]
     labels = {"easy-expert": "expert", "hard-beginner": "beginner", "fine": "advanced"}
     stats = {s.item_id: s for s in rules.item_statistics(totals, difficulty=labels)}
     assert stats["easy-expert"].label_mismatch == (
-        "labelled expert, but 90 % answer it right (over 80 %)"
+        "labelled expert, but its facility is 90 % (over 80 %)"
     )
     assert stats["hard-beginner"].label_mismatch == (
-        "labelled beginner, but only 20 % answer it right (under 30 %)"
+        "labelled beginner, but its facility is 20 % (under 30 %)"
     )
     assert stats["fine"].label_mismatch is None
     assert fixture_statistics()["q1"].label_mismatch is None  # five answers: too few

@@ -37,7 +37,8 @@ def catalog() -> Catalog:
 
 def test_the_database_adds_up_the_hand_computed_sums_of_finished_attempts_only(session):
     totals = analytics.item_totals(session, dataset.SET_ID)
-    q1, q2, q3 = (totals[(dataset.SET_ID, item)] for item in ("q1", "q2", "q3"))
+    # The dataset's attempts started before versions: their version is None.
+    q1, q2, q3 = (totals[(dataset.SET_ID, None, item)] for item in ("q1", "q2", "q3"))
     # n, Σx, Σy, Σxy, Σy² as in test_rules.py: five finished attempts, fay's is left out.
     assert (q1.attempts, q1.correct, q1.rest, q1.correct_times_rest, q1.rest_squared) == (
         5,
@@ -51,7 +52,8 @@ def test_the_database_adds_up_the_hand_computed_sums_of_finished_attempts_only(s
     # A time-out counts as the question's limit (bob's q3 at 40 s, limit 30), not the gap.
     assert (q1.seconds, q2.seconds, q3.seconds) == (150.0, 160.0, 110.0)
     answers = analytics.answer_counts(session, dataset.SET_ID)
-    assert answers[(dataset.SET_ID, "q2")] == {"A,C": 3, "B": 1, "A": 1, "A,B": 1}
+    assert q2.credit == pytest.approx(2 + 2 / 3)  # bob's second-try right scores ⅔
+    assert answers[(dataset.SET_ID, None, "q2")] == {"A,C": 3, "B": 1, "A": 1, "A,B": 1}
 
 
 def test_the_statistics_match_the_hand_computed_values(session, catalog):
@@ -60,7 +62,7 @@ def test_the_statistics_match_the_hand_computed_values(session, catalog):
         for row in analytics.item_rows(session, catalog, "test-analysis")
     }
     q1, q2, q3 = (rows[item].statistics for item in ("q1", "q2", "q3"))
-    assert (q1.facility, q2.facility, q3.facility) == (80.0, 60.0, 40.0)
+    assert (q1.facility, q2.facility, q3.facility) == (80.0, pytest.approx(160 / 3), 40.0)
     # Right at the first try: q2's bob got it at his second (and cy never), so 2 of 5.
     assert (q1.first_try_facility, q2.first_try_facility, q3.first_try_facility) == (
         80.0,
@@ -83,7 +85,9 @@ def test_the_set_and_the_days_are_summarised(session, catalog):
     [row] = analytics.set_rows(session, catalog)
     assert (row.set_id, row.title) == ("test-analysis", "Item analysis")
     assert (row.summary.attempts, row.summary.completions, row.summary.badges) == (6, 5, 1)
-    assert (row.summary.badge_rate, row.summary.mean_score) == (20.0, pytest.approx(60.0))
+    # The mean of the scores the results pages showed: 100, 56, 67, 33, 33 (bob's second try
+    # on q2 scores ⅔).
+    assert (row.summary.badge_rate, row.summary.mean_score) == (20.0, pytest.approx(57.8))
     days = analytics.daily_activity(session)
     assert [(d.day, d.started, d.completed, d.badges) for d in days] == [
         (date(2026, 11, 22), 3, 3, 1),
@@ -119,7 +123,7 @@ def test_a_badge_earned_again_is_awarded_once_on_the_first_day(database_url, clo
 def test_every_learner_is_listed_with_the_summary_of_their_attempts(session):
     rows = {person.username: summary for person, summary in analytics.learner_rows(session)}
     assert (rows["bob"].attempts, rows["bob"].completions, rows["bob"].badges) == (1, 1, 0)
-    assert rows["bob"].mean_score == pytest.approx(200 / 3)
+    assert rows["bob"].mean_score == 56.0  # his results page: (1 + ⅔ + 0) / 3 = 56 %
     assert (rows["fay"].attempts, rows["fay"].completions, rows["fay"].mean_score) == (1, 0, None)
     assert rows["fay"].last_active == dataset.DAY_THREE + timedelta(minutes=6, seconds=50)
 
@@ -149,9 +153,11 @@ def test_an_unknown_set_or_user_is_not_found(session, catalog):
 def test_an_item_whose_facility_contradicts_its_label_is_flagged_from_20_answers(session, catalog):
     # q1 is labelled beginner: 5 of 20 right (25 %) contradicts it; 5 of 19 is too few to say.
     def flag(attempts: int) -> str | None:
-        totals = {("test-analysis", "q1"): rules.ItemTotals("q1", attempts, 5, 0, 0, 0)}
+        totals = {
+            ("test-analysis", None, "q1"): rules.ItemTotals("q1", attempts, 5, 0, 0, 0, credit=5.0)
+        }
         rows = analytics.item_rows(session, catalog, "test-analysis", totals, {})
         return rows[0].statistics.label_mismatch
 
-    assert flag(20) == "labelled beginner, but only 25 % answer it right (under 30 %)"
+    assert flag(20) == "labelled beginner, but its facility is 25 % (under 30 %)"
     assert flag(19) is None

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from app.challenges import loader
+from app.challenges.schema import proven_by_run
 from app.verification import evidence, hangs, proofs
+from app.verification.rules import claims_hang
 from executor.contract import Environment, RankResult, RunResult, StuckAt
 from tests.conftest import TEST_CHALLENGES
 from tests.runs.test_run_it import events
@@ -18,6 +21,7 @@ from tests.support.fake_executor import GatedExecutor
 from tests.support.learner import Learner
 
 KEY = proofs.item_key("test-runs", "all-reduce")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def hang_observed() -> RunResult:
@@ -98,3 +102,20 @@ def test_verify_keeps_a_passing_time_out_beside_its_proof_and_reads_it_back(tmp_
     assert RunResult.model_validate(kept.observed) == hang_observed()
     assert read["s/plain"].observed is None and read["s/failed"].observed is None
     assert "observed" not in json.loads(path.read_text())["proofs"]["s/plain"]
+
+
+def test_every_shipped_hang_has_its_observed_time_out_for_its_content_as_it_is():
+    """`make proofs` keeps them: else Run it on a shipped hang holds a slot for its time-out."""
+    shipped = loader.load_path(ROOT / "challenges")
+    recorded = proofs.load(ROOT / "challenges" / proofs.FILE_NAME)
+    hanging = [
+        (loaded, item)
+        for loaded in shipped.sets
+        for item in loaded.challenge_set.items
+        if proven_by_run(item) and claims_hang(item)
+    ]
+    assert len(hanging) >= 5
+    for loaded, item in hanging:
+        proof = recorded[proofs.item_key(loaded.challenge_set.id, item.id)]
+        assert proof.hash == evidence.item_hash(loaded, item), item.id
+        assert proof.observed is not None and proof.observed["status"] == "timeout", item.id

@@ -159,7 +159,11 @@ def _executor_client(settings: Settings) -> ExecutorClient:
     """The job bus when RANKLAB_QUEUE_URL is set, else one executor over HTTP (or none)."""
     if settings.queue_url:
         client = RedisExecutorClient(
-            settings.queue_url, settings.executor_timeout_s, settings.queue_limit
+            settings.queue_url,
+            settings.executor_timeout_s,
+            settings.queue_limit,
+            readers_per_run=settings.sse_readers_per_run,
+            readers=settings.sse_readers,
         )
         if settings.queue_url not in _queue_collectors:  # one per bus: its series are unique
             _queue_collectors[settings.queue_url] = QueueCollector(client)
@@ -176,7 +180,13 @@ def _live_runs(executor: ExecutorClient, engine: Any) -> LiveRuns:
     """Lab runs on Redis beside the job bus, so that every app process can follow and stop
     them; without a bus, in this process (the embedded executor serves one process)."""
     if isinstance(executor, RedisExecutorClient):
-        return RedisLiveRuns(executor.url, partial(lab_routes.record_cut_off, engine))
+        cut_off = partial(lab_routes.record_cut_off, engine)
+        return RedisLiveRuns(
+            executor.url,
+            cut_off,
+            readers_per_run=executor.readers_per_run,
+            readers=executor.readers,
+        )
     return MemoryLiveRuns()
 
 

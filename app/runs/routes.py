@@ -18,7 +18,9 @@ from app.deps import CatalogDep, CurrentUser, ExecutorDep, QuestionDep, SessionD
 from app.errors import Conflict, NotFound, TooManyRequests, Unavailable
 from app.executor_client import ExecutorUnavailable
 from app.fanout import TooManyReaders
+from app.runs import recorded
 from app.runs import service as runs
+from app.verification import evidence, proofs
 
 router = APIRouter()
 
@@ -32,16 +34,26 @@ def run_snippet(
     executor: ExecutorDep,
 ) -> StreamingResponse:
     """Run it: stream each rank's output (SSE) once the question is closed, then the result
-    (409 while the learner has a run going, 429 over their rate)."""
+    (409 while the learner has a run going, 429 over their rate); a proven hang's unchanged
+    snippet gets the result verify recorded, at once (app.runs.recorded)."""
     attempt, row, item = asked.attempt, asked.row, asked.item
     loaded = catalog.get(attempt.set_id, attempt.content_version)
     if not isinstance(item, EXECUTABLE_KINDS) or loaded is None:
         raise NotFound("This question has no snippet to run.")
     if not row.status.closed:
         raise Conflict("Answer the question first: the run shows the answer.")
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    # A proven hang would hold a slot for its whole time-out to show what verify saw: serve that.
+    proofs_path = request.app.state.settings.challenges_dir / proofs.FILE_NAME
+    key = proofs.item_key(attempt.set_id, item.id)
+    seen = recorded.lookup(proofs_path, key, evidence.item_hash(loaded, item))
+    if seen is not None:
+        end_read(session)
+        return StreamingResponse(
+            recorded.frames(seen), media_type="text/event-stream", headers=headers
+        )
     order = runs.run_request(item, loaded.code[item.id])
     turn = runs.gate(request).claim(str(attempt.user_id))
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     end_read(session)  # the run streams for seconds: hold no transaction meanwhile
     return StreamingResponse(
         runs.turn_events(executor, order, turn), media_type="text/event-stream", headers=headers

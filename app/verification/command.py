@@ -19,7 +19,7 @@ from app import embedded
 from app.challenges import course, loader
 from app.config import Settings
 from app.executor_client import HttpExecutorClient
-from app.verification import evidence, incremental, packing, pipeline, proofs, records
+from app.verification import evidence, hangs, incremental, packing, pipeline, proofs, records
 from app.verification.batch import Verified
 
 
@@ -116,8 +116,10 @@ def _verify(
             for outcome in pipeline.run(client, selection, repeats, jobs):
                 counts[outcome.report.verdict.value] += 1
                 if outcome.recordable:
+                    verdict = outcome.report.verdict.value
+                    runs = [seen.result for seen in outcome.report.observations]
                     observed[outcome.key] = proofs.Proof(
-                        outcome.report.verdict.value, outcome.content_hash
+                        verdict, outcome.content_hash, hangs.to_record(verdict, runs)
                     )
                 verified = outcome.verified
                 if verified is not None and engine is not None and not _record(engine, verified):

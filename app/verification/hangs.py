@@ -10,6 +10,9 @@ the proof to the re-run at a much longer limit, as before.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from executor.contract import RankResult, RankStatus, RunResult, RunStatus, StuckAt
 from executor.stacks import waits_for_peer
 
@@ -50,3 +53,14 @@ def stuck_lines(ranks: list[RankResult]) -> str:
 def where_stuck(result: RunResult) -> str:
     """The stuck lines of a timed-out run, or "" when there are none."""
     return stuck_lines([rank for rank in result.ranks if rank.status is RankStatus.TIMEOUT])
+
+
+def to_record(verdict: str, results: Iterable[RunResult]) -> dict[str, Any] | None:
+    """What a passing verdict keeps of a hang for Run it to serve (the first time-out its runs
+    observed, as JSON), or None: a key that passed on a time-out says the snippet hangs."""
+    if verdict != "pass":
+        return None
+    timed_out = next((result for result in results if result.status is RunStatus.TIMEOUT), None)
+    if timed_out is None:
+        return None
+    return timed_out.model_dump(mode="json", exclude_none=True, exclude={"cached"})

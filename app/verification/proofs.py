@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from app.challenges.loader import LoadedLab, LoadedSet, LoadedTopic
 from app.challenges.schema import InlineProof, proven_by_run
@@ -30,10 +31,13 @@ STATUSES = ("pass", "needs_gpus", "fail", "unproven")
 
 @dataclass(frozen=True)
 class Proof:
-    """One verdict and the content hash it was observed for."""
+    """One verdict and the content hash it was observed for; for a proven hang, the run
+    verify observed (`observed`, a RunResult as JSON), which Run it serves instead of waiting
+    the snippet's whole time-out again (app.runs.recorded)."""
 
     verdict: str
     hash: str
+    observed: dict[str, Any] | None = field(default=None, compare=False)  # not the verdict
 
 
 def item_key(set_id: str, item_id: str) -> str:
@@ -151,11 +155,16 @@ def load(path: Path) -> dict[str, Proof]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return {
-            key: Proof(str(entry["verdict"]), str(entry["hash"]))
+            key: Proof(str(entry["verdict"]), str(entry["hash"]), _observed(entry))
             for key, entry in data["proofs"].items()
         }
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
         raise ValueError(f"{path}: not a proofs file ({error})") from error
+
+
+def _observed(entry: dict[str, Any]) -> dict[str, Any] | None:
+    observed = entry.get("observed")
+    return observed if isinstance(observed, dict) else None
 
 
 def recorded_environment(path: Path) -> tuple[str | None, str | None]:
@@ -183,7 +192,11 @@ def save(
         "torch": torch,
         **({"backend": backend} if backend is not None else {}),
         "proofs": {
-            key: {"verdict": proof.verdict, "hash": proof.hash}
+            key: {
+                "verdict": proof.verdict,
+                "hash": proof.hash,
+                **({"observed": proof.observed} if proof.observed is not None else {}),
+            }
             for key, proof in sorted(proofs.items())
         },
     }

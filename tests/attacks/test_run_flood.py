@@ -10,9 +10,11 @@ end whatever the reader's pace."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio.to_thread
 import httpx
@@ -21,8 +23,11 @@ from app.executor_client import RunEvent
 from app.runs.service import sse_events
 from executor.bus import MAX_OUTPUT_EVENTS
 from executor.contract import OutputEvent, RunRequest
+from tests.conftest import FIXTURES, TEST_CHALLENGES
 from tests.runs.test_run_it import events, guest_on
 from tests.support.fake_executor import FakeExecutor, canned_result
+
+LAB_STEP = "/labs/hello-ranks/steps/print-rank"
 
 
 @dataclass
@@ -108,3 +113,45 @@ def test_a_reader_that_does_not_read_does_not_hold_the_run() -> None:
             await frames.aclose()
 
     assert asyncio.run(main()), "the run was held by its reader"
+
+
+@dataclass
+class SandboxedHeld(HeldExecutor):
+    """A held executor that says its runs are sandboxed, so a lab may run learner code on it."""
+
+    def health(self) -> dict[str, Any] | None:
+        return {"status": "ok", "torch": "2.13.0+cpu", "sandbox": "on"}
+
+
+def test_a_lab_run_going_refuses_the_same_learners_run_it_and_keeps_the_cache_clean(
+    app_factory, sqlite_url, tmp_path
+) -> None:
+    """Run it and labs share one gate: a learner's lab run holds their turn (409 for a Run it
+    meanwhile, the turn back once it ends); the lab's run asks the executor to store nothing."""
+    content = tmp_path / "challenges"
+    shutil.copytree(TEST_CHALLENGES / "runs", content / "runs")
+    shutil.copytree(FIXTURES / "labs" / "hello", content / "hello")
+    executor = SandboxedHeld()
+    app = app_factory(sqlite_url, executor=executor, challenges_dir=content)
+    with guest_on(app) as learner:
+        attempt = learner.start("test-runs")
+        learner.answer(attempt, 1, "A")
+        learner.get(LAB_STEP)
+        started = learner.client.post(
+            f"{LAB_STEP}/runs",
+            data={"code": "print(1)\n", "nproc": "2", "csrf_token": learner.csrf},
+            headers={"Accept": "application/json"},
+        )
+        assert started.status_code == 201, started.text
+        assert executor.entered.wait(20)
+        refused = learner.get(f"{attempt}/q/1/run", headers={"Accept": "application/json"})
+        executor.gate.set()
+        lab_events = learner.get(started.json()["events"]).text  # to the lab run's end
+        after = learner.get(f"{attempt}/q/1/run")
+    assert refused.status_code == 409
+    assert "already have a run going" in refused.json()["detail"]
+    assert "event: end" in lab_events
+    assert after.status_code == 200 and events(after.text)[-1][0] == "result"
+    lab_order, run_it_order = executor.requests
+    assert (lab_order.store_result, lab_order.use_cache) == (False, False)
+    assert (run_it_order.store_result, run_it_order.use_cache) == (True, True)

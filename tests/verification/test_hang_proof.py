@@ -13,7 +13,7 @@ import pytest
 
 from app.challenges import loader
 from app.executor_client import HttpExecutorClient
-from app.verification import service
+from app.verification import command, evidence, proofs, service
 from app.verification.rules import ItemReport, Verdict
 
 pytestmark = pytest.mark.executor
@@ -69,12 +69,16 @@ print("done")
 """
 
 
-def verify(
-    executor_url: str, folder: Path, item_id: str, code: str, limit_s: float = 2
-) -> ItemReport:
+def write_set(folder: Path, item_id: str, code: str, limit_s: float = 2) -> None:
     indented = "\n".join("      " + line for line in code.splitlines())
     text = SET.replace("ITEM", item_id).replace("CODE", indented).replace("LIMIT", str(limit_s))
     (folder / "set.yaml").write_text(text)
+
+
+def verify(
+    executor_url: str, folder: Path, item_id: str, code: str, limit_s: float = 2
+) -> ItemReport:
+    write_set(folder, item_id, code, limit_s)
     report = loader.load_path(folder)
     assert report.ok, report.errors
     (loaded,) = report.sets
@@ -103,3 +107,18 @@ def test_ranks_working_inside_collectives_are_not_proven_stuck(executor_url, tmp
     assert report.verdict is Verdict.FAIL
     assert any("a slow rank, not a hang" in problem for problem in report.problems)
     assert not any(note.startswith("hang proven") for note in report.notes)
+
+
+def test_verify_keeps_the_proven_hangs_observed_time_out_in_the_proofs_file(executor_url, tmp_path):
+    """Run it serves this record instead of re-running the hang (app.runs.recorded)."""
+    write_set(tmp_path, "deadlock", DEADLOCK)
+    proofs_file = tmp_path / proofs.FILE_NAME
+    status = command.verify(tmp_path, executor_url=executor_url, proofs_path=proofs_file)
+    assert status == 0
+    (loaded,) = loader.load_path(tmp_path).sets
+    (item,) = loaded.challenge_set.items
+    proof = proofs.load(proofs_file)[proofs.item_key("hang-proofs", "deadlock")]
+    assert proof.verdict == "pass" and proof.hash == evidence.item_hash(loaded, item)
+    assert proof.observed is not None
+    assert proof.observed["status"] == "timeout" and proof.observed["observed_at"]
+    assert {rank["status"] for rank in proof.observed["ranks"]} == {"timeout"}

@@ -65,6 +65,7 @@ class LoadedSet:
     fact_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # item id -> its `fact:`
     id_at: tuple[int, int] = (1, 1)  # where its `id:` and `topic:` values are written
     topic_at: tuple[int, int] = (1, 1)
+    entry_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # item id -> its `id:`
     # app.verification.evidence.item_hash's, per item id: what it hashed (compared by
     # identity) and the hash. A closed question's page shows where its key was proven,
     # looked up by the item's hash: a JSON dump and SHA-256 of the item each time otherwise.
@@ -87,6 +88,9 @@ class LoadedTopic:
     lesson_code: dict[str, str] = field(default_factory=dict)  # lesson example id -> code
     requires_at: list[tuple[int, int]] = field(default_factory=list)  # each `requires:` entry
     id_at: tuple[int, int] = (1, 1)  # where its `id:` value is written
+    entry_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # card/item id -> `id:`
+    # The file holding the cheat sheet and the line before its first: where claim lines are.
+    claims_in: tuple[str, int] = ("", 0)
 
 
 @dataclass
@@ -330,6 +334,10 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
         challenge_set, shown, code, fixed_code, warnings, proof_code, proof_refs, fact_at,
         _value_position(document, ("id",)), _value_position(document, ("topic",)),
     )  # fmt: skip
+    loaded.entry_at = {
+        item.id: _value_position(document, ("items", index, "id"))
+        for index, item in enumerate(challenge_set.items)
+    }
     return loaded, []
 
 
@@ -361,6 +369,7 @@ def load_topic_file(path: Path, shown: str) -> tuple[LoadedTopic | None, list[Lo
     errors += _run_checks(path, shown, document, text, topic)
     for list_name, entries in (("cards", topic.cards), ("items", topic.items)):
         for index, entry in enumerate(entries):
+            loaded.entry_at[entry.id] = _value_position(document, (list_name, index, "id"))
             if entry.fact is not None:
                 loaded.fact_at[entry.id] = _value_position(document, (list_name, index, "fact"))
     loaded.requires_at = [
@@ -387,6 +396,7 @@ def _claim_errors(loaded: LoadedTopic, shown: str, first_line: int) -> list[Load
     assert loaded.cheat_sheet is not None
     claims, problems = cheatsheet.claims(loaded.cheat_sheet)
     loaded.claims = claims
+    loaded.claims_in = (shown, first_line)
     known = [proof.id for proof in loaded.topic.proofs]
     errors = [
         LoadError(shown, first_line + problem.line, problem.column, problem.message)

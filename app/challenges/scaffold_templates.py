@@ -21,7 +21,9 @@ SET_YAML = Template("""\
 # `ranklab verify` as it is. Edit each item into your own (docs/authoring.md; docs/first-topic.md
 # walks through it); keep the ids stable once learners have answered. The floors of a topic: a
 # set of at least 5 items, at least half of them run by `ranklab verify` (predict_output,
-# debug, or numeric with `printed:`).
+# debug, or numeric with `printed:`). Every item names the one `fact:` it asks (global across
+# topics), and guessing must earn the badge less than 1% of the time: 4 options an item is
+# safer than 3 (`ranklab validate` says the chance when it is too high).
 id: ${id}
 title: ${title}
 topic: ${topic}
@@ -36,6 +38,7 @@ items:
   # A predict-output item: every option needs an `outcome:`, the key must be what the ranks
   # print, and every distractor must be shown false by a run.
   - id: all-reduce-sum
+    fact: ${fact}-all-reduce-sum-on-every-rank
     kind: predict_output
     category: Predict Output
     difficulty: beginner
@@ -76,6 +79,7 @@ items:
       ```
 
   - id: broadcast-from-rank-1
+    fact: ${fact}-broadcast-copies-src
     kind: predict_output
     category: Predict Output
     difficulty: beginner
@@ -112,6 +116,7 @@ items:
   # A debug item: `failure:` is what the executor must observe; the fix (fixed_code_file) must
   # run cleanly on every rank.
   - id: missing-init
+    fact: ${fact}-collective-needs-init
     kind: debug
     category: Debug
     difficulty: beginner
@@ -135,6 +140,9 @@ items:
       - id: C
         text: "`all_reduce` needs its `op=` argument."
         feedback: "`op` defaults to `ReduceOp.SUM`."
+      - id: D
+        text: The tensor must be on a GPU for a collective.
+        feedback: gloo runs collectives on CPU tensors; it is NCCL that needs GPU tensors.
     answer: A
     explanation: |
       A collective runs in a process group; `dist.init_process_group("gloo")` creates the
@@ -142,6 +150,7 @@ items:
       been initialized, please make sure to call init_process_group.` on every rank.
 
   - id: world-size
+    fact: ${fact}-world-size-counts-ranks
     kind: choice
     category: Conceptual
     difficulty: beginner
@@ -159,6 +168,9 @@ items:
       - id: C
         text: "3"
         feedback: That is the highest rank number; ranks count from 0.
+      - id: D
+        text: "0"
+        feedback: That is the rank of the first process, not how many there are.
     answer: A
     explanation: The world size counts every rank of the default process group; 4 here.
 
@@ -166,6 +178,7 @@ items:
   # number rank 0 prints (the regex's one group; without a regex, the whole output) with
   # `answer`, within `tolerance`. Without `printed:`, a numeric item is not run.
   - id: sum-of-three-ranks
+    fact: ${fact}-all-reduce-sum-three-ranks
     kind: numeric
     category: Predict Output
     difficulty: intermediate

@@ -9,7 +9,7 @@ before it is loaded, so hostile content costs a second at most and the other fil
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -151,12 +151,15 @@ def load_path(
     display_root: Path | None = None,
     live: Mapping[tuple[str, str], str] | None = None,
     files: Sequence[Path] | None = None,
+    known: Callable[[LoadedSet | LoadedTopic | LoadedLab], int] | None = None,
 ) -> LoadReport:
     """Load every challenge set and topic file under root (or only `files` of it, in course
     order: app.challenges.course); never stop at the first error.
 
     `live` maps (kind, id) to the file of the version being served: where two files claim one
-    id, that file keeps it and the new one is refused (else the first by path keeps it)."""
+    id, that file keeps it and the other is refused; else the one of which `known` counts the
+    most parts the proofs file holds proofs of (a copy, edited, is refused, not the file the
+    proofs were made from); else the first by path."""
     report = LoadReport()
     claimed: dict[tuple[str, str], list[LoadedSet | LoadedTopic | LoadedLab]] = {}
     broken_topic = False
@@ -175,10 +178,10 @@ def load_path(
         if loaded is not None:
             claimed.setdefault(_unit_key(loaded), []).append(loaded)
     for (kind, unit_id), claimants in claimed.items():
-        keeper = _keeper(claimants, (live or {}).get((kind, unit_id)))
+        keeper, why = _keeper(claimants, (live or {}).get((kind, unit_id)), known)
         for other in claimants:
             if other is not keeper:
-                report.errors.append(_taken(kind, unit_id, other, keeper, live))
+                report.errors.append(_taken(kind, unit_id, other, keeper, why))
         if isinstance(keeper, LoadedLab):
             report.labs.append(keeper)
             report.warnings.extend(keeper.warnings)
@@ -221,10 +224,24 @@ def _unit_key(loaded: LoadedSet | LoadedTopic | LoadedLab) -> tuple[str, str]:
 
 
 def _keeper(
-    claimants: list[LoadedSet | LoadedTopic | LoadedLab], live_path: str | None
-) -> LoadedSet | LoadedTopic | LoadedLab:
-    """The file that keeps an id: the one being served, else the first by path."""
-    return next((one for one in claimants if one.path == live_path), claimants[0])
+    claimants: list[LoadedSet | LoadedTopic | LoadedLab],
+    live_path: str | None,
+    known: Callable[[LoadedSet | LoadedTopic | LoadedLab], int] | None,
+) -> tuple[LoadedSet | LoadedTopic | LoadedLab, str]:
+    """The file that keeps an id, and why: the one being served, else the first the proofs
+    file knows, else the first by path."""
+    served = next((one for one in claimants if one.path == live_path), None)
+    if served is not None:
+        # Not "new": the other file may have been served before, under another version.
+        return served, "holds it and is being served"
+    if known is not None and len(claimants) > 1:
+        counts = [known(one) for one in claimants]
+        most = max(counts)
+        # An unchanged copy is known as well as its original: then the order by path decides.
+        if most > 0 and counts.count(most) == 1:
+            proven = claimants[counts.index(most)]
+            return proven, "holds it too, and the proofs file holds proofs of its content"
+    return claimants[0], "holds it too, and comes first by path"
 
 
 def _taken(
@@ -232,13 +249,10 @@ def _taken(
     unit_id: str,
     other: LoadedSet | LoadedTopic | LoadedLab,
     keeper: LoadedSet | LoadedTopic | LoadedLab,
-    live: Mapping[tuple[str, str], str] | None,
+    why_kept: str,
 ) -> LoadError:
     """The error of a file refused because another holds its id, at its `id:`."""
-    if live is not None and live.get((kind, unit_id)) == keeper.path:
-        why = f"{keeper.path} holds it and is being served; this file is new"
-    else:
-        why = f"{keeper.path} holds it too, and comes first by path"
+    why = f"{keeper.path} {why_kept}"
     return LoadError(
         other.path,
         *other.id_at,

@@ -63,7 +63,7 @@ check-content: $(STAMP)
 	$(BIN)/ranklab content --check
 
 # Prove every key of the course again, record the verdicts in challenges/proofs.json and
-# regenerate CONTENT.md from them (about 5 minutes on 2 cores).
+# regenerate CONTENT.md from them (about 2 minutes on 2 cores: docs/benchmarks.md, 105-116 s).
 proofs: $(STAMP)
 	$(BIN)/ranklab verify challenges --jobs 2 --no-record --proofs challenges/proofs.json
 	$(BIN)/ranklab content

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.challenges import course, json_schema, loader
+from app.challenges import course, course_rules, json_schema, loader
 from app.config import ROOT, Settings
 
 EXECUTOR_COMMANDS = {"run", "executor", "agent"}
@@ -181,6 +181,8 @@ def _validate(args: argparse.Namespace) -> int:
         return 2
     folder = course.load(path)
     report = folder.report
+    # The rules the shipped course is held to (the suite's content tests call the same ones).
+    report.errors = sorted([*report.errors, *course_rules.problems(report)])
     for error in report.errors:
         print(error, file=sys.stderr)
     for warning in report.warnings:

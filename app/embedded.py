@@ -7,9 +7,11 @@ HTTP. If it cannot start, the app still serves challenges and pages say runs are
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
 import glob
 import logging
+import logging.config
 import os
 import secrets
 import signal
@@ -63,6 +65,7 @@ def spawn_executor(
     log: IO[bytes] | None = None,
     slots: int | None = None,
     token: str | None = None,
+    log_level: str = "info",
 ) -> subprocess.Popen[bytes]:
     """Start `ranklab executor serve` in its own process group (so it can be stopped whole).
 
@@ -83,6 +86,8 @@ def spawn_executor(
         str(port),
         "--parent-pid",
         str(os.getpid()),
+        "--log-level",
+        log_level,
     ]
     if trusted:
         command.append("--trusted")
@@ -209,8 +214,12 @@ def serve(
         # left from an earlier start, nor another local user run code through this one.
         token, executor_port = secrets.token_urlsafe(32), free_port()
         url = f"http://127.0.0.1:{executor_port}"
-        executor = spawn_executor("127.0.0.1", executor_port, token=token)
+        # Warnings and errors only: its access lines would fill the terminal with the app's
+        # /healthz probes while it starts (about 45 "503" lines); the app says when it is warm.
+        executor = spawn_executor("127.0.0.1", executor_port, token=token, log_level="warning")
         settings = settings.model_copy(update={"executor_url": url, "executor_token": token})
+        # Configured now (uvicorn configures the same again): the thread logs before it runs.
+        logging.config.dictConfig(_logging(settings)["log_config"])
         threading.Thread(
             target=_report_start, args=(executor, url, token), name="executor-start", daemon=True
         ).start()
@@ -242,7 +251,11 @@ def _logging(settings: Settings) -> dict[str, Any]:
     lines, when asked for, come from the app (they carry the request id and duration)."""
     if settings.log_format == "json":
         return {"log_config": obs.json_log_config(), "access_log": False}
-    return {"log_config": uvicorn.config.LOGGING_CONFIG, "access_log": settings.access_log}
+    # uvicorn's text lines, and the app's own ("ranklab": the executor starting, then warm)
+    # through the same handler: without one, Python drops INFO lines.
+    config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    config["loggers"]["ranklab"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
+    return {"log_config": config, "access_log": settings.access_log}
 
 
 def _serve_workers(
@@ -296,6 +309,7 @@ def _metrics_folder() -> Iterator[None]:
 
 def _report_start(process: subprocess.Popen[bytes], url: str, token: str) -> None:
     # The app serves pages at once; runs say "unavailable" until the executor is warm.
+    log.info("the embedded executor is starting; runs are unavailable until it is warm")
     try:
         wait_until_warm(process, url, token, wait_s=300)
     except EmbeddedExecutorError as error:

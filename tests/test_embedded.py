@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -48,9 +49,8 @@ def _descendants(pid: int) -> dict[int, str]:
     return found
 
 
-@pytest.fixture
-def app_process(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """`ranklab serve` as a newcomer starts it, on a migrated SQLite file."""
+def _serve(tmp_path: Path, output: int | IO[bytes]) -> subprocess.Popen[bytes]:
+    """Start `ranklab serve` as a newcomer starts it, on a migrated SQLite file."""
     database = f"sqlite:///{tmp_path / 'app.db'}"
     migrations.upgrade(database)
     environment = {
@@ -71,13 +71,40 @@ def app_process(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
         cwd=ROOT,
         env=environment,
         start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=output,
+        stderr=subprocess.STDOUT,
     )
+    return process
+
+
+@pytest.fixture
+def app_process(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`ranklab serve` as a newcomer starts it, its output dropped."""
+    process = _serve(tmp_path, subprocess.DEVNULL)
     yield process
     if process.poll() is None:
         process.kill()
         process.wait()
+
+
+def test_the_executor_starts_quietly_and_the_app_says_once_when_it_is_warm(tmp_path: Path):
+    """`make run` printed a `GET /healthz 503` line for each of the app's probes while the
+    executor started (about 45); now one line says it is starting, one that it is warm."""
+    with (tmp_path / "serve.log").open("w+b") as output:
+        process = _serve(tmp_path, output)
+        try:
+            wait_for(
+                lambda: b"embedded executor is warm" in (tmp_path / "serve.log").read_bytes(),
+                120,
+                "the app to say the executor is warm",
+            )
+        finally:
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=30)
+    lines = (tmp_path / "serve.log").read_text().splitlines()
+    assert [line for line in lines if "/healthz" in line] == []
+    assert len([line for line in lines if "embedded executor is starting" in line]) == 1
+    assert len([line for line in lines if "embedded executor is warm" in line]) == 1
 
 
 @pytest.mark.parametrize(

@@ -97,7 +97,7 @@ def _question_context(
         "row": row,
         "item": item,
         "loaded": loaded,
-        "unproven": catalog.is_unproven("set", attempt.set_id, attempt.content_version),
+        "unproven": _unproven(catalog, attempt, loaded, item.id),
         "q": view,
         "code": loaded.code.get(item.id) if loaded else None,
         "position": row.position,
@@ -192,6 +192,16 @@ async def resume(page: Page, attempt_id: int) -> Response:
                 step,
             )
     return _redirect(_where_it_stands(attempt))
+
+
+def _unproven(catalog: Catalog, attempt: SetAttempt, loaded: Any, item_id: str) -> bool:
+    """Whether this question is marked unproven: its set's version was published unproven
+    and this item's key (or proof) is among what was not proven, not merely any of the set's."""
+    if not catalog.is_unproven("set", attempt.set_id, attempt.content_version):
+        return False
+    if catalog.publisher is None or loaded is None:
+        return True  # nothing to tell the items apart by: say it of every question
+    return item_id in catalog.publisher.unproven_items(loaded)
 
 
 def _where_it_stands(attempt: SetAttempt) -> str:

@@ -14,10 +14,12 @@ scan, the whole course is loaded, so a folder's verdict is always the course's.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.challenges import heads, json_schema, loader
+from app.verification import proofs
 
 MARKER = json_schema.SCHEMA_PATH.name  # "challenge-set.schema.json"
 
@@ -48,17 +50,20 @@ def load(path: Path) -> FolderReport:
     """Load the course path belongs to and keep what is in path: its valid units, its errors and
     warnings (a reference it makes to a missing topic included; other folders' errors left out)."""
     root = root_of(path)
+    known = _known_to_proofs(root)
     if root == path:
-        return FolderReport(loader.load_path(path), root)
+        return FolderReport(loader.load_path(path, known=known), root)
     files = loader.challenge_files(root)
     inside_files = [file for file in files if _within(file, path)]
     wanted = _needed(inside_files, [file for file in files if file not in inside_files])
     # In course order: where two files claim one id, the first by path keeps it.
     needed = None if wanted is None else [file for file in files if file in wanted]
-    everything = loader.load_path(root, files=needed)
+    everything = loader.load_path(root, files=needed, known=known)
     inside = {str(file) for file in inside_files}
     if needed is not None and not _closed(everything, inside):
-        everything = loader.load_path(root)  # the scan missed a reference: judge as the course
+        everything = loader.load_path(
+            root, known=known
+        )  # the scan missed a reference: judge as the course
     report = loader.LoadReport(
         sets=[one for one in everything.sets if one.path in inside],
         topics=[one for one in everything.topics if one.path in inside],
@@ -68,6 +73,28 @@ def load(path: Path) -> FolderReport:
         files=[one for one in everything.files if one in inside],
     )
     return FolderReport(report, root)
+
+
+def _known_to_proofs(
+    root: Path,
+) -> Callable[[loader.LoadedSet | loader.LoadedTopic | loader.LoadedLab], int]:
+    """How many of a unit's parts the course's proofs file holds proofs of, for their content
+    as it is: where two files claim one id, the one it knows best is the shipped file."""
+    try:
+        file_proofs = proofs.load(root / proofs.FILE_NAME)
+    except ValueError:  # a broken proofs file knows nothing (verify and make test say so)
+        file_proofs = {}
+
+    def known(unit: loader.LoadedSet | loader.LoadedTopic | loader.LoadedLab) -> int:
+        sets = [unit] if isinstance(unit, loader.LoadedSet) else []
+        labs = [unit] if isinstance(unit, loader.LoadedLab) else []
+        topics = [unit] if isinstance(unit, loader.LoadedTopic) else []
+        hashes = proofs.current_hashes(sets, labs, topics)
+        return sum(
+            key in file_proofs and file_proofs[key].hash == digest for key, digest in hashes.items()
+        )
+
+    return known
 
 
 def _closed(report: loader.LoadReport, inside: set[str]) -> bool:

@@ -9,7 +9,7 @@ before it is loaded, so hostile content costs a second at most and the other fil
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,7 @@ class LoadedSet:
     fact_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # item id -> its `fact:`
     id_at: tuple[int, int] = (1, 1)  # where its `id:` and `topic:` values are written
     topic_at: tuple[int, int] = (1, 1)
+    entry_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # item id -> its `id:`
     # app.verification.evidence.item_hash's, per item id: what it hashed (compared by
     # identity) and the hash. A closed question's page shows where its key was proven,
     # looked up by the item's hash: a JSON dump and SHA-256 of the item each time otherwise.
@@ -87,6 +88,9 @@ class LoadedTopic:
     lesson_code: dict[str, str] = field(default_factory=dict)  # lesson example id -> code
     requires_at: list[tuple[int, int]] = field(default_factory=list)  # each `requires:` entry
     id_at: tuple[int, int] = (1, 1)  # where its `id:` value is written
+    entry_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # card/item id -> `id:`
+    # The file holding the cheat sheet and the line before its first: where claim lines are.
+    claims_in: tuple[str, int] = ("", 0)
 
 
 @dataclass
@@ -147,12 +151,15 @@ def load_path(
     display_root: Path | None = None,
     live: Mapping[tuple[str, str], str] | None = None,
     files: Sequence[Path] | None = None,
+    known: Callable[[LoadedSet | LoadedTopic | LoadedLab], int] | None = None,
 ) -> LoadReport:
     """Load every challenge set and topic file under root (or only `files` of it, in course
     order: app.challenges.course); never stop at the first error.
 
     `live` maps (kind, id) to the file of the version being served: where two files claim one
-    id, that file keeps it and the new one is refused (else the first by path keeps it)."""
+    id, that file keeps it and the other is refused; else the one of which `known` counts the
+    most parts the proofs file holds proofs of (a copy, edited, is refused, not the file the
+    proofs were made from); else the first by path."""
     report = LoadReport()
     claimed: dict[tuple[str, str], list[LoadedSet | LoadedTopic | LoadedLab]] = {}
     broken_topic = False
@@ -171,10 +178,10 @@ def load_path(
         if loaded is not None:
             claimed.setdefault(_unit_key(loaded), []).append(loaded)
     for (kind, unit_id), claimants in claimed.items():
-        keeper = _keeper(claimants, (live or {}).get((kind, unit_id)))
+        keeper, why = _keeper(claimants, (live or {}).get((kind, unit_id)), known)
         for other in claimants:
             if other is not keeper:
-                report.errors.append(_taken(kind, unit_id, other, keeper, live))
+                report.errors.append(_taken(kind, unit_id, other, keeper, why))
         if isinstance(keeper, LoadedLab):
             report.labs.append(keeper)
             report.warnings.extend(keeper.warnings)
@@ -217,10 +224,24 @@ def _unit_key(loaded: LoadedSet | LoadedTopic | LoadedLab) -> tuple[str, str]:
 
 
 def _keeper(
-    claimants: list[LoadedSet | LoadedTopic | LoadedLab], live_path: str | None
-) -> LoadedSet | LoadedTopic | LoadedLab:
-    """The file that keeps an id: the one being served, else the first by path."""
-    return next((one for one in claimants if one.path == live_path), claimants[0])
+    claimants: list[LoadedSet | LoadedTopic | LoadedLab],
+    live_path: str | None,
+    known: Callable[[LoadedSet | LoadedTopic | LoadedLab], int] | None,
+) -> tuple[LoadedSet | LoadedTopic | LoadedLab, str]:
+    """The file that keeps an id, and why: the one being served, else the first the proofs
+    file knows, else the first by path."""
+    served = next((one for one in claimants if one.path == live_path), None)
+    if served is not None:
+        # Not "new": the other file may have been served before, under another version.
+        return served, "holds it and is being served"
+    if known is not None and len(claimants) > 1:
+        counts = [known(one) for one in claimants]
+        most = max(counts)
+        # An unchanged copy is known as well as its original: then the order by path decides.
+        if most > 0 and counts.count(most) == 1:
+            proven = claimants[counts.index(most)]
+            return proven, "holds it too, and the proofs file holds proofs of its content"
+    return claimants[0], "holds it too, and comes first by path"
 
 
 def _taken(
@@ -228,13 +249,10 @@ def _taken(
     unit_id: str,
     other: LoadedSet | LoadedTopic | LoadedLab,
     keeper: LoadedSet | LoadedTopic | LoadedLab,
-    live: Mapping[tuple[str, str], str] | None,
+    why_kept: str,
 ) -> LoadError:
     """The error of a file refused because another holds its id, at its `id:`."""
-    if live is not None and live.get((kind, unit_id)) == keeper.path:
-        why = f"{keeper.path} holds it and is being served; this file is new"
-    else:
-        why = f"{keeper.path} holds it too, and comes first by path"
+    why = f"{keeper.path} {why_kept}"
     return LoadError(
         other.path,
         *other.id_at,
@@ -330,6 +348,10 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
         challenge_set, shown, code, fixed_code, warnings, proof_code, proof_refs, fact_at,
         _value_position(document, ("id",)), _value_position(document, ("topic",)),
     )  # fmt: skip
+    loaded.entry_at = {
+        item.id: _value_position(document, ("items", index, "id"))
+        for index, item in enumerate(challenge_set.items)
+    }
     return loaded, []
 
 
@@ -361,6 +383,7 @@ def load_topic_file(path: Path, shown: str) -> tuple[LoadedTopic | None, list[Lo
     errors += _run_checks(path, shown, document, text, topic)
     for list_name, entries in (("cards", topic.cards), ("items", topic.items)):
         for index, entry in enumerate(entries):
+            loaded.entry_at[entry.id] = _value_position(document, (list_name, index, "id"))
             if entry.fact is not None:
                 loaded.fact_at[entry.id] = _value_position(document, (list_name, index, "fact"))
     loaded.requires_at = [
@@ -387,6 +410,7 @@ def _claim_errors(loaded: LoadedTopic, shown: str, first_line: int) -> list[Load
     assert loaded.cheat_sheet is not None
     claims, problems = cheatsheet.claims(loaded.cheat_sheet)
     loaded.claims = claims
+    loaded.claims_in = (shown, first_line)
     known = [proof.id for proof in loaded.topic.proofs]
     errors = [
         LoadError(shown, first_line + problem.line, problem.column, problem.message)

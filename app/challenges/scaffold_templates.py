@@ -21,7 +21,9 @@ SET_YAML = Template("""\
 # `ranklab verify` as it is. Edit each item into your own (docs/authoring.md; docs/first-topic.md
 # walks through it); keep the ids stable once learners have answered. The floors of a topic: a
 # set of at least 5 items, at least half of them run by `ranklab verify` (predict_output,
-# debug, or numeric with `printed:`).
+# debug, or numeric with `printed:`). Every item names the one `fact:` it asks (global across
+# topics), and guessing must earn the badge less than 1% of the time: 4 options an item is
+# safer than 3 (`ranklab validate` says the chance when it is too high).
 id: ${id}
 title: ${title}
 topic: ${topic}
@@ -36,6 +38,7 @@ items:
   # A predict-output item: every option needs an `outcome:`, the key must be what the ranks
   # print, and every distractor must be shown false by a run.
   - id: all-reduce-sum
+    fact: ${fact}-all-reduce-sum-on-every-rank
     kind: predict_output
     category: Predict Output
     difficulty: beginner
@@ -76,6 +79,7 @@ items:
       ```
 
   - id: broadcast-from-rank-1
+    fact: ${fact}-broadcast-copies-src
     kind: predict_output
     category: Predict Output
     difficulty: beginner
@@ -112,6 +116,7 @@ items:
   # A debug item: `failure:` is what the executor must observe; the fix (fixed_code_file) must
   # run cleanly on every rank.
   - id: missing-init
+    fact: ${fact}-collective-needs-init
     kind: debug
     category: Debug
     difficulty: beginner
@@ -135,6 +140,9 @@ items:
       - id: C
         text: "`all_reduce` needs its `op=` argument."
         feedback: "`op` defaults to `ReduceOp.SUM`."
+      - id: D
+        text: The tensor must be on a GPU for a collective.
+        feedback: gloo runs collectives on CPU tensors; it is NCCL that needs GPU tensors.
     answer: A
     explanation: |
       A collective runs in a process group; `dist.init_process_group("gloo")` creates the
@@ -142,6 +150,7 @@ items:
       been initialized, please make sure to call init_process_group.` on every rank.
 
   - id: world-size
+    fact: ${fact}-world-size-counts-ranks
     kind: choice
     category: Conceptual
     difficulty: beginner
@@ -159,6 +168,9 @@ items:
       - id: C
         text: "3"
         feedback: That is the highest rank number; ranks count from 0.
+      - id: D
+        text: "0"
+        feedback: That is the rank of the first process, not how many there are.
     answer: A
     explanation: The world size counts every rank of the default process group; 4 here.
 
@@ -166,6 +178,7 @@ items:
   # number rank 0 prints (the regex's one group; without a regex, the whole output) with
   # `answer`, within `tolerance`. Without `printed:`, a numeric item is not run.
   - id: sum-of-three-ranks
+    fact: ${fact}-all-reduce-sum-three-ranks
     kind: numeric
     category: Predict Output
     difficulty: intermediate
@@ -244,7 +257,7 @@ SET_FILES = {
     "sum_three_ranks.py": SUM_THREE_RANKS,
 }
 
-# ── a topic: 8 cards, 2 explain-it items, a cheat sheet and a named proof ─────────────────────
+# ── a topic: a lesson, 8 cards, 2 explain-it items, a cheat sheet and a named proof ─────────────────────
 
 _DOCS = "https://docs.pytorch.org/docs/2.13/distributed.html"
 
@@ -264,6 +277,80 @@ summary: |
   What a rank and the world size are, and what the basic collectives (`all_reduce`,
   `broadcast`) leave on each rank.
 cheat_sheet_file: cheatsheet.md
+
+# The lesson is the first thing a learner sees: short sections, each with examples the learner
+# predicts and then runs. `ranklab verify` runs every example and checks `output:` (per rank).
+lesson:
+  title: Ranks and collectives
+  intro: |
+    Every rank runs the same script. A collective is a call every rank makes together; what it
+    leaves on each rank is what you will predict here, then run.
+  sections:
+    - id: all-reduce
+      title: What all_reduce leaves on each rank
+      body: |
+        Each rank holds its own tensor. `dist.all_reduce(t)` sums them and writes the sum into
+        `t`, in place, on every rank.
+      examples:
+        - id: sum-two-ranks
+          code_file: lesson_all_reduce.py
+          launch: {nproc: 2, backend: gloo, timeout_s: 20}
+          predict:
+            rank: 1
+          output:
+            all: "sum 3.0\n"
+          after: Rank 0 held 1.0 and rank 1 held 2.0; both now hold 3.0.
+    - id: broadcast
+      title: What broadcast copies
+      body: |
+        `dist.broadcast(t, src)` copies rank `src`'s tensor into `t` on every other rank.
+      examples:
+        - id: broadcast-from-rank-1
+          code: |
+            import torch
+            import torch.distributed as dist
+
+            dist.init_process_group("gloo")
+            t = torch.tensor([float(dist.get_rank() * 10)])
+            dist.broadcast(t, src=1)
+            print(f"value {t.item()}")
+            dist.destroy_process_group()
+          launch: {nproc: 2, backend: gloo, timeout_s: 20}
+          predict:
+            prompt: What does rank 0 print?
+            options:
+              - {id: A, text: "`value 10.0`"}
+              - {id: B, text: "`value 0.0`"}
+            answer: A
+          output:
+            all: "value 10.0\n"
+          after: Rank 1 held 10.0, and broadcast copied it to rank 0.
+  # The closing check: 2 or 3 choice questions; passing it completes the lesson.
+  check:
+    - id: where-the-sum-goes
+      kind: choice
+      category: Conceptual
+      difficulty: beginner
+      title: Where the sum goes
+      prompt: Where does `dist.all_reduce(t)` put the sum?
+      options:
+        - {id: A, text: "Into `t`, on every rank"}
+        - {id: B, text: "Into its return value, on rank 0"}
+        - {id: C, text: "Into `t`, on rank 0 only"}
+      answer: A
+      explanation: In place, into `t`, on every rank.
+    - id: who-calls-a-collective
+      kind: choice
+      category: Conceptual
+      difficulty: beginner
+      title: Who calls a collective
+      prompt: Which ranks call `dist.broadcast(t, src=1)`?
+      options:
+        - {id: A, text: Every rank}
+        - {id: B, text: Rank 1 only}
+        - {id: C, text: Every rank but rank 1}
+      answer: A
+      explanation: A collective is called by every rank; `src` only says whose tensor is copied.
 
 proofs:
   - id: sum-on-every-rank
@@ -385,7 +472,7 @@ dist.destroy_process_group()
 """.replace("DOCS", _DOCS)
 )
 
-TOPIC_FILES = {"proof_all_reduce.py": ALL_REDUCE_SUM}
+TOPIC_FILES = {"proof_all_reduce.py": ALL_REDUCE_SUM, "lesson_all_reduce.py": ALL_REDUCE_SUM}
 
 # ── a lab: one step whose starter fails its check and whose solution passes ───────────────────
 

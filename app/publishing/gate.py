@@ -125,3 +125,23 @@ def judge(
     if unproven:
         return Judgement(False, f"not yet verified: {_names(unproven)} (Verify, then Reload)")
     return Judgement(True, verified_at=max(when) if when else None)
+
+
+def unsettled(
+    session: Session,
+    loaded: LoadedSet | LoadedTopic | LoadedLab,
+    file_proofs: Mapping[str, proofs.Proof],
+) -> set[str]:
+    """The proofs keys of a unit's parts that are not proven for their content (failed or
+    never verified): what a version published unproven leaves unchecked."""
+    found = parts(loaded)
+    records = _latest_judged(session, found)
+    keys: set[str] = set()
+    for part in found:
+        record = records.get(part.key)
+        if record is not None:
+            if record.verdict is Verdict.FAIL:
+                keys.add(part.key)
+        elif proofs.status(file_proofs, part.key, part.hash) not in proofs.PROVEN:
+            keys.add(part.key)
+    return keys

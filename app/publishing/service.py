@@ -25,7 +25,7 @@ from sqlmodel import Session, col, select
 from app.challenges.loader import LoadedLab, LoadedSet, LoadedTopic, LoadReport
 from app.db import read_session, utcnow
 from app.publishing import versions
-from app.publishing.gate import Judgement, judge
+from app.publishing.gate import Judgement, judge, unsettled
 from app.publishing.models import ContentVersion, VersionStatus
 from app.verification import proofs
 
@@ -240,6 +240,22 @@ class Publisher:
             target.status, target.unproven = VersionStatus.LIVE, True
             target.published_at, target.published_by = utcnow(), user_id
             session.commit()
+
+    def unproven_items(self, loaded: LoadedSet) -> frozenset[str]:
+        """The items of a set whose key or inline proof is not proven for their content: the
+        questions of a version published unproven that learners see marked."""
+        try:
+            file_proofs = proofs.load(self.proofs_path)
+        except ValueError:
+            file_proofs = {}
+        set_id = loaded.challenge_set.id
+        owners: dict[str, str] = {}
+        for item in loaded.challenge_set.items:
+            owners[proofs.item_key(set_id, item.id)] = item.id
+            owners[proofs.proof_key(f"set:{set_id}", f"item:{item.id}")] = item.id
+        with Session(self.engine) as session:
+            keys = unsettled(session, loaded, file_proofs)
+        return frozenset(owners[key] for key in keys if key in owners)
 
     def failures(self, sets: Iterable[LoadedSet]) -> dict[str, str]:
         """The sets served whose latest Verify of their content failed, by file: never shown

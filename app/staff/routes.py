@@ -16,7 +16,7 @@ from app.challenges.catalog import Catalog
 from app.challenges.loader import LoadedSet
 from app.challenges.schema import proven_by_run
 from app.deps import CatalogDep, CsrfDep, ExecutorDep, SlugId, StaffUser
-from app.errors import Conflict, NotFound
+from app.errors import BadRequest, Conflict, NotFound
 from app.publishing import service as publishing
 from app.runs import service as runs
 
@@ -103,10 +103,17 @@ def publish_unproven(
     kind: str = Form(pattern="^(set|topic|lab)$"),
     unit_id: str = Form(max_length=100),
     version: str = Form(pattern="^[0-9a-f]{64}$"),
+    confirm: str | None = Form(default=None, max_length=10),
 ):
-    """Publish a held version although its keys are not proven (learners see it marked)."""
+    """Publish a held version although its keys are not proven (learners see it marked), once
+    the staff member has ticked the box saying so: one click must not publish it."""
     if catalog.publisher is None:
         raise NotFound("This catalog has no publish gate.")
+    if confirm != "yes":
+        raise BadRequest(
+            f"Nothing was published: tick the box under “Publish {kind} {unit_id} unproven” to "
+            "confirm that learners will get questions whose keys no run has checked."
+        )
     assert staff.id is not None
     try:
         catalog.publisher.publish_unproven(kind, unit_id, version, staff.id)

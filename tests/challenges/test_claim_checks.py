@@ -95,7 +95,9 @@ def test_a_rank_beyond_the_world_is_not_a_rank_of_this_run():
     assert warnings("like rank 5 would", ZERO_PRINTS, nproc=2) == []
 
 
-def test_validate_prints_warnings_at_the_option_and_still_succeeds(tmp_path: Path, capsys):
+def test_validate_prints_warnings_at_the_option_and_counts_them_apart_from_errors(
+    tmp_path: Path, capsys
+):
     folder = tmp_path / "claims"
     shutil.copytree(ROOT / "tests" / "fixtures" / "claims", folder)
     set_file = folder / "set.yaml"
@@ -110,9 +112,12 @@ def test_validate_prints_warnings_at_the_option_and_still_succeeds(tmp_path: Pat
         line,
         "warning: option B: the text names rank 1, but the outcome says nothing about rank 1",
     )
-    assert main(["validate", str(folder)]) == 0
+    # The two-item fixture breaks the course's rules (guessing, facts): validate reports them
+    # as errors (app.challenges.course_rules); the claim warning stays a warning beside them.
+    assert main(["validate", str(folder)]) == 1
     output = capsys.readouterr()
-    assert "ok, 1 warning(s)" in output.out
+    assert output.out.rstrip().endswith("3 error(s), 1 warning(s)")
+    assert f"{set_file}:{line}:9: warning: option B" in output.err
     assert f"set.yaml:{line}:9: warning: option B" in output.err
 
 

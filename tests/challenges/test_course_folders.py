@@ -12,7 +12,9 @@ import pytest
 from app import cli
 from app.challenges import course, loader
 from app.config import ROOT
+from app.verification import proofs
 from tests.challenges.test_cli import ranklab
+from tests.support.content import line_of
 from tests.verification.test_verify_cli import json_records, verify
 
 SHIPPED_FOLDERS = ["challenges/collectives", "challenges/labs/collectives-by-hand"]
@@ -86,6 +88,30 @@ def test_an_id_taken_elsewhere_in_the_course_is_refused_at_the_lone_folder(tmp_p
     assert str(root / "demo-basics" / "set.yaml") in result.stderr
     # The folder named first by path keeps the id and still validates alone.
     assert ranklab("validate", str(root / "demo-basics")).returncode == 0
+
+
+def test_a_copy_is_refused_and_the_file_the_proofs_know_keeps_its_id(tmp_path: Path, capsys):
+    """A copy that sorts first (aa-copy) used to take a shipped set's id, and the shipped file
+    was the one refused: the file whose content the proofs file holds keeps it."""
+    root = scaffold(tmp_path)
+    report = loader.load_path(root)
+    hashes = proofs.current_hashes(report.sets, report.labs, report.topics)
+    proven = {key: proofs.Proof("pass", digest) for key, digest in hashes.items()}
+    proofs.save(root / proofs.FILE_NAME, proven, "2.13.0+cpu", "gloo")
+    shutil.copytree(root / "demo-basics", root / "aa-copy")
+    copy = root / "aa-copy" / "set.yaml"
+    # Being made into a new set: one of its executable items already edited.
+    copy.write_text(copy.read_text().replace("What is the output?", "What does each rank print?"))
+    capsys.readouterr()
+    result = ranklab("validate", str(root))
+    assert result.returncode == 1
+    (refused,) = [line for line in result.stderr.splitlines() if "already taken" in line]
+    assert refused == (
+        f"{copy}:{line_of(copy, 'id: demo-basics')}:5: set id 'demo-basics' is already taken: "
+        f"{root / 'demo-basics' / 'set.yaml'} holds it too, and the proofs file holds proofs "
+        "of its content. This file is refused: give it another id"
+    )
+    assert "demo-basics/set.yaml:" not in result.stderr  # the original is not refused
 
 
 def loaded_files(monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -126,3 +126,15 @@ def test_a_name_that_is_not_an_id_is_refused(tmp_path, capsys, name):
     code, _out, err = new(capsys, tmp_path, "topic", name)
     assert code == 1 and "cannot be a topic id" in err
     assert not any(tmp_path.iterdir())
+
+
+def test_a_new_topic_opens_with_a_lesson_whose_examples_have_their_code(tmp_path, capsys):
+    """The lesson is the first thing learners see: `ranklab new topic` writes one."""
+    assert new(capsys, tmp_path, "topic", "demo")[0] == 0
+    (topic,) = loader.load_path(tmp_path).topics
+    lesson = topic.topic.lesson
+    assert lesson is not None and len(lesson.check) >= 2
+    examples = [example.id for _section, example in lesson.examples()]
+    assert examples == ["sum-two-ranks", "broadcast-from-rank-1"]
+    assert set(topic.lesson_code) == set(examples)
+    assert "dist.all_reduce" in topic.lesson_code["sum-two-ranks"]

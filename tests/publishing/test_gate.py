@@ -162,7 +162,8 @@ def test_a_verify_that_fails_the_live_version_is_never_shown_as_valid(staff, fol
     set_file.write_text(set_file.read_text().replace("    answer: A", "    answer: B"))
     staff.post("/staff/content/reload")
     draft = draft_of(staff, "runs/set.yaml")
-    staff.post("/staff/content/publish", {"kind": "set", "unit_id": "test-runs", "version": draft})
+    form = {"kind": "set", "unit_id": "test-runs", "version": draft, "confirm": "yes"}
+    staff.post("/staff/content/publish", form)
     staff.post("/staff/sets/test-runs/verify", headers={"HX-Request": "true"})
     job = app.state.verify_jobs.get(("test-runs", None))
     assert job is not None and job.wait(10)
@@ -248,22 +249,36 @@ def test_an_explicit_unproven_publish_shows_the_mark_to_learners(staff, learner,
     shutil.copytree(folder / "runs", runs)
     set_file = runs / "set.yaml"
     set_file.write_text(set_file.read_text().replace("id: test-runs", "id: more-runs"))
+    # A second question with nothing to run: nothing of it is unproven.
+    choice = NEW_SET.split("items:\n", 1)[1].replace("{{", "{").replace("}}", "}")
+    set_file.write_text(set_file.read_text() + choice)
     staff.post("/staff/content/reload")
     assert learner.get("/sets/more-runs").status_code == 404  # held: never verified
     row = content_row(staff, "more-runs/set.yaml")
     assert "v1 held</span>: not yet verified: `all-reduce`" in row
     draft = draft_of(staff, "more-runs/set.yaml")
     refused = staff.post(
-        "/staff/content/publish", {"kind": "set", "unit_id": "more-runs", "version": "0" * 64}
+        "/staff/content/publish",
+        {"kind": "set", "unit_id": "more-runs", "version": "0" * 64, "confirm": "yes"},
     )
     assert refused.status_code == 409
     form = {"kind": "set", "unit_id": "more-runs", "version": draft}
     assert staff.client.post("/staff/content/publish", data=form).status_code == 403  # no CSRF
     assert learner.post("/staff/content/publish", form).status_code in (401, 403)  # not staff
     assert learner.get("/sets/more-runs").status_code == 404
-    staff.post("/staff/content/publish", form)
+    unconfirmed = staff.post("/staff/content/publish", form)
+    assert unconfirmed.status_code == 400 and "tick the box" in unconfirmed.text
+    assert learner.get("/sets/more-runs").status_code == 404  # nothing published
+    assert 'name="confirm" value="yes" required' in row  # the box the form asks to tick
+    staff.post("/staff/content/publish", {**form, "confirm": "yes"})
     assert "unproven-mark" in learner.get("/sets/more-runs").text
     attempt = learner.start("more-runs")
-    assert "unproven-mark" in learner.get(f"{attempt}/q/1").text
+    first = learner.get(f"{attempt}/q/1").text
+    assert "unproven-mark" in first and "all_reduce" in first  # the unverified key
+    learner.answer(attempt, 1, "A")
+    learner.answer(attempt, 1, "B")  # out of tries: on to the next question
+    learner.next(attempt)
+    second = learner.get(f"{attempt}/q/2").text
+    assert "NEW-QUESTION-TITLE" in second and "unproven-mark" not in second
     assert "unproven-mark" not in learner.get("/sets/test-runs").text
     assert "unproven</strong>: published by teacher" in content_row(staff, "more-runs/set.yaml")

@@ -30,5 +30,7 @@ def test_a_scaffolded_topic_set_and_lab_pass_verify_on_real_ranks(tmp_path, exec
         "sum-of-three-ranks": "pass",
         "all-reduce": "pass",
         "proof sum-on-every-rank": "pass",
+        "lesson example sum-two-ranks": "pass",
+        "lesson example broadcast-from-rank-1": "pass",
     }, records
     assert summary["ok"]

@@ -1,0 +1,141 @@
+"""The course's rules (guessing, facts, cheat-sheet markers): exact odds for a guesser, and
+`ranklab validate` saying each broken rule at its file:line:col."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app import cli
+from app.challenges import course_rules
+from app.challenges.schema import ChallengeSet
+from tests.support.content import edit, line_of
+
+
+def choice(item_id: str, options: int, answer: str | list[str] = "A", **extra: object) -> dict:
+    return {
+        "id": item_id,
+        "kind": "choice",
+        "category": "Conceptual",
+        "difficulty": "beginner",
+        "title": "A question",
+        "prompt": "Which?",
+        "explanation": "Because.",
+        "options": [{"id": chr(65 + n), "text": f"option {n}"} for n in range(options)],
+        "answer": answer,
+        **extra,
+    }
+
+
+def numeric(item_id: str) -> dict:
+    return {
+        "id": item_id,
+        "kind": "numeric",
+        "category": "Metrics",
+        "difficulty": "beginner",
+        "title": "A number",
+        "prompt": "How many?",
+        "explanation": "Because.",
+        "answer": 4,
+    }
+
+
+def a_set(*items: dict) -> ChallengeSet:
+    return ChallengeSet.model_validate(
+        {
+            "id": "odds",
+            "title": "Odds",
+            "topic": "odds",
+            "own_topic": True,
+            "description": "A set.",
+            "badge": {"name": "Odds", "icon": "award"},
+            "items": list(items),
+        }
+    )
+
+
+def test_five_four_option_items_fall_to_guessing_once_in_1024_attempts():
+    chance = course_rules.badge_chance(a_set(*(choice(f"q{n}", 4) for n in range(5))))
+    assert chance == pytest.approx(1 / 4**5)
+
+
+def test_four_three_option_items_and_a_numeric_one_fall_to_guessing_too_often():
+    # The old scaffold's set: a numeric item counts as known, each 3-option one is 1 in 3.
+    items = [*(choice(f"q{n}", 3) for n in range(4)), numeric("n")]
+    assert course_rules.badge_chance(a_set(*items)) == pytest.approx(1 / 3**4)
+    assert course_rules.badge_chance(a_set(*items)) > course_rules.BADGE_CHANCE_LIMIT
+
+
+def test_a_pinned_key_is_known_to_a_guesser_and_a_multi_key_item_is_one_combination():
+    pinned = choice("pinned", 4)
+    pinned["options"][0]["pin"] = "last"
+    assert course_rules.item_odds(a_set(pinned).items[0]) == (1.0, 0.0)
+    two_keys = a_set(choice("two", 5, ["A", "B"], attempts=3)).items[0]
+    assert course_rules.item_odds(two_keys) == pytest.approx((1 / 10, 2 / 10))
+
+
+def test_ten_items_allow_one_second_try_for_the_badge():
+    # 90% of 10 at the first try: one item may be right at the second (2 tries, 4 options).
+    chance = course_rules.badge_chance(a_set(*(choice(f"q{n}", 4) for n in range(10))))
+    assert chance == pytest.approx((1 / 4) ** 10 + 10 * (1 / 4) ** 9 * (1 / 4))
+
+
+@pytest.fixture
+def course(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """A topic and a set written by `ranklab new`: they meet every rule as written."""
+    assert cli.main(["new", "topic", "demo", "--dir", str(tmp_path)]) == 0
+    assert cli.main(["new", "set", "demo-basics", "--topic", "demo", "--dir", str(tmp_path)]) == 0
+    assert cli.main(["validate", str(tmp_path)]) == 0
+    capsys.readouterr()
+    return tmp_path
+
+
+def validate(course: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    code = cli.main(["validate", str(course)])
+    return code, capsys.readouterr().err.splitlines()
+
+
+def test_validate_refuses_a_set_guessing_wins_at_its_id(course, capsys):
+    set_file = course / "demo-basics" / "set.yaml"
+    for option in ("      - id: D\n        text: The tensor", '      - id: D\n        text: "0"'):
+        text = set_file.read_text()
+        start = text.index(option)
+        end = text.index("    answer:", start)
+        set_file.write_text(text[:start] + text[end:])
+    code, errors = validate(course, capsys)
+    assert code == 1
+    assert errors == [
+        f"{set_file}:{line_of(set_file, 'id: demo-basics')}:5: guessing earns this set's badge "
+        "1.23% of the time (the limit is 1%): add items, options or keys to pick (several right "
+        "options), or unpin a pinned key"
+    ]
+
+
+def test_validate_refuses_an_item_or_card_without_a_fact_at_its_id(course, capsys):
+    set_file, topic_file = course / "demo-basics" / "set.yaml", course / "demo" / "topic.yaml"
+    edit(set_file, "    fact: demo-basics-world-size-counts-ranks\n", "")
+    edit(topic_file, "    fact: demo-gloo-cpu\n", "")
+    code, errors = validate(course, capsys)
+    assert code == 1
+    assert errors == [
+        f"{set_file}:{line_of(set_file, '- id: world-size')}:9: item 'world-size' names no "
+        "fact: add `fact: a-slug` for the one fact it asks, so no quiz, review or flashcard day "
+        "asks it twice",
+        f"{topic_file}:{line_of(topic_file, '- id: gloo-card')}:9: card 'gloo-card' names no "
+        "fact: add `fact: a-slug` for the one fact it asks, so no quiz, review or flashcard day "
+        "asks it twice",
+    ]
+
+
+def test_validate_refuses_a_cheat_sheet_line_with_no_marker_at_the_line(course, capsys):
+    sheet = course / "demo" / "cheatsheet.md"
+    edit(sheet, "\n```python", "- Ranks count from 0.\n\n```python")
+    code, errors = validate(course, capsys)
+    assert code == 1
+    assert errors == [
+        f"{sheet}:{line_of(sheet, 'Ranks count from 0.')}:1: this cheat-sheet line says "
+        "nothing of what it rests on: end it with <!-- proof: ID -->, <!-- source: "
+        "URL-or-torch-path torch=VERSION --> or, for a line that states no torch behaviour, "
+        "<!-- nofact -->"
+    ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,9 +64,7 @@ class _Stream:
 class StreamHub:
     """The streams this process follows, each read by one task, on the loop that made it.
 
-    `ends(fields)` says which entry is a stream's last: its task stops after handing it on;
-    `idle(client, key)`, if given, runs on the task's client whenever a read comes back empty
-    (a lab run's log looks at its driver's lease there: app.labs.live_redis)."""
+    `ends(fields)` says which entry is a stream's last: its task stops after handing it on."""
 
     url: str
     ends: Callable[[dict[str, str]], bool]
@@ -74,7 +72,6 @@ class StreamHub:
     total: int = READERS
     block_s: float = 2.0
     queue_size: int = QUEUE_SIZE
-    idle: Callable[[aredis.Redis, str], Awaitable[None]] | None = None
     streams: dict[str, _Stream] = field(default_factory=dict)
     reads: int = 0  # XREADs issued, all streams together: what the tests count
     active: int = 0  # readers between joining and leaving, catching up or following
@@ -209,8 +206,6 @@ class StreamHub:
             while True:
                 self.reads += 1
                 found: Any = await client.xread({key: cursor}, block=bus.block_ms(self.block_s))
-                if not found and self.idle is not None:
-                    await self.idle(client, key)
                 for _key, entries in found or []:
                     for entry_id, fields in entries:
                         cursor = entry_id

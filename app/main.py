@@ -180,13 +180,7 @@ def _live_runs(executor: ExecutorClient, engine: Any) -> LiveRuns:
     """Lab runs on Redis beside the job bus, so that every app process can follow and stop
     them; without a bus, in this process (the embedded executor serves one process)."""
     if isinstance(executor, RedisExecutorClient):
-        cut_off = partial(lab_routes.record_cut_off, engine)
-        return RedisLiveRuns(
-            executor.url,
-            cut_off,
-            readers_per_run=executor.readers_per_run,
-            readers=executor.readers,
-        )
+        return RedisLiveRuns(executor.url, partial(lab_routes.record_cut_off, engine))
     return MemoryLiveRuns()
 
 

@@ -18,9 +18,7 @@ import redis
 import redis.asyncio as aredis
 
 from app.bus_client import RedisExecutorClient
-from app.errors import TooManyRequests, Unavailable
 from app.fanout import SHORT_CONNECTIONS, TooManyReaders
-from app.labs.live_redis import RedisLiveRuns, alive_key, append, run_key
 from executor import bus
 from executor.contract import RankResult, RunResult, RunStatus
 from tests.support.learner import Learner
@@ -186,103 +184,5 @@ def test_tabs_past_the_configured_caps_get_429_then_503_over_http(
                 crowded_process = http.get(f"/runs/{runs[2]}/events")
                 assert crowded_process.status_code == 503 and "3 readers" in crowded_process.text
     finally:
-        executor.client.close()  # its pooled connection (it asked whether each run is known)
         admin.flushdb()
         admin.close()
-
-
-LAB_RUN, LEARNER = 9, 4
-
-
-def test_many_readers_of_one_lab_run_share_one_read_and_one_cut_off(redis_url: str) -> None:
-    """The same attack on a lab run's log (app.labs.live_redis): each reader held a connection
-    in an XREAD loop, and each looked at the driver's lease and cut the run off itself."""
-    url = _url(redis_url)
-    cut_offs: list[tuple[int, str]] = []
-    texts = [f"line {n}\n" for n in range(40)]
-
-    def record_cut_off(run_id: int, status: str) -> bool:
-        cut_offs.append((run_id, status))
-        return True
-
-    async def main() -> tuple[list[list[Any]], list[dict[str, Any]], list[Any]]:
-        admin = aredis.Redis.from_url(url, decode_responses=True)
-        await admin.flushdb()
-        # A run as its driving process leaves it on Redis: its owner, its lease, its log.
-        await admin.hset(run_key(LAB_RUN), mapping={"user": str(LEARNER), "worker": "gone"})
-        await admin.set(alive_key(LAB_RUN), "gone")
-        following = RedisLiveRuns(url, record_cut_off, read_block_s=0.2)
-        try:
-            got: list[list[Any]] = [[] for _ in range(READERS)]
-
-            async def read(n: int) -> None:
-                frames = await following.follow(LAB_RUN, LEARNER, -1)
-                assert frames is not None
-                async with contextlib.aclosing(frames):
-                    async for index, name, payload in frames:
-                        got[n].append((index, name, payload.get("text")))
-
-            tasks = [asyncio.create_task(read(n)) for n in range(READERS)]
-            for text in texts:
-                output = {"rank": 0, "stream": "stdout", "text": text}
-                assert await append(admin, LAB_RUN, [("output", output)])
-            while not all(len(seen) == len(texts) for seen in got):
-                await asyncio.sleep(0.01)
-            clients = await _connections(admin)
-            await admin.delete(alive_key(LAB_RUN))  # the driving process died
-            await asyncio.wait_for(asyncio.gather(*tasks), 60)
-            return got, clients, await _connections(admin)
-        finally:
-            await admin.flushdb()
-            await admin.aclose()
-
-    got, clients, left = asyncio.run(asyncio.wait_for(main(), 120))
-    reading = [c for c in clients if c["cmd"] == "xread"]
-    assert len(reading) <= 1, clients  # one XREAD for the run, not one per reader
-    expected = [*(("output", text) for text in texts), ("unavailable", None), ("checks", None)]
-    for reader in got:
-        assert [(name, text) for _index, name, text in reader] == [*expected, ("end", None)]
-    assert cut_offs == [(LAB_RUN, "unavailable")]  # cut off once, by the run's one read
-    assert left == [], [(c["cmd"], c["age"]) for c in left]
-
-
-def test_lab_run_readers_past_the_caps_are_refused(redis_url: str) -> None:
-    url = _url(redis_url)
-    following = RedisLiveRuns(url, lambda _run, _status: True, readers_per_run=2, readers=3)
-    runs = (LAB_RUN, LAB_RUN + 1, LAB_RUN + 2)
-
-    async def main() -> tuple[TooManyRequests, Unavailable]:
-        admin = aredis.Redis.from_url(url, decode_responses=True)
-        await admin.flushdb()
-        try:
-            for run in runs:  # runs in progress, their drivers alive, nothing printed yet
-                await admin.hset(run_key(run), mapping={"user": str(LEARNER), "worker": "w"})
-                await admin.set(alive_key(run), "w")
-
-            async def read(run: int) -> None:
-                frames = await following.follow(run, LEARNER, -1)
-                assert frames is not None
-                async for _frame in frames:
-                    pass
-
-            tasks = [asyncio.create_task(read(run)) for run in (runs[0], runs[0], runs[1])]
-            while following.hub.readers() < 3:
-                for task in tasks:
-                    if task.done():
-                        task.result()  # a reader that ended early says why
-                await asyncio.sleep(0.01)
-            with pytest.raises(TooManyRequests) as crowded_run:
-                await following.follow(runs[0], LEARNER, -1)
-            with pytest.raises(Unavailable) as crowded_process:
-                await following.follow(runs[2], LEARNER, -1)
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            return crowded_run.value, crowded_process.value
-        finally:
-            await admin.flushdb()
-            await admin.aclose()
-
-    crowded_run, crowded_process = asyncio.run(asyncio.wait_for(main(), 60))
-    assert crowded_run.status_code == 429 and "2 readers" in crowded_run.message
-    assert crowded_process.status_code == 503 and "3 readers" in crowded_process.message

@@ -191,18 +191,6 @@ class Settings(BaseSettings):
         ge=1,
         description="Runs that may wait in a pool's queue before a new one is refused as busy.",
     )
-    sse_readers_per_run: int = Field(
-        default=100,
-        ge=1,
-        description="SSE readers one app process serves of one bus run (browser tabs following "
-        "it); one more gets 429. They share one Redis read of the run (app.fanout).",
-    )
-    sse_readers: int = Field(
-        default=2000,
-        ge=1,
-        description="SSE readers of bus runs one app process serves, all runs together; one "
-        "more gets 503.",
-    )
     executor_token: str | None = Field(
         default=None,
         description="The executor's shared secret (RANKLAB_EXECUTOR_TOKEN, the same variable "

@@ -159,11 +159,7 @@ def _executor_client(settings: Settings) -> ExecutorClient:
     """The job bus when RANKLAB_QUEUE_URL is set, else one executor over HTTP (or none)."""
     if settings.queue_url:
         client = RedisExecutorClient(
-            settings.queue_url,
-            settings.executor_timeout_s,
-            settings.queue_limit,
-            readers_per_run=settings.sse_readers_per_run,
-            readers=settings.sse_readers,
+            settings.queue_url, settings.executor_timeout_s, settings.queue_limit
         )
         if settings.queue_url not in _queue_collectors:  # one per bus: its series are unique
             _queue_collectors[settings.queue_url] = QueueCollector(client)

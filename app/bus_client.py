@@ -243,7 +243,9 @@ class RedisExecutorClient:
         SSE readers (made on the running event loop: its connections belong to it)."""
         loop = asyncio.get_running_loop()
         if self._hub is None or self._hub_loop is not loop:
-            self._hub = StreamHub(self.url, _is_result, self.readers_per_run, self.readers)
+            self._hub = StreamHub(
+                self._async_client, _is_result, self.readers_per_run, self.readers
+            )
             self._hub_loop = loop
         return self._hub
 

@@ -31,7 +31,6 @@ QUEUE_SIZE = 256  # entries a reader may lag behind before it re-reads them from
 PAGE = 200  # entries per catch-up read
 READERS_PER_STREAM = 100
 READERS = 2000
-SHORT_CONNECTIONS = 4  # for readers catching up: however many readers, no more connections
 
 
 class TooManyReaders(Exception):
@@ -66,7 +65,7 @@ class StreamHub:
 
     `ends(fields)` says which entry is a stream's last: its task stops after handing it on."""
 
-    url: str
+    connect: Callable[[], aredis.Redis]
     ends: Callable[[dict[str, str]], bool]
     per_stream: int = READERS_PER_STREAM
     total: int = READERS
@@ -76,22 +75,14 @@ class StreamHub:
     reads: int = 0  # XREADs issued, all streams together: what the tests count
     active: int = 0  # readers between joining and leaving, catching up or following
     _client: aredis.Redis | None = field(default=None, repr=False)
-    _reading: aredis.Redis | None = field(default=None, repr=False)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
 
     @property
     def client(self) -> aredis.Redis:
-        """The readers' client for short reads: SHORT_CONNECTIONS connections, shared."""
+        """The connections of this hub (one per followed stream, a few for short reads)."""
         if self._client is None:
-            self._client = bus.aconnect_few(self.url, SHORT_CONNECTIONS)
+            self._client = self.connect()
         return self._client
-
-    @property
-    def reading(self) -> aredis.Redis:
-        """The streams' tasks' client: one connection per stream followed (XREAD blocks it)."""
-        if self._reading is None:
-            self._reading = bus.aconnect(self.url)
-        return self._reading
 
     def readers(self) -> int:
         """Readers following a stream now, all streams together."""
@@ -175,7 +166,7 @@ class StreamHub:
         if stream is None:
             stream = self.streams[key] = _Stream()
             stream.task = asyncio.get_running_loop().create_task(
-                self._read(self.reading, key, stream), name=f"follow {key}"
+                self._read(self.client, key, stream), name=f"follow {key}"
             )
             self._tasks.add(stream.task)
             stream.task.add_done_callback(self._tasks.discard)
@@ -223,15 +214,13 @@ class StreamHub:
     async def _shut(self) -> None:
         """Let the streams' tasks finish (each was cancelled or has ended) and close the
         connections; a reader joining meanwhile gets new ones."""
-        clients = [self._client, self._reading]
-        self._client = self._reading = None
+        client, self._client = self._client, None
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        for client in clients:
-            if client is not None:
-                await client.aclose()
+        if client is not None:
+            await client.aclose()
 
 
 def _offer(reader: _Reader, item: Entry | str) -> None:

@@ -81,14 +81,6 @@ def aconnect(url: str) -> aredis.Redis:
     return aredis.Redis.from_url(url, decode_responses=True, **_TIMEOUTS)
 
 
-def aconnect_few(url: str, connections: int) -> aredis.Redis:
-    """`aconnect` holding at most `connections` connections: a caller past them waits its turn."""
-    pool = aredis.BlockingConnectionPool.from_url(
-        url, max_connections=connections, timeout=None, decode_responses=True, **_TIMEOUTS
-    )
-    return aredis.Redis.from_pool(pool)
-
-
 _TIMEOUTS: dict[str, Any] = {
     "socket_timeout": SOCKET_TIMEOUT_S,
     "socket_connect_timeout": CONNECT_TIMEOUT_S,

@@ -6,7 +6,6 @@ on CPU and GPU hosts run what is submitted (see executor/bus.py for the keys).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import secrets
@@ -24,7 +23,6 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from app import obs
 from app.executor_client import RunEvent
-from app.fanout import READERS, READERS_PER_STREAM, StreamHub
 from executor import bus
 from executor.contract import ExecutorUnavailable, OutputEvent, RunRequest, RunResult
 
@@ -67,11 +65,7 @@ class RedisExecutorClient:
     url: str
     timeout_s: float = 60.0  # beyond the run's own limit: queueing, reclaiming, forking
     queue_limit: int = 100  # runs waiting in a pool before submit answers busy
-    readers_per_run: int = READERS_PER_STREAM  # SSE readers of one run in this process
-    readers: int = READERS  # SSE readers of bus runs in this process, all runs together
     _client: redis.Redis | None = field(default=None, init=False, repr=False)
-    _hub: StreamHub | None = field(default=None, init=False, repr=False)
-    _hub_loop: asyncio.AbstractEventLoop | None = field(default=None, init=False, repr=False)
 
     @property
     def client(self) -> redis.Redis:
@@ -237,80 +231,42 @@ class RedisExecutorClient:
         finally:
             await client.aclose()
 
-    @property
-    def hub(self) -> StreamHub:
-        """The runs' output streams this process follows, one XREAD loop per run for all its
-        SSE readers (made on the running event loop: its connections belong to it)."""
-        loop = asyncio.get_running_loop()
-        if self._hub is None or self._hub_loop is not loop:
-            self._hub = StreamHub(
-                self._async_client, _is_result, self.readers_per_run, self.readers
-            )
-            self._hub_loop = loop
-        return self._hub
-
-    def admit(self, run_id: str) -> None:
-        """Raise TooManyReaders when one more reader of the run would pass a cap."""
-        self.hub.admit(bus.events_key(run_id))
-
     async def events(
         self, run_id: str, after: str | None = None
     ) -> AsyncGenerator[tuple[str, str, dict[str, Any]], None]:
         """A run's events as (stream id, name, payload) from just after `after` (a Last-Event-ID),
         to the result: `output` per chunk, `restart` when a newer attempt begins (clear what was
-        shown), `result` last. Raises ExecutorUnavailable for an unknown or expired run, and
-        TooManyReaders past the readers' caps (see `admit`)."""
-        hub = self.hub
-        async with hub.using() as client:  # one client for this reader's few short reads
-            events = self._events(client, hub, run_id, after)
-            async with contextlib.aclosing(events):
-                async for event in events:
-                    yield event
-
-    async def _events(
-        self, client: aredis.Redis, hub: StreamHub, run_id: str, after: str | None
-    ) -> AsyncGenerator[tuple[str, str, dict[str, Any]], None]:
-        key = bus.events_key(run_id)
+        shown), `result` last. Raises ExecutorUnavailable for an unknown or expired run."""
+        client = self._async_client()
         try:
-            known = await client.exists(*bus.run_keys(run_id))
-            earlier: Any = []
-            if after:  # the attempt the reader was following, so a stale one stays hidden
-                earlier = await client.xrevrange(key, max=after, count=1)
-        except redis.RedisError as error:
-            raise ExecutorUnavailable(f"the run queue is unreachable: {error}") from error
-        if not known:
-            raise ExecutorUnavailable("no such run, or its output has expired")
-        deadline = time.monotonic() + self.timeout_s + bus.EVENTS_TTL_S
-        follower = bus.Follower()
-        if after:
-            for event in _decode([(None, earlier)]):
-                if follower.take(event) == "result":
-                    return  # the reader has seen the end already
-        entries = hub.follow(key, after or "0-0", deadline)
-        shown = 0  # output events passed on: an agent of an older release does not cap them
-        try:
-            async with contextlib.aclosing(entries):
-                async for entry_id, fields in entries:
-                    event = bus.decode_event(entry_id, fields)
-                    verdict = _shown(follower, event)
-                    if verdict == "restart":
-                        shown = 0
-                        yield event.id, "restart", {"attempt": event.attempt}
-                    elif isinstance(verdict, OutputEvent):
-                        shown += 1
-                        if shown <= bus.MAX_OUTPUT_EVENTS:
-                            yield event.id, "output", verdict.model_dump(mode="json")
-                    elif verdict == "result":
-                        raw = await client.get(bus.result_key(run_id))
-                        if raw is None:
-                            raise ExecutorUnavailable("the run's result has expired")
-                        result = RunResult.model_validate_json(raw)
-                        yield event.id, "result", result.model_dump(mode="json")
-                        return
-        except redis.RedisError as error:
-            raise ExecutorUnavailable(f"the run queue is unreachable: {error}") from error
-        except TimeoutError as error:
-            raise ExecutorUnavailable("no executor host finished the run in time") from error
+            try:
+                known = await client.exists(*bus.run_keys(run_id))
+                earlier: Any = []
+                if after:  # the attempt the reader was following, so a stale one stays hidden
+                    earlier = await client.xrevrange(bus.events_key(run_id), max=after, count=1)
+            except redis.RedisError as error:
+                raise ExecutorUnavailable(f"the run queue is unreachable: {error}") from error
+            if not known:
+                raise ExecutorUnavailable("no such run, or its output has expired")
+            deadline = time.monotonic() + self.timeout_s + bus.EVENTS_TTL_S
+            follower = bus.Follower()
+            start = after or "0-0"
+            if after:
+                for event in _decode([(None, earlier)]):
+                    if follower.take(event) == "result":
+                        return  # the reader has seen the end already
+            following = self._follow(client, run_id, start, deadline, follower)
+            async with contextlib.aclosing(following):
+                async for found in following:
+                    if isinstance(found, bus.BusEvent):
+                        yield found.id, "restart", {"attempt": found.attempt}
+                    elif isinstance(found, OutputEvent):
+                        yield follower.last_id, "output", found.model_dump(mode="json")
+                    else:
+                        yield follower.last_id, "result", found.model_dump(mode="json")
+        finally:
+            with anyio.CancelScope(shield=True):  # a reader that hung up still frees it
+                await client.aclose()
 
     async def _follow(
         self,
@@ -346,10 +302,6 @@ class RedisExecutorClient:
                         raise ExecutorUnavailable("the run's result has expired")
                     yield RunResult.model_validate_json(raw)
                     return
-
-
-def _is_result(fields: dict[str, str]) -> bool:
-    return fields.get("kind") == "result"  # a run's stream ends with its result
 
 
 def _block_ms(deadline: float) -> int:

@@ -139,8 +139,8 @@ def test_parallel_submissions_never_use_more_attempts_than_allowed(learner, data
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         statuses = list(pool.map(submit, range(12)))
-    assert statuses.count(303) == 2
-    assert all(status == 409 for status in statuses if status != 303)
+    assert statuses.count(303) == 2, statuses
+    assert all(status == 409 for status in statuses if status != 303), statuses
     engine = make_engine(database_url)
     with Session(engine) as session:
         row = session.exec(select(ItemAttempt).where(ItemAttempt.position == 0)).one()

@@ -40,6 +40,7 @@ from __future__ import annotations
 import ast
 import io
 import os
+import threading
 import tokenize
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -89,12 +90,19 @@ def refusal(request: Mapping[str, Any], backend: str) -> str | None:
     return f"the snippet says {word!r}: it may end a wait by itself" if word else None
 
 
+# Python 3.11 keeps the AST constructor's recursion depth in state shared by every thread, and
+# verify checks its proofs on a pool of threads: two ast.parse calls at once failed one with
+# "SystemError: AST constructor recursion depth mismatch" (CPython gh-106905). One at a time.
+_PARSING = threading.Lock()
+
+
 def refusing_word(code: str) -> str | None:
     """What in the snippet makes the executor decline to look: the first REFUSING_WORDS found
     in its names and strings (comments aside), or a call that may carry a deadline unseen."""
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
-        tree = ast.parse(code)
+        with _PARSING:
+            tree = ast.parse(code)
     except (tokenize.TokenError, SyntaxError, ValueError):
         return "an untokenizable snippet"
     return _word_in(tokens) or _hidden_deadline(tree)

@@ -20,6 +20,11 @@ from app.deps import AdminUser, CatalogDep, RowId, SessionDep, SlugId
 router = APIRouter(prefix="/admin")
 
 FINISHED_ONLY = "Statistics count finished attempts only; unfinished attempts appear in the counts."
+MISCONCEPTION_WORDS = (
+    "A misconception is picked first when a learner's first answer to an item (the try the "
+    "score rewards) chooses a distractor that stands for it. Share: those first picks out of "
+    "every first pick on the items exposing it (finished attempts, every content version)."
+)
 
 
 def _one_decimal(value: float | None) -> float | None:
@@ -42,7 +47,12 @@ def _page(request: Request, template: str, context: dict[str, object]) -> HTMLRe
     response: HTMLResponse = request.app.state.templates.TemplateResponse(
         request,
         template,
-        {"finished_only": FINISHED_ONLY, "score_words": attempt_rules.SCORE_IN_WORDS, **context},
+        {
+            "finished_only": FINISHED_ONLY,
+            "score_words": attempt_rules.SCORE_IN_WORDS,
+            "misconception_words": MISCONCEPTION_WORDS,
+            **context,
+        },
     )
     return response
 
@@ -123,8 +133,16 @@ def set_report(
             "item_groups": item_groups,
             "index_chart": index_chart,
             "time_chart": time_chart,
+            "misconceptions": analytics.misconception_rows(session, catalog, set_id),
         },
     )
+
+
+@router.get("/misconceptions", response_class=HTMLResponse)
+def misconceptions(request: Request, _admin: AdminUser, session: SessionDep, catalog: CatalogDep):
+    """Show every misconception the sets name: how often learners picked it first, and where."""
+    rows = analytics.misconception_rows(session, catalog)
+    return _page(request, "admin/misconceptions.html", {"rows": rows})
 
 
 @router.get("/learners", response_class=HTMLResponse)

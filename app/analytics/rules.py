@@ -263,3 +263,57 @@ def daily_activity(
         DayActivity(day, started.get(day, 0), completed.get(day, 0), badges.get(day, 0))
         for day in span
     ]
+
+
+@dataclass(frozen=True)
+class ItemFirstPicks:
+    """One item's first picks, as the misconception dashboard counts them."""
+
+    set_id: str
+    item_id: str
+    title: str
+    exposes: frozenset[str]  # the misconceptions its distractors stand for
+    first_picks: int  # first answers given to it (in finished attempts)
+    shown: Mapping[str, int] = field(default_factory=dict)  # misconception -> picks showing it
+
+
+@dataclass(frozen=True)
+class MisconceptionRow:
+    """One misconception on the dashboard: how often it was picked first, and where."""
+
+    id: str
+    belief: str
+    picked_first: int  # first picks that chose a distractor standing for it
+    first_picks: int  # every first pick on the items exposing it
+    items: tuple[tuple[str, str, str], ...]  # (set id, item id, title) of each item exposing it
+
+    @property
+    def share(self) -> float | None:
+        """Its first picks as a percentage of the first picks on the items exposing it."""
+        return 100 * self.picked_first / self.first_picks if self.first_picks else None
+
+
+def misconception_rows(
+    items: Iterable[ItemFirstPicks], beliefs: Mapping[str, str]
+) -> list[MisconceptionRow]:
+    """Add up each misconception over the items exposing it (one item's versions pooled), most
+    picked first; a misconception the catalogue no longer has keeps its id as its belief."""
+    picked: dict[str, int] = {}
+    picks: dict[str, int] = {}
+    where: dict[str, dict[tuple[str, str], str]] = {}
+    for item in items:
+        for name in item.exposes:
+            picked[name] = picked.get(name, 0) + item.shown.get(name, 0)
+            picks[name] = picks.get(name, 0) + item.first_picks
+            where.setdefault(name, {}).setdefault((item.set_id, item.item_id), item.title)
+    rows = [
+        MisconceptionRow(
+            name,
+            beliefs.get(name, name),
+            picked[name],
+            picks[name],
+            tuple((set_id, item_id, title) for (set_id, item_id), title in where[name].items()),
+        )
+        for name in picked
+    ]
+    return sorted(rows, key=lambda row: (-row.picked_first, -(row.share or 0.0), row.id))

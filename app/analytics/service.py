@@ -517,3 +517,63 @@ def set_title(session: Session, catalog: Catalog, set_id: str) -> str:
         .limit(1)
     )
     return str(session.exec(statement).one())
+
+
+def first_pick_counts(session: Session, set_id: str | None = None) -> dict[ItemKey, dict[str, int]]:
+    """How often each answer was an item's first pick (its first submission), per item and
+    content version, in finished attempts."""
+    statement = (
+        select_columns(
+            col(SetAttempt.set_id),
+            VERSION,
+            col(ItemAttempt.item_id),
+            col(Submission.answer),
+            func.count(),
+        )
+        .join(ItemAttempt, col(ItemAttempt.id) == col(Submission.item_attempt_id))
+        .join(SetAttempt, col(SetAttempt.id) == col(ItemAttempt.set_attempt_id))
+        .where(FINISHED, col(Submission.number) == 1)
+        .group_by(col(SetAttempt.set_id), VERSION, col(ItemAttempt.item_id), col(Submission.answer))
+    )
+    if set_id is not None:
+        statement = statement.where(col(SetAttempt.set_id) == set_id)
+    counts: dict[ItemKey, dict[str, int]] = defaultdict(dict)
+    for row_set, version, item_id, answer, count in session.execute(statement):
+        counts[(row_set, version, item_id)][answer] = int(count)
+    return counts
+
+
+def misconception_rows(
+    session: Session, catalog: Catalog, set_id: str | None = None
+) -> list[rules.MisconceptionRow]:
+    """Each misconception of the served sets (or one set) with how often the learners' first
+    picks showed it, judged by the rule their results pages use, and the items exposing it."""
+    counts = first_pick_counts(session, set_id)
+    served = [catalog.get(set_id)] if set_id is not None else list(catalog.ordered())
+    for loaded in served:  # items no one has answered yet still expose their misconceptions
+        if loaded is not None:
+            version = catalog.version_of("set", loaded.challenge_set.id)
+            for item in loaded.challenge_set.items:
+                counts.setdefault((loaded.challenge_set.id, version, item.id), {})
+    records = []
+    for (row_set, version, item_id), answers in counts.items():
+        as_taken = catalog.get(row_set, version) if version is not None else catalog.get(row_set)
+        taken = as_taken.challenge_set.item(item_id) if as_taken else None
+        exposes = frozenset(
+            option.misconception
+            for option in getattr(taken, "options", [])
+            if option.misconception is not None
+        )
+        if taken is None or not exposes:
+            continue
+        shown: dict[str, int] = defaultdict(int)
+        for answer, count in answers.items():
+            for name in set(attempt_rules.first_pick_misconceptions(taken, answer)):
+                shown[name] += count
+        records.append(
+            rules.ItemFirstPicks(
+                row_set, item_id, taken.title, exposes, sum(answers.values()), dict(shown)
+            )
+        )
+    beliefs = {name: entry.belief for name, entry in catalog.misconceptions.items()}
+    return rules.misconception_rows(records, beliefs)

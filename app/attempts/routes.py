@@ -468,16 +468,20 @@ async def results(
 ) -> Response:
     """Score, first tries, time used, a review of every question, and the badge if earned."""
     assert user.id is not None
-    attempt, rows = await run_reads(
-        session, attempts.attempt_with_items, session, attempt_id, user.id
+    attempt, rows, firsts = await run_reads(
+        session, attempts.attempt_for_results, session, attempt_id, user.id
     )
     if not attempt.finished:
         return _redirect(f"/attempts/{attempt.id}")
     reviews = []
+    picked: dict[str, list[tuple[int, str]]] = {}  # misconception id -> (position, title)
     for row in rows:
         found = catalog.item(attempt.set_id, row.item_id, attempt.content_version)
         view = None
         if found is not None:
+            assert row.id is not None
+            for name in rules.first_pick_misconceptions(found[1], firsts.get(row.id)):
+                picked.setdefault(name, []).append((row.position + 1, found[1].title))
             view = rules.public_question(
                 found[1],
                 row.status,
@@ -517,5 +521,27 @@ async def results(
             "elapsed": (attempt.finished_at - attempt.started_at).total_seconds(),
             "score": rules.score((row.status, row.attempts_used) for row in rows),
             "suggestion": suggestion,
+            "misconceptions": _shown_misconceptions(catalog, picked),
         },
     )
+
+
+def _shown_misconceptions(
+    catalog: Catalog, picked: dict[str, list[tuple[int, str]]]
+) -> list[dict[str, object]]:
+    """The misconceptions the learner's first picks showed, each with its questions and what
+    corrects it (an id the catalogue no longer has is left out: there is nothing to link)."""
+    shown: list[dict[str, object]] = []
+    for name, questions in picked.items():
+        entry = catalog.misconceptions.get(name)
+        if entry is not None:
+            shown.append(
+                {
+                    "id": name,
+                    "belief": entry.belief,
+                    "href": entry.corrected_by.href,
+                    "label": catalog.correction_label(entry),
+                    "questions": questions,
+                }
+            )
+    return shown

@@ -166,6 +166,19 @@ def score(results: Iterable[tuple[ItemStatus, int]]) -> Score:
     )
 
 
+def first_pick_misconceptions(item: ItemBase, first_answer: str | None) -> list[str]:
+    """The misconceptions a first pick shows: the ids named by the distractors it chose, in
+    option order (a key names none). The first pick is the first try the score rewards."""
+    if not first_answer:
+        return []
+    chosen = set(first_answer.split(","))
+    return [
+        option.misconception
+        for option in getattr(item, "options", [])
+        if option.id in chosen and option.misconception is not None
+    ]
+
+
 def attempt_seed(secret: str, attempt_id: int | None, user_id: int) -> str:
     """The order seed of a timed attempt: its own, so each attempt (and learner) gets its own
     order, and a reload or a resume the same one."""

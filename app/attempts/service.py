@@ -249,6 +249,24 @@ def attempt_with_items(
     return attempt_for_user(session, attempt_id, user_id), items_of(session, attempt_id)
 
 
+def first_answers(session: Session, attempt_id: int) -> dict[int, str]:
+    """Each question's first answer, by item attempt id: the pick a first try was judged on."""
+    statement = (
+        select(col(Submission.item_attempt_id), col(Submission.answer))
+        .join(ItemAttempt, col(ItemAttempt.id) == col(Submission.item_attempt_id))
+        .where(col(ItemAttempt.set_attempt_id) == attempt_id, col(Submission.number) == 1)
+    )
+    return {int(row_id): answer for row_id, answer in session.exec(statement)}
+
+
+def attempt_for_results(
+    session: Session, attempt_id: int, user_id: int
+) -> tuple[SetAttempt, list[ItemAttempt], dict[int, str]]:
+    """One of this user's attempts with its questions in order and their first answers, or 404."""
+    attempt, rows = attempt_with_items(session, attempt_id, user_id)
+    return attempt, rows, first_answers(session, attempt_id)
+
+
 def items_of(session: Session, attempt_id: int) -> list[ItemAttempt]:
     """Load every item attempt of an attempt, in order."""
     statement = (

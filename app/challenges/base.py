@@ -260,6 +260,17 @@ class Option(Strict):
         default=None,
         description="For executable items: what running the snippet shows if this option is true.",
     )
+    # Left out of dumps (exclude), as `pin` is: the belief a distractor stands for changes no
+    # run, so tagging one keeps its item's content hash and verify's record of it as they
+    # were. A set's version keeps its tags beside the dump (app.publishing.versions).
+    misconception: str | None = Field(
+        default=None,
+        pattern=SLUG,
+        max_length=100,
+        exclude=True,
+        description="For a distractor: the id of the wrong belief it stands for, from the "
+        "course's misconceptions.yaml; results and dashboards name it, not the option.",
+    )
     # Left out of dumps (exclude): where an option is shown changes no proof, so pinning one
     # keeps its item's content hash, and verify's record of it, as they were.
     pin: Literal["first", "last"] | None = Field(
@@ -341,6 +352,11 @@ class ChoiceBase(ItemBase):
         if sum(option.pin is None for option in self.options) < 2:
             raise ValueError(
                 "pin at most all but two options: the rest are shuffled for each learner"
+            )
+        tagged = sorted(o.id for o in self.options if o.id in self.answer_ids and o.misconception)
+        if tagged:
+            raise ValueError(
+                f"a key stands for no misconception: drop `misconception:` from {tagged}"
             )
         if len(self.answer_ids) == len(ids):
             raise ValueError("every option is a key: ticking them all would win; add a distractor")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from app.challenges import cheatsheet
 from app.challenges.loader import LoadedLab, LoadedSet, LoadedTopic, LoadError, load_path
+from app.challenges.misconceptions import Misconception
 from app.challenges.schema import ChallengeSet, ItemBase
 from app.kinds import kind_of
 
@@ -177,6 +178,7 @@ class _Contents:
     labs: dict[str, LoadedLab] = field(default_factory=dict)
     hashes: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, id) -> version
     unproven: frozenset[tuple[str, str]] = frozenset()  # (kind, id) published unproven
+    misconceptions: dict[str, Misconception] = field(default_factory=dict)  # as the files say
 
     def unit(self, kind: str, unit_id: str) -> LoadedSet | LoadedTopic | LoadedLab | None:
         """The unit served under (kind, id)."""
@@ -197,6 +199,7 @@ class _Contents:
         loaded_labs: list[LoadedLab] | None = None,
         hashes: dict[tuple[str, str], str] | None = None,
         unproven: frozenset[tuple[str, str]] = frozenset(),
+        misconceptions: dict[str, Misconception] | None = None,
     ) -> _Contents:
         ordered = tuple(sorted(sets, key=lambda loaded: loaded.challenge_set.title))
         facts = tuple(SetFacts.of(loaded.challenge_set) for loaded in ordered)
@@ -207,6 +210,7 @@ class _Contents:
             for entry in (*topic.practice, *topic.explain, *topic.cards)
         }
         return cls(
+            misconceptions=misconceptions or {},
             hashes=hashes or {},
             unproven=unproven,
             labs={loaded.lab.id: loaded for loaded in loaded_labs or []},
@@ -295,7 +299,7 @@ class Catalog:
             self._keep_past(old)
             self._contents = _Contents.of(
                 served.sets, report.errors, report.files, served.topics, served.labs,
-                served.hashes, frozenset(served.unproven),
+                served.hashes, frozenset(served.unproven), report.misconceptions,
             )  # fmt: skip
             self._mark = mark
         return True
@@ -308,8 +312,9 @@ class Catalog:
             report = load_path(self.root, display_root=self.root.parent, live=live)
             if publisher is None:
                 self._contents = _Contents.of(
-                    report.sets, report.errors, report.files, report.topics, report.labs
-                )
+                    report.sets, report.errors, report.files, report.topics, report.labs,
+                    misconceptions=report.misconceptions,
+                )  # fmt: skip
                 return
             served = publisher.publish(report)
             self._mark = publisher.mark()
@@ -318,7 +323,7 @@ class Catalog:
             self._keep_past(self._contents)
             self._contents = _Contents.of(
                 served.sets, report.errors, report.files, served.topics, served.labs,
-                served.hashes, frozenset(served.unproven),
+                served.hashes, frozenset(served.unproven), report.misconceptions,
             )  # fmt: skip
 
     def _keep_past(self, old: _Contents) -> None:
@@ -434,6 +439,25 @@ class Catalog:
     def sets(self) -> dict[str, LoadedSet]:
         """The valid sets by stable id."""
         return self._contents.sets
+
+    @property
+    def misconceptions(self) -> dict[str, Misconception]:
+        """The course's misconception catalogue by id (as its file now says)."""
+        return self._contents.misconceptions
+
+    def correction_label(self, entry: Misconception) -> str:
+        """What corrects a misconception, in the learner's words: "Lesson: <section title>",
+        "Flashcards: <topic>" or "Cheat sheet: <topic>"."""
+        target = entry.corrected_by
+        topic = self.topic(target.topic)
+        title = topic.title if topic else target.topic
+        lesson = topic.loaded_topic.topic.lesson if topic and topic.loaded_topic else None
+        if target.section is not None:
+            sections = {one.id: one.title for one in lesson.sections} if lesson else {}
+            return f"Lesson ({title}): {sections.get(target.section, target.section)}"
+        if target.card is not None:
+            return f"Flashcards: {title}"
+        return f"Cheat sheet: {title}"
 
     @property
     def errors(self) -> list[LoadError]:

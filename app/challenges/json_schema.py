@@ -1,5 +1,6 @@
 """Generate the JSON Schemas that editors use to complete and check challenge YAML: one for
-challenge sets, and beside it one for topic files (topic.yaml) and one for labs (lab.yaml)."""
+challenge sets, and beside it one for topic files (topic.yaml), one for labs (lab.yaml) and one
+for the misconception catalogue (misconceptions.yaml)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from app.challenges.misconceptions import Catalogue
 from app.challenges.schema import ChallengeSet, Topic
 from app.labs.schema import Lab
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "challenges" / "challenge-set.schema.json"
 TOPIC_SCHEMA_NAME = "topic.schema.json"
 LAB_SCHEMA_NAME = "lab.schema.json"
+MISCONCEPTIONS_SCHEMA_NAME = "misconceptions.schema.json"
 
 
 def render(model: type[BaseModel] = ChallengeSet, name: str = SCHEMA_PATH.name) -> str:
@@ -31,6 +34,7 @@ def rendered(path: Path = SCHEMA_PATH) -> dict[Path, str]:
         path: render(),
         path.with_name(TOPIC_SCHEMA_NAME): render(Topic, TOPIC_SCHEMA_NAME),
         path.with_name(LAB_SCHEMA_NAME): render(Lab, LAB_SCHEMA_NAME),
+        path.with_name(MISCONCEPTIONS_SCHEMA_NAME): render(Catalogue, MISCONCEPTIONS_SCHEMA_NAME),
     }
 
 

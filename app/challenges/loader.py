@@ -26,6 +26,7 @@ from app.challenges import (
     claim_checks,
     content_checks,
     limits,
+    misconceptions,
     plain_errors,
     prerequisites,
 )
@@ -66,6 +67,8 @@ class LoadedSet:
     id_at: tuple[int, int] = (1, 1)  # where its `id:` and `topic:` values are written
     topic_at: tuple[int, int] = (1, 1)
     entry_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # item id -> its `id:`
+    # (item id, option id) -> where its `misconception:` value is written
+    misconception_at: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
     # app.verification.evidence.item_hash's, per item id: what it hashed (compared by
     # identity) and the hash. A closed question's page shows where its key was proven,
     # looked up by the item's hash: a JSON dump and SHA-256 of the item each time otherwise.
@@ -128,6 +131,8 @@ class LoadReport:
     errors: list[LoadError] = field(default_factory=list)
     warnings: list[LoadError] = field(default_factory=list)  # reported; the content still loads
     files: list[str] = field(default_factory=list)
+    # The course's misconceptions.yaml, when it has a valid one: entries by id.
+    misconceptions: dict[str, misconceptions.Misconception] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -139,7 +144,11 @@ def challenge_files(root: Path) -> list[Path]:
     """List the challenge YAML files under a folder (or the file itself), sorted."""
     if root.is_file():
         return [root]
-    return sorted(p for p in root.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
+    return sorted(
+        p
+        for p in root.rglob("*")
+        if p.suffix in YAML_SUFFIXES and p.is_file() and p.name != misconceptions.FILE_NAME
+    )
 
 
 TOPIC_FILE = "topic.yaml"  # a topic's file
@@ -210,6 +219,7 @@ def load_path(
     report.errors.extend(_set_proof_ref_errors(report, broken_topic))
     report.errors.extend(_requires_errors(report.topics, broken_topic))
     report.warnings.extend(_duplicate_facts(report))
+    report.errors.extend(_misconception_errors(root, display_root, report, whole=files is None))
     report.errors.sort()
     report.warnings.sort()
     return report
@@ -352,7 +362,56 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
         item.id: _value_position(document, ("items", index, "id"))
         for index, item in enumerate(challenge_set.items)
     }
+    loaded.misconception_at = {
+        (item.id, option.id): _value_position(
+            document, ("items", index, "options", place, "misconception")
+        )
+        for index, item in enumerate(challenge_set.items)
+        for place, option in enumerate(getattr(item, "options", []))
+        if option.misconception is not None
+    }
     return loaded, []
+
+
+def _misconception_errors(
+    root: Path, display_root: Path | None, report: LoadReport, whole: bool
+) -> list[LoadError]:
+    """Read the course's misconceptions.yaml into the report; every option naming an id it
+    lacks, at the option's `misconception:`; and (when the whole course was loaded) every
+    entry whose correction does not exist, at the field naming it."""
+    path = (root if root.is_dir() else root.parent) / misconceptions.FILE_NAME
+    has_file = path.is_file()
+    errors: list[LoadError] = []
+    if has_file:
+        shown = _display(path, display_root)
+        document, _text, errors = _read_document(path, shown)
+        if document is not None:
+            try:
+                catalogue = misconceptions.Catalogue.model_validate(_plain(document))
+            except ValidationError as error:
+                errors = _schema_errors(shown, document, error, misconceptions.Catalogue)
+            else:
+                report.misconceptions = catalogue.by_id()
+                if whole:
+                    topics = {one.topic.id: one.topic for one in report.topics}
+                    sheets = {one.topic.id: one.cheat_sheet for one in report.topics}
+                    for index, name, problem in misconceptions.target_problems(
+                        catalogue, topics, sheets
+                    ):
+                        where = ("misconceptions", index, "corrected_by", name)
+                        errors.append(_at_value(shown, document, where, problem))
+        if errors:  # a broken catalogue has errors of its own: its references wait for it
+            return errors
+    for loaded in report.sets:
+        for (item_id, option_id), (line, column) in loaded.misconception_at.items():
+            tagged = loaded.challenge_set.item(item_id)
+            option = next(o for o in getattr(tagged, "options", []) if o.id == option_id)
+            unknown = misconceptions.unknown_problem(
+                option.misconception or "", report.misconceptions, has_file
+            )
+            if unknown is not None:
+                errors.append(LoadError(loaded.path, line, column, unknown))
+    return errors
 
 
 def load_topic_file(path: Path, shown: str) -> tuple[LoadedTopic | None, list[LoadError]]:
@@ -860,6 +919,7 @@ def _locate(shown: str, document: CommentedMap, error: Any, model: type[BaseMode
 # first, so that the error points at one of them instead of the item's first line.
 _POINT_AT: tuple[tuple[str, tuple[Any, ...]], ...] = (
     ("pin at most all but two", ("options",)),
+    ("a key stands for no misconception", ("options",)),
     ("every option is a key", ("answer",)),
     ("a list answer needs", ("answer",)),
     ("give exactly one of code or code_file", ("code_file", "code")),

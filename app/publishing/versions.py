@@ -42,18 +42,18 @@ def _positions(positions: dict[str, tuple[int, int]]) -> dict[str, list[int]]:
 def payload_of(loaded: Loaded) -> tuple[Kind, str, dict[str, Any]]:
     """The kind, id and JSON-ready content of a loaded unit."""
     if isinstance(loaded, LoadedSet):
-        return (
-            "set",
-            loaded.challenge_set.id,
-            {
-                "set": loaded.challenge_set.model_dump(mode="json"),
-                "code": loaded.code,
-                "fixed_code": loaded.fixed_code,
-                "proof_code": loaded.proof_code,
-                "proof_refs": _positions(loaded.proof_refs),
-                "fact_at": _positions(loaded.fact_at),
-            },
-        )
+        payload: dict[str, Any] = {
+            "set": loaded.challenge_set.model_dump(mode="json"),
+            "code": loaded.code,
+            "fixed_code": loaded.fixed_code,
+            "proof_code": loaded.proof_code,
+            "proof_refs": _positions(loaded.proof_refs),
+            "fact_at": _positions(loaded.fact_at),
+        }
+        tags = _misconception_tags(loaded.challenge_set)
+        if tags:  # only when tagged: an untagged set's version keeps the hash it had
+            payload["misconceptions"] = tags
+        return "set", loaded.challenge_set.id, payload
     if isinstance(loaded, LoadedTopic):
         return (
             "topic",
@@ -78,6 +78,31 @@ def payload_of(loaded: Loaded) -> tuple[Kind, str, dict[str, Any]]:
     )
 
 
+def _misconception_tags(challenge_set: ChallengeSet) -> dict[str, dict[str, str]]:
+    """Item id -> option id -> misconception id: the options' tags, which their dump leaves out
+    (app.challenges.base.Option) so that tagging keeps each item's proofs."""
+    tags: dict[str, dict[str, str]] = {}
+    for item in challenge_set.items:
+        for option in getattr(item, "options", []):
+            if option.misconception is not None:
+                tags.setdefault(item.id, {})[option.id] = option.misconception
+    return tags
+
+
+def _with_tags(payload: dict[str, Any]) -> dict[str, Any]:
+    """A set payload's dump with its options' misconception tags put back."""
+    tags = payload.get("misconceptions") or {}
+    if not tags:
+        return dict(payload["set"])
+    dumped = json.loads(json.dumps(payload["set"]))  # a copy: the payload stays as stored
+    for item in dumped["items"]:
+        for option in item.get("options") or []:
+            tag = tags.get(item["id"], {}).get(option["id"])
+            if tag is not None:
+                option["misconception"] = tag
+    return dict(dumped)
+
+
 def hash_of(payload: dict[str, Any]) -> str:
     """The content hash of a payload (sha256 of its canonical JSON)."""
     dump = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -99,7 +124,7 @@ def loaded_of(kind: str, path: str, payload: dict[str, Any]) -> Loaded:
     holds field names (a card's `prompt`, where its file says `front`): read by name too."""
     if kind == "set":
         return LoadedSet(
-            ChallengeSet.model_validate(payload["set"], by_name=True),
+            ChallengeSet.model_validate(_with_tags(payload), by_name=True),
             path,
             dict(payload["code"]),
             dict(payload["fixed_code"]),

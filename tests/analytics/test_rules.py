@@ -233,3 +233,21 @@ def test_item_statistics_check_each_item_against_its_label():
     )
     assert stats["fine"].label_mismatch is None
     assert fixture_statistics()["q1"].label_mismatch is None  # five answers: too few
+
+
+def test_a_misconception_is_counted_over_every_item_exposing_it_most_picked_first():
+    items = [
+        rules.ItemFirstPicks("s", "q1", "One", frozenset({"m1", "m2"}), 10, {"m1": 3, "m2": 1}),
+        rules.ItemFirstPicks("s", "q2", "Two", frozenset({"m1"}), 5, {"m1": 2}),
+        rules.ItemFirstPicks("s", "q2", "Two", frozenset({"m1"}), 5, {}),  # another version
+        rules.ItemFirstPicks("t", "q3", "Three", frozenset({"m3"}), 0),  # not answered yet
+    ]
+    rows = rules.misconception_rows(items, {"m1": "Belief one.", "m2": "Belief two."})
+    assert [(r.id, r.picked_first, r.first_picks) for r in rows] == [
+        ("m1", 5, 20),
+        ("m2", 1, 10),
+        ("m3", 0, 0),
+    ]
+    assert rows[0].share == 25.0 and rows[2].share is None
+    assert rows[0].items == (("s", "q1", "One"), ("s", "q2", "Two"))  # one row per item
+    assert (rows[0].belief, rows[2].belief) == ("Belief one.", "m3")  # no longer catalogued

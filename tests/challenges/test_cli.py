@@ -84,8 +84,10 @@ def test_the_json_schema_describes_every_field_and_forbids_unknown_ones():
 def test_challenge_files_point_editors_at_the_schema():
     for path in (ROOT / "challenges").rglob("*.yaml"):
         first = path.read_text().splitlines()[0]
-        name = {"topic.yaml": "topic.schema.json", "lab.yaml": "lab.schema.json"}.get(
-            path.name, "challenge-set.schema.json"
-        )
+        name = {
+            "topic.yaml": "topic.schema.json",
+            "lab.yaml": "lab.schema.json",
+            "misconceptions.yaml": "misconceptions.schema.json",
+        }.get(path.name, "challenge-set.schema.json")
         schema = os.path.relpath(ROOT / "challenges" / name, path.parent)
         assert first == f"# yaml-language-server: $schema={schema}", path

@@ -1,6 +1,6 @@
 """The course at a glance (CONTENT.md): per topic, its items, executable items, cards, explain
-items and their concepts, cheat sheet, labs and what `ranklab verify` last proved of them
-(challenges/proofs.json), against the curriculum's floors."""
+items and their concepts, cheat sheet, labs, the misconceptions its distractors name, and what
+`ranklab verify` last proved of them (challenges/proofs.json), against the curriculum's floors."""
 
 from __future__ import annotations
 
@@ -161,6 +161,55 @@ def _prose_lines(counts: list[TopicCounts]) -> list[str]:
     return lines
 
 
+def _misconception_lines(catalog: Catalog) -> list[str]:
+    """Per topic: how many of its sets' distractors name a misconception, then each
+    misconception its items expose, with the belief, the items and what corrects it."""
+    lines = [
+        "",
+        "## Misconceptions",
+        "",
+        "Each distractor may name the wrong belief it stands for (`misconception:`, from "
+        "`challenges/misconceptions.yaml`); results pages and the admin dashboards count first "
+        "picks per misconception. Per topic: the distractors of its sets that name one.",
+        "",
+        "| topic | distractors naming a misconception | misconceptions exposed |",
+        "|---|---|---|",
+    ]
+    rows: list[str] = []
+    for topic in catalog.topics():
+        exposed: dict[str, list[str]] = {}
+        tagged = distractors = 0
+        for loaded in topic.loaded_sets:
+            for item in loaded.challenge_set.items:
+                if not isinstance(item, ChoiceBase):
+                    continue
+                for option in item.options:
+                    if option.id in item.answer_ids:
+                        continue
+                    distractors += 1
+                    if option.misconception is not None:
+                        tagged += 1
+                        where = exposed.setdefault(option.misconception, [])
+                        if item.id not in where:
+                            where.append(item.id)
+        lines.append(f"| `{topic.id}` | {tagged} of {distractors} | {len(exposed)} |")
+        for name, items in exposed.items():
+            entry = catalog.misconceptions.get(name)
+            belief = entry.belief if entry else "(not in the catalogue)"
+            fixed = entry.corrected_by.href if entry else ""
+            rows.append(
+                f"| `{topic.id}` | `{name}` | {belief} | {', '.join(f'`{i}`' for i in items)} "
+                f"| `{fixed}` |"
+            )
+    return [
+        *lines,
+        "",
+        "| topic | misconception | the wrong belief | items exposing it | corrected by |",
+        "|---|---|---|---|---|",
+        *rows,
+    ]
+
+
 def render(catalog: Catalog, proofs: Mapping[str, proof_file.Proof] | None = None) -> str:
     """CONTENT.md: a table of every topic, then the totals (stable for the same content)."""
     counts = [TopicCounts.of(topic, proofs) for topic in catalog.topics()]
@@ -194,6 +243,7 @@ def render(catalog: Catalog, proofs: Mapping[str, proof_file.Proof] | None = Non
         f"{sum(c.cards for c in counts)} cards, {sum(c.explain for c in counts)} explain items, "
         f"{sum(c.labs for c in counts)} labs. Verify: {verify_cell(total)}.",
         *_prose_lines(counts),
+        *_misconception_lines(catalog),
         "",
     ]
     lines += _key_spread_lines(catalog)

@@ -65,23 +65,23 @@ def test_a_tag_with_no_catalogue_says_so(content: Path):
 
 
 @pytest.mark.parametrize(
-    ("target", "said"),
+    ("written", "typo", "said"),
     [
-        ("section: typed}", "topic 'lesson-drill' has no lesson section 'tpyed'; did you mean"),
-        ("topic: lesson-drill, section: typed}", "topic 'lesson-dril' is no topic's id"),
+        ("section: typed}", "section: tpyed}", "topic 'lesson-drill' has no lesson section "
+         "'tpyed'; did you mean 'typed'?"),
+        ("{topic: lesson-drill, section: typed}", "{topic: lesson-dril, section: typed}",
+         "topic 'lesson-dril' is no topic's id; did you mean 'lesson-drill'?"),
     ],
-)
+)  # fmt: skip
 def test_a_correction_that_does_not_exist_is_refused_at_its_field(
-    content: Path, target: str, said: str
+    content: Path, written: str, typo: str, said: str
 ):
     catalogue = content / "misconceptions.yaml"
-    broken = target.replace("typed", "tpyed") if "section: typed}" == target else target
-    broken = broken.replace("lesson-drill", "lesson-dril")
-    edit(catalogue, target, broken)
+    edit(catalogue, written, typo)
     [error] = errors_of(content)
-    line = line_of(catalogue, broken)
+    line = line_of(catalogue, typo)
     assert error.startswith(f"challenges/misconceptions.yaml:{line}:")
-    assert said in error
+    assert error.endswith(said)
 
 
 def test_a_card_or_cheat_sheet_line_corrects_only_when_it_exists(content: Path):

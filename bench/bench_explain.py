@@ -80,9 +80,7 @@ class Tally:
                 f"{self.precision(verdict):.2f} | {self.truly(verdict)} | "
                 f"{self.recall(verdict):.2f} |"
             )
-        unsure = ", ".join(
-            f"{self.cells[(truth, Verdict.UNSURE)]} {truth}" for truth in TRUTHS
-        )
+        unsure = ", ".join(f"{self.cells[(truth, Verdict.UNSURE)]} {truth}" for truth in TRUTHS)
         rows.append(f"| unsure | {self.given(Verdict.UNSURE)} | — | — | — | — ({unsure}) |")
         rows += [
             "",

@@ -115,9 +115,7 @@ def test_a_negative_phrasing_needs_the_negation() -> None:
 def test_words_far_apart_or_in_other_sentences_do_not_credit() -> None:
     far = "Gradients flow backwards through every layer of the network and are finally averaged."
     assert verdict(far, AVERAGE) is not Verdict.CREDITED
-    assert verdict("Gradients flow backwards. Loss is averaged.", AVERAGE) is not (
-        Verdict.CREDITED
-    )
+    assert verdict("Gradients flow backwards. Loss is averaged.", AVERAGE) is not (Verdict.CREDITED)
 
 
 def test_a_sentence_that_contradicts_one_concept_credits_no_other() -> None:

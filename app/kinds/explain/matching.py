@@ -66,24 +66,25 @@ GRAMMAR = frozenset({
 # Verbs of the subject, recognised when inflected (averages, averaged) or opening a clause
 # (an instruction: "wrap the model", "call all_reduce").
 VERBS = frozenset({
-    "accumulate", "add", "all-gather", "all-reduce", "allreduce", "allgather", "apply", "assume", "average",
-    "avoid", "become", "block", "broadcast", "build", "call", "cast", "change", "check", "clip", "collect",
-    "combine", "come", "communicate", "compile", "compute", "concatenate", "contend", "contribute",
-    "convert", "copy", "cost", "create", "crash", "cut", "deal", "differ", "diverge", "divide",
-    "draw", "drift", "drop", "end", "exchange", "exit", "expect", "fail", "fall", "fill", "find",
-    "finish", "fire", "free", "gather", "get", "give", "go", "halve", "handle", "hang", "hold",
-    "initialise", "initialize", "join", "keep", "launch", "learn", "leave", "load", "lower",
-    "make", "mark", "match", "meet", "move", "need", "normalise", "normalize", "overlap", "overwrite", "pad", "partition",
-    "pass", "pick", "put", "raise", "reach", "read", "receive", "record", "reduce", "reduce-scatter",
-    "register", "remain", "repeat", "replicate", "reseed", "reshard", "return", "reuse", "run",
-    "save", "scale", "scatter", "see", "seed", "send", "set", "shadow", "shard", "share", "shrink",
-    "shuffle", "skip", "slow", "spawn", "split", "start", "stay", "step", "store", "sum", "sync",
-    "take", "touch", "trace", "train", "traverse", "trim", "unscale", "update", "use", "vary", "wait",
-    "walk", "work", "wrap", "write",
+    "accumulate", "add", "all-gather", "all-reduce", "allgather", "allreduce", "apply",
+    "assume", "average", "avoid", "become", "block", "broadcast", "build", "call", "cast",
+    "change", "check", "clip", "collect", "combine", "come", "communicate", "compile",
+    "compute", "concatenate", "contend", "contribute", "convert", "copy", "cost", "crash",
+    "create", "cut", "deal", "differ", "diverge", "divide", "draw", "drift", "drop", "end",
+    "exchange", "exit", "expect", "fail", "fall", "fill", "find", "finish", "fire", "free",
+    "gather", "get", "give", "go", "halve", "handle", "hang", "hold", "initialise",
+    "initialize", "join", "keep", "launch", "learn", "leave", "load", "lower", "make", "mark",
+    "match", "meet", "move", "need", "normalise", "normalize", "overlap", "overwrite", "pad",
+    "partition", "pass", "pick", "put", "raise", "reach", "read", "receive", "record", "reduce",
+    "reduce-scatter", "register", "remain", "repeat", "replicate", "reseed", "reshard",
+    "return", "reuse", "run", "save", "scale", "scatter", "see", "seed", "send", "set",
+    "shadow", "shard", "share", "shrink", "shuffle", "skip", "slow", "spawn", "split", "start",
+    "stay", "step", "store", "sum", "sync", "take", "touch", "trace", "train", "traverse",
+    "trim", "unscale", "update", "use", "vary", "wait", "walk", "work", "wrap", "write",
 })  # fmt: skip
 # Words that may stand between a subject and its verb: "the replicas then run".
 ADVERBS = frozenset({"then", "also", "still", "only", "all", "both", "never", "always", "just",
-                     "now", "each", "again", "simply", "then"})  # fmt: skip
+                     "now", "each", "again", "simply"})  # fmt: skip
 # Subjects: a negation does not reach past one, and "and" before one may open a new clause.
 SUBJECTS = frozenset({"it", "they", "we", "you", "i", "he", "she"})
 SUBJECT_STARTS = SUBJECTS | {"the", "a", "an", "its", "their", "each", "every", "all", "so"}
@@ -144,6 +145,7 @@ class _Word:
     negated: bool = False
     # A compound also answers to its last part: mini-batch is a batch, all-reduce a reduce.
     also: str | None = None
+    narrow: bool = False  # negated by "without", which denies one word, not the clause
 
     def means(self, lemma: str) -> bool:
         """Whether this word stands for the given lemma."""
@@ -193,11 +195,11 @@ def _judge(concept: Concept, clauses: list[_Clause]) -> ConceptMatch:
         if not lemmas:
             continue
         for clause in clauses:
-            for negated in _find(lemmas, clause.words):
+            for negated, denied in _find(lemmas, clause.words):
                 supported = len(set(lemmas)) >= short or _supported(clause, lemmas, vocabulary)
                 confident = clause.statement and supported and not clause.question
                 found = ConceptMatch(concept.name, Verdict.UNSURE, clause.sentence, phrasing)
-                if negated == negative and confident:
+                if negated == negative and confident and not denied:
                     return ConceptMatch(concept.name, Verdict.CREDITED, clause.sentence, phrasing)
                 if negated != negative and confident and not clause.condition and len(lemmas) > 1:
                     opposite = opposite or found
@@ -225,29 +227,34 @@ def _vocabulary(concept: Concept) -> frozenset[str]:
 GENERIC = frozenset({"every", "rank", "gpu", "model", "ddp", "one", "only", "same", "other"})
 
 
-def _find(lemmas: tuple[str, ...], words: tuple[_Word, ...]) -> set[bool]:
-    """Find the phrasing's lemmas close together; return the polarities found (True: negated)."""
+def _find(lemmas: tuple[str, ...], words: tuple[_Word, ...]) -> set[tuple[bool, bool]]:
+    """Find the phrasing's lemmas close together; return, for each place found, whether it is
+    negated and whether a negation later in the clause denies what it says ("a joined rank
+    does not take part")."""
     need = set(lemmas)
     width = len(need) + SLACK
-    found: set[bool] = set()
+    found: set[tuple[bool, bool]] = set()
     for start, word in enumerate(words):
         if any(word.means(lemma) for lemma in need):
-            negated = _cover(need, words[start : start + width])
-            if negated is not None:
-                found.add(negated)
+            last = _cover(need, words[start : start + width])
+            if last is not None:
+                negated = words[start + last].negated
+                later = words[start + last + 1 :]
+                denied = any(word.negated and not word.narrow for word in later)
+                found.add((negated, denied and not negated))
     return found
 
 
-def _cover(need: set[str], window: tuple[_Word, ...]) -> bool | None:
-    """Whether the window holds every needed lemma: None if not; else whether the last of them,
-    the predicate as a rule ("the gradients are never averaged"), is negated."""
+def _cover(need: set[str], window: tuple[_Word, ...]) -> int | None:
+    """Where the last needed lemma is in the window (the predicate, as a rule: "the gradients are
+    never averaged"), or None when one is missing."""
     last = -1
     for lemma in need:
         index = next((i for i, word in enumerate(window) if word.means(lemma)), None)
         if index is None:
             return None
         last = max(last, index)
-    return window[last].negated
+    return last
 
 
 @lru_cache(maxsize=4096)
@@ -333,8 +340,8 @@ def _clause(
         if lemma in STOPWORDS or lemma in CLAUSE_OPENERS or lemma in NEGATIONS:
             continue
         negated = (negations % 2 == 1) != narrow
+        words.append(_Word(lemma, negated, word.also, narrow))
         narrow = False
-        words.append(_Word(lemma, negated, word.also))
     return _Clause(
         sentence=sentence,
         words=tuple(words),

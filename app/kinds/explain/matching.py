@@ -281,9 +281,11 @@ def _clauses(sentence: str) -> list[_Clause]:
         else:
             segments[-1].append(token)
     segments = [segment for segment in segments if segment]
-    # A list of short items, most of them no statement, is a list of keywords: it states nothing.
+    # A list of short items, most without the grammar of a sentence, is a list of keywords: it
+    # states nothing ("gradient averaging, models stay in sync").
     listed = len(segments) >= 3 and all(len(segment) <= 4 for segment in segments)
-    if listed and 2 * sum(_is_statement(segment) for segment in segments) >= len(segments):
+    stated = sum(any(raw.lower() in GRAMMAR for raw, _ in segment) for segment in segments)
+    if listed and 2 * stated >= len(segments):
         listed = False
     clauses = [
         _clause(sentence, part, question, listed)

@@ -134,3 +134,20 @@ def test_compounds_and_dotted_names_match_their_last_part_but_no_sync_is_not_a_s
     assert score("You call dist.all_reduce(g, op=SUM) on it.", [reduce])[0].covered
     synced = Concept("synchronised", ("gradients are synchronized",))
     assert not score("Inside no_sync, gradients accumulate.", [synced])[0].covered
+
+
+def test_a_list_after_a_verb_is_governed_by_it_but_not_after_a_negation() -> None:
+    saved = Concept("optimizer state and step", ("optimizer state and the step",))
+    held = "The checkpoint must hold the model, the optimizer state and the step."
+    assert verdict(held, saved) is Verdict.CREDITED
+    assert verdict("It does not hold the model, the optimizer state and the step.", saved) is (
+        Verdict.UNSURE
+    )
+
+
+def test_a_compound_is_no_support_for_its_own_keyword() -> None:
+    minus_one = Concept(
+        "non-members get rank -1 in the group", ("non-member", "get_rank returns -1")
+    )
+    answer = "The new_group must every rank call, also the non-members, and in the same order."
+    assert verdict(answer, minus_one) is not Verdict.CREDITED

@@ -212,9 +212,13 @@ def _judge(concept: Concept, clauses: list[_Clause]) -> ConceptMatch:
 
 
 def _supported(clause: _Clause, lemmas: tuple[str, ...], vocabulary: frozenset[str]) -> bool:
-    """Whether the clause holds a word of the concept beyond the phrasing's own."""
-    here = {lemma for word in clause.words for lemma in (word.lemma, word.also) if lemma}
-    return bool((here & vocabulary) - set(lemmas))
+    """Whether the clause holds a word of the concept beyond the phrasing's own (a compound's
+    parts included: "non-members" is no support for "non-member")."""
+    return any(
+        word.lemma in vocabulary or word.also in vocabulary
+        for word in clause.words
+        if not any(word.means(lemma) for lemma in lemmas)
+    )
 
 
 @lru_cache(maxsize=1024)
@@ -292,6 +296,13 @@ def _clauses(sentence: str) -> list[_Clause]:
         for segment in segments
         for part in _split(segment)
     ]
+    # A list that continues a statement is governed by its verb: "the checkpoint must hold the
+    # model, the optimizer state and the step". Not after a negation: that would reverse it.
+    for index in range(1, len(clauses)):
+        before, clause = clauses[index - 1], clauses[index]
+        denied = any(word.negated and not word.narrow for word in before.words)
+        if before.statement and not clause.statement and not listed and not denied:
+            clauses[index] = replace(clause, statement=not clause.condition and bool(clause.words))
     context = frozenset(
         lemma
         for clause in clauses
@@ -310,7 +321,7 @@ def _split(segment: list[tuple[str, _Word]]) -> list[list[tuple[str, _Word]]]:
             lemma == "and"
             and index + 1 < len(segment)
             and segment[index + 1][0].lower() in SUBJECT_STARTS
-            and _is_statement(segment[index + 1 :], anywhere=True)
+            and _is_statement(segment[index + 1 :])
         )
         if opens and parts[-1]:
             parts.append([])
@@ -354,17 +365,15 @@ def _clause(
     )
 
 
-def _is_statement(tokens: list[tuple[str, _Word]], anywhere: bool = False) -> bool:
-    """A verb (inflected, or opening an instruction) or a sentence's grammar words; `anywhere`:
-    a verb in any form."""
+def _is_statement(tokens: list[tuple[str, _Word]]) -> bool:
+    """A verb (inflected, opening an instruction, or after a plural subject) or a sentence's
+    grammar words."""
     raws = [raw.lower() for raw, _ in tokens]
     lemmas = [word.lemma for _, word in tokens]
     if any(raw in GRAMMAR for raw in raws):
         return True
     start = 1 if lemmas and lemmas[0] in CLAUSE_OPENERS else 0
     if start < len(lemmas) and lemmas[start] in VERBS:
-        return True
-    if anywhere and any(lemma in VERBS for lemma in lemmas[1:]):
         return True
     followers = [*raws[1:], ""]
     if any(

@@ -1,4 +1,4 @@
-"""Score a free-text explanation against key concepts, giving a verdict only where it is right.
+"""Score a free-text explanation against key concepts, with a verdict only where it is confident.
 
 Each concept gets one verdict: credited (a clause of the answer states it), opposite (a clause
 confidently states its negation), unsure (the answer touches it, but not in a way the scorer can
@@ -7,7 +7,8 @@ judge: shown with the model answer to compare) or missing.
 A phrasing is found in a clause when the clause holds every content word of it, lemmatised
 (simplemma), in any order and close together. It credits only when the clause is a statement
 (it has a verb or the small words that hold a sentence together: a bare keyword list states
-nothing), its polarity is the phrasing's (negation reaches to the end of its clause), it is not
+nothing), its polarity is the phrasing's (a negation reaches the end of its clause or a new
+subject, two cancel, and a later negation in the clause denies a positive phrasing), it is not
 asked as a question, and, for a phrasing of one or two content words, the clause also holds
 another word of the concept (its name or another phrasing): a keyword alone is not a claim.
 "Opposite" asks more: a statement, not a condition or a question, that negates a phrasing of at
@@ -90,6 +91,8 @@ SUBJECTS = frozenset({"it", "they", "we", "you", "i", "he", "she"})
 SUBJECT_STARTS = SUBJECTS | {"the", "a", "an", "its", "their", "each", "every", "all", "so"}
 # How many extra words a phrasing's words may be spread over, beyond their own count.
 SLACK = 3
+# Words too common in this course to tie a keyword to its concept.
+GENERIC = frozenset({"every", "rank", "gpu", "model", "ddp", "one", "only", "same", "other"})
 # A phrasing with fewer content words than this credits only beside another word of its concept.
 SHORT = 3
 # A clause with fewer words than this states nothing on its own ("all-reduce", "world size").
@@ -156,7 +159,6 @@ class _Word:
 class _Clause:
     sentence: str
     words: tuple[_Word, ...]  # content words
-    context: frozenset[str]  # the content lemmas of its whole sentence
     statement: bool  # has a verb or the grammar of a sentence
     condition: bool  # "if ...", "unless ...": states no fact
     question: bool
@@ -225,10 +227,6 @@ def _supported(clause: _Clause, lemmas: tuple[str, ...], vocabulary: frozenset[s
 def _vocabulary(concept: Concept) -> frozenset[str]:
     words = {word.lemma for text in (concept.name, *concept.phrasings) for word in _content(text)}
     return frozenset(words - GENERIC)
-
-
-# Words too common in this course to tie a keyword to its concept.
-GENERIC = frozenset({"every", "rank", "gpu", "model", "ddp", "one", "only", "same", "other"})
 
 
 def _find(lemmas: tuple[str, ...], words: tuple[_Word, ...]) -> set[tuple[bool, bool]]:
@@ -303,14 +301,7 @@ def _clauses(sentence: str) -> list[_Clause]:
         denied = any(word.negated and not word.narrow for word in before.words)
         if before.statement and not clause.statement and not listed and not denied:
             clauses[index] = replace(clause, statement=not clause.condition and bool(clause.words))
-    context = frozenset(
-        lemma
-        for clause in clauses
-        for word in clause.words
-        for lemma in (word.lemma, word.also)
-        if lemma
-    )
-    return [replace(clause, context=context) for clause in clauses]
+    return clauses
 
 
 def _split(segment: list[tuple[str, _Word]]) -> list[list[tuple[str, _Word]]]:
@@ -358,7 +349,6 @@ def _clause(
     return _Clause(
         sentence=sentence,
         words=tuple(words),
-        context=frozenset(),
         statement=len(tokens) >= MIN_CLAUSE_WORDS and not listed and _is_statement(tokens),
         condition=bool(lemmas) and lemmas[0] in CONDITIONS,
         question=question,

@@ -4,6 +4,7 @@ is unsure instead of guessing."""
 from __future__ import annotations
 
 from app.kinds.explain.matching import Concept, Verdict, score
+from bench.bench_explain import shipped_concepts
 
 AVERAGE = Concept("averaged", ("gradients are averaged", "mean of the gradients"))
 NO_GPU = Concept("no GPU needed", ("does not need a GPU",))
@@ -151,3 +152,13 @@ def test_a_compound_is_no_support_for_its_own_keyword() -> None:
     )
     answer = "The new_group must every rank call, also the non-members, and in the same order."
     assert verdict(answer, minus_one) is not Verdict.CREDITED
+
+
+def test_saying_who_calls_new_group_is_no_claim_about_a_non_members_rank() -> None:
+    minus_one = shipped_concepts()["explain-new-group"][3]
+    for answer in (
+        "Non-members must call new_group too, otherwise it hangs.",
+        "You don't have to be a member to call new_group.",
+    ):
+        assert verdict(answer, minus_one) is not Verdict.CREDITED, answer
+    assert verdict("On rank 2, get_rank(pair) returns -1.", minus_one) is Verdict.CREDITED

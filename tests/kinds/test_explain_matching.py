@@ -162,3 +162,9 @@ def test_saying_who_calls_new_group_is_no_claim_about_a_non_members_rank() -> No
     ):
         assert verdict(answer, minus_one) is not Verdict.CREDITED, answer
     assert verdict("On rank 2, get_rank(pair) returns -1.", minus_one) is Verdict.CREDITED
+
+
+def test_words_common_to_every_concept_do_not_say_whose_claim_it_is() -> None:
+    processes = Concept("DDP runs one process per GPU", ("one process per GPU",))
+    assert verdict("DataParallel uses one process per GPU.", processes) is Verdict.UNSURE
+    assert verdict("DDP runs one process per GPU.", processes) is Verdict.CREDITED

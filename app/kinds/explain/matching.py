@@ -198,7 +198,10 @@ def _judge(concept: Concept, clauses: list[_Clause]) -> ConceptMatch:
             continue
         for clause in clauses:
             for negated, denied in _find(lemmas, clause.words):
-                supported = len(set(lemmas)) >= short or _supported(clause, lemmas, vocabulary)
+                # Words common to every concept ("one process per GPU") say whose claim it is
+                # no more than a keyword does: "DataParallel uses one process per GPU".
+                alone = len(set(lemmas)) >= short and not set(lemmas) <= GENERIC
+                supported = alone or _supported(clause, lemmas, vocabulary)
                 confident = clause.statement and supported and not clause.question
                 found = ConceptMatch(concept.name, Verdict.UNSURE, clause.sentence, phrasing)
                 if negated == negative and confident and not denied:

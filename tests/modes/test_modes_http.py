@@ -263,3 +263,21 @@ def test_an_explanation_is_scored_kept_in_full_and_a_poor_one_enters_review(
     assert review_count(visitor) == 1
     too_long = visitor.post(f"{url}/answer", {"choice": "x" * 4001})
     assert too_long.status_code == 400
+
+
+def test_a_keyword_list_earns_no_concept_and_does_not_count_as_explained(
+    visitor: Learner, database_url: str
+) -> None:
+    # Issue 37: a bare list of the right words scored enough concepts for the topic's
+    # explain-it step to count as done. Now none is credited; those it names are unsure, and
+    # the model answer is shown to compare.
+    url = "/topics/drill/explain/explain-averaging"
+    visitor.get(url)
+    salad = "every rank batch, gradient averaging, models stay in sync"
+    scored = visitor.post(f"{url}/answer", {"choice": salad}).text
+    assert "You covered 0/3 concepts." in scored
+    assert 'data-verdict="credited"' not in scored
+    assert scored.count('data-verdict="unsure"') == 2
+    assert 'data-testid="unsure-note"' in scored and 'data-testid="model-answer"' in scored
+    (answer,) = rows(database_url, ModeAnswer, mode="explain")
+    assert answer.points == 0 and not answer.correct  # progress counts only a right answer

@@ -1,8 +1,10 @@
 """explain: the learner explains in their own words; the answer is scored against key concepts.
 
-Each concept has author-given phrasings, matched after lemmatising with negation handling (see
-matching.py). The learner is shown which of their sentences covered each concept, then the
-model answer. Explain items live in a topic's `items:` (free text does not fit a timed set).
+Each concept has author-given phrasings, matched clause by clause after lemmatising, with
+negation handling (see matching.py). Each concept gets a verdict: credited, opposite, unsure or
+missing; only credited concepts count. The learner is shown the sentence behind each verdict,
+then the model answer to compare. Explain items live in a topic's `items:` (free text does not
+fit a timed set).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from app.challenges.base import Category, ItemBase, Strict
-from app.kinds.explain.matching import Concept, ConceptMatch, score
+from app.kinds.explain.matching import Concept, ConceptMatch, Verdict, score
 from app.kinds.spec import Kind
 
 MAX_ANSWER_CHARS = 4000
@@ -28,7 +30,9 @@ class ConceptSpec(Strict):
         min_length=1,
         max_length=30,
         description="Phrasings that state the concept; matched word by word after lemmatising, "
-        "in any order, with negation respected (write a negative phrasing to require one).",
+        "in any order, within one clause, with negation respected (write a negative phrasing "
+        "to require one). A phrasing of one or two content words credits only beside another "
+        "word of its concept in the same clause.",
     )
 
 
@@ -69,7 +73,7 @@ class ExplainItem(ItemBase):
         return self.pass_concepts or math.ceil(len(self.concepts) * 3 / 4)
 
     def score(self, answer: str) -> list[ConceptMatch]:
-        """Which concepts the answer covers, with the sentence that covered each."""
+        """The verdict on each concept, with the sentence behind it."""
         concepts = [Concept(c.name, tuple(c.phrasings)) for c in self.concepts]
         return score(answer, concepts)
 
@@ -83,14 +87,15 @@ def parse_answer(item: ExplainItem, values: Sequence[str], seed: str | None = No
 
 
 def is_correct(item: ExplainItem, answer: str) -> bool:
-    """Enough concepts covered."""
+    """Enough concepts credited (an unsure one does not count)."""
     return sum(match.covered for match in item.score(answer)) >= item.needed
 
 
 def view(
     item: ExplainItem, last_answer: str | None, closed: bool, seed: str | None = None
 ) -> dict[str, object]:
-    """How many concepts there are; once answered, what covered each and the model answer."""
+    """How many concepts there are; once answered, the verdict on each, the sentence behind it,
+    and the model answer."""
     shown: dict[str, object] = {"concept_count": len(item.concepts), "needed": item.needed}
     if last_answer is not None and closed:
         matches = item.score(last_answer)
@@ -98,12 +103,13 @@ def view(
             {
                 "concept": match.concept,
                 "covered": match.covered,
+                "verdict": str(match.verdict),
                 "sentence": match.sentence,
-                "contradicted_by": match.contradicted_by,
             }
             for match in matches
         ]
         shown["covered"] = sum(match.covered for match in matches)
+        shown["unsure"] = sum(match.verdict is Verdict.UNSURE for match in matches)
     if closed:
         shown["model_answer"] = item.model_answer
     return shown

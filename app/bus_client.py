@@ -6,6 +6,7 @@ on CPU and GPU hosts run what is submitted (see executor/bus.py for the keys).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import secrets
@@ -23,6 +24,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from app import obs
 from app.executor_client import RunEvent
+from app.fanout import READERS, READERS_PER_STREAM, StreamHub
 from executor import bus
 from executor.contract import ExecutorUnavailable, OutputEvent, RunRequest, RunResult
 
@@ -65,7 +67,11 @@ class RedisExecutorClient:
     url: str
     timeout_s: float = 60.0  # beyond the run's own limit: queueing, reclaiming, forking
     queue_limit: int = 100  # runs waiting in a pool before submit answers busy
+    readers_per_run: int = READERS_PER_STREAM  # SSE readers of one run in this process
+    readers: int = READERS  # SSE readers of bus runs in this process, all runs together
     _client: redis.Redis | None = field(default=None, init=False, repr=False)
+    _hub: StreamHub | None = field(default=None, init=False, repr=False)
+    _hub_loop: asyncio.AbstractEventLoop | None = field(default=None, init=False, repr=False)
 
     @property
     def client(self) -> redis.Redis:
@@ -223,50 +229,80 @@ class RedisExecutorClient:
     async def known(self, run_id: str) -> bool:
         """Whether the run is queued, or has output or a result still kept (an hour after its
         last event)."""
-        client = self._async_client()
         try:
-            return bool(await client.exists(*bus.run_keys(run_id)))
+            found = await self.hub.call(lambda client: client.exists(*bus.run_keys(run_id)))
         except redis.RedisError as error:
             raise ExecutorUnavailable(f"the run queue is unreachable: {error}") from error
-        finally:
-            await client.aclose()
+        return bool(found)
+
+    @property
+    def hub(self) -> StreamHub:
+        """The runs' output streams this process follows, one XREAD loop per run for all its
+        SSE readers (one hub per event loop: a connection belongs to the loop that made it)."""
+        loop = asyncio.get_running_loop()
+        if self._hub is None or self._hub_loop is not loop:
+            self._hub = StreamHub(self.url, _is_result, self.readers_per_run, self.readers)
+            self._hub_loop = loop
+        return self._hub
+
+    def admit(self, run_id: str) -> None:
+        """Raise TooManyReaders when one more reader of the run would pass a cap."""
+        self.hub.admit(bus.events_key(run_id))
+
+    async def aclose(self) -> None:
+        """Stop the SSE readers' reads of this loop's hub (the app is shutting down)."""
+        if self._hub is not None and self._hub_loop is asyncio.get_running_loop():
+            await self._hub.aclose()
 
     async def events(
         self, run_id: str, after: str | None = None
     ) -> AsyncGenerator[tuple[str, str, dict[str, Any]], None]:
         """A run's events as (stream id, name, payload) from just after `after` (a Last-Event-ID),
         to the result: `output` per chunk, `restart` when a newer attempt begins (clear what was
-        shown), `result` last. Raises ExecutorUnavailable for an unknown or expired run."""
-        client = self._async_client()
+        shown), `result` last. Raises ExecutorUnavailable for an unknown or expired run, and
+        TooManyReaders past the readers' caps (see `admit`)."""
+        hub = self.hub
+        key = bus.events_key(run_id)
         try:
-            try:
-                known = await client.exists(*bus.run_keys(run_id))
-                earlier: Any = []
-                if after:  # the attempt the reader was following, so a stale one stays hidden
-                    earlier = await client.xrevrange(bus.events_key(run_id), max=after, count=1)
-            except redis.RedisError as error:
-                raise ExecutorUnavailable(f"the run queue is unreachable: {error}") from error
-            if not known:
-                raise ExecutorUnavailable("no such run, or its output has expired")
-            deadline = time.monotonic() + self.timeout_s + bus.EVENTS_TTL_S
-            follower = bus.Follower()
-            start = after or "0-0"
-            if after:
-                for event in _decode([(None, earlier)]):
-                    if follower.take(event) == "result":
-                        return  # the reader has seen the end already
-            following = self._follow(client, run_id, start, deadline, follower)
-            async with contextlib.aclosing(following):
-                async for found in following:
-                    if isinstance(found, bus.BusEvent):
-                        yield found.id, "restart", {"attempt": found.attempt}
-                    elif isinstance(found, OutputEvent):
-                        yield follower.last_id, "output", found.model_dump(mode="json")
-                    else:
-                        yield follower.last_id, "result", found.model_dump(mode="json")
-        finally:
-            with anyio.CancelScope(shield=True):  # a reader that hung up still frees it
-                await client.aclose()
+            known = await hub.call(lambda client: client.exists(*bus.run_keys(run_id)))
+            earlier: Any = []
+            if after:  # the attempt the reader was following, so a stale one stays hidden
+                earlier = await hub.call(lambda client: client.xrevrange(key, max=after, count=1))
+        except redis.RedisError as error:
+            raise ExecutorUnavailable(f"the run queue is unreachable: {error}") from error
+        if not known:
+            raise ExecutorUnavailable("no such run, or its output has expired")
+        deadline = time.monotonic() + self.timeout_s + bus.EVENTS_TTL_S
+        follower = bus.Follower()
+        if after:
+            for event in _decode([(None, earlier)]):
+                if follower.take(event) == "result":
+                    return  # the reader has seen the end already
+        entries = hub.follow(key, after or "0-0", deadline)
+        shown = 0  # output events passed on: an agent of an older release does not cap them
+        try:
+            async with contextlib.aclosing(entries):
+                async for entry_id, fields in entries:
+                    event = bus.decode_event(entry_id, fields)
+                    verdict = _shown(follower, event)
+                    if verdict == "restart":
+                        shown = 0
+                        yield event.id, "restart", {"attempt": event.attempt}
+                    elif isinstance(verdict, OutputEvent):
+                        shown += 1
+                        if shown <= bus.MAX_OUTPUT_EVENTS:
+                            yield event.id, "output", verdict.model_dump(mode="json")
+                    elif verdict == "result":
+                        raw = await hub.call(lambda client: client.get(bus.result_key(run_id)))
+                        if raw is None:
+                            raise ExecutorUnavailable("the run's result has expired")
+                        result = RunResult.model_validate_json(raw)
+                        yield event.id, "result", result.model_dump(mode="json")
+                        return
+        except redis.RedisError as error:
+            raise ExecutorUnavailable(f"the run queue is unreachable: {error}") from error
+        except TimeoutError as error:
+            raise ExecutorUnavailable("no executor host finished the run in time") from error
 
     async def _follow(
         self,
@@ -302,6 +338,10 @@ class RedisExecutorClient:
                         raise ExecutorUnavailable("the run's result has expired")
                     yield RunResult.model_validate_json(raw)
                     return
+
+
+def _is_result(fields: dict[str, str]) -> bool:
+    return fields.get("kind") == "result"  # a run's stream ends with its result
 
 
 def _block_ms(deadline: float) -> int:

@@ -191,6 +191,18 @@ class Settings(BaseSettings):
         ge=1,
         description="Runs that may wait in a pool's queue before a new one is refused as busy.",
     )
+    sse_readers_per_run: int = Field(
+        default=100,
+        ge=1,
+        description="SSE readers one app process serves of one bus or lab run (browser tabs "
+        "following it); one more gets 429. They share one Redis read of the run (app.fanout).",
+    )
+    sse_readers: int = Field(
+        default=2000,
+        ge=1,
+        description="SSE readers one app process serves, all runs together (bus runs and lab "
+        "runs each); one more gets 503.",
+    )
     executor_token: str | None = Field(
         default=None,
         description="The executor's shared secret (RANKLAB_EXECUTOR_TOKEN, the same variable "

@@ -85,6 +85,8 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         limiter.total_tokens = thread_connections(engine)
         yield
         await live_runs.close()  # lab runs in flight are stopped (their ranks killed)
+        if isinstance(executor, RedisExecutorClient):
+            await executor.aclose()  # the SSE readers' reads of runs: each closes its connection
         await dispose(engine)  # close pooled connections on shutdown
         metrics.mark_process_dead(os.getpid())  # a stopped worker's live gauges go
 
@@ -159,7 +161,11 @@ def _executor_client(settings: Settings) -> ExecutorClient:
     """The job bus when RANKLAB_QUEUE_URL is set, else one executor over HTTP (or none)."""
     if settings.queue_url:
         client = RedisExecutorClient(
-            settings.queue_url, settings.executor_timeout_s, settings.queue_limit
+            settings.queue_url,
+            settings.executor_timeout_s,
+            settings.queue_limit,
+            readers_per_run=settings.sse_readers_per_run,
+            readers=settings.sse_readers,
         )
         if settings.queue_url not in _queue_collectors:  # one per bus: its series are unique
             _queue_collectors[settings.queue_url] = QueueCollector(client)
@@ -176,7 +182,13 @@ def _live_runs(executor: ExecutorClient, engine: Any) -> LiveRuns:
     """Lab runs on Redis beside the job bus, so that every app process can follow and stop
     them; without a bus, in this process (the embedded executor serves one process)."""
     if isinstance(executor, RedisExecutorClient):
-        return RedisLiveRuns(executor.url, partial(lab_routes.record_cut_off, engine))
+        cut_off = partial(lab_routes.record_cut_off, engine)
+        return RedisLiveRuns(
+            executor.url,
+            cut_off,
+            readers_per_run=executor.readers_per_run,
+            readers=executor.readers,
+        )
     return MemoryLiveRuns()
 
 

@@ -81,6 +81,13 @@ def aconnect(url: str) -> aredis.Redis:
     return aredis.Redis.from_url(url, decode_responses=True, **_TIMEOUTS)
 
 
+def aconnect_single(url: str) -> aredis.Redis:
+    """`aconnect` on one connection of its own (a pool of one, private to the client)."""
+    return aredis.Redis.from_url(
+        url, single_connection_client=True, decode_responses=True, **_TIMEOUTS
+    )
+
+
 _TIMEOUTS: dict[str, Any] = {
     "socket_timeout": SOCKET_TIMEOUT_S,
     "socket_connect_timeout": CONNECT_TIMEOUT_S,

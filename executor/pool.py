@@ -97,7 +97,12 @@ class WarmPool:
         )
         self.info: dict[str, Any] | None = None
         self._directory = tempfile.mkdtemp(prefix="ranklab-executor-")
-        self._socket = os.path.join(self._directory, "zygote.sock")
+        self._socket = os.path.join(self._directory, "zygote.sock")  # the service's way in
+        # The warm parents reach the directory through this descriptor, never by its name: a
+        # name they had read would stay in their heaps, and so in every rank forked from them
+        # (a host path, readable through /proc/self/mem). A rank closes it (rank._redirect).
+        self._directory_fd = os.open(self._directory, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        self._inherited_directory = f"/proc/self/fd/{self._directory_fd}"
         self._process: subprocess.Popen[bytes] | None = None
         self._siblings: list[subprocess.Popen[bytes]] = []
         self._lock = threading.Lock()
@@ -125,7 +130,7 @@ class WarmPool:
                 os.unlink(os.path.join(self._directory, name))
             config = {
                 "role": "main",
-                "socket": self._socket,
+                "socket": f"{self._inherited_directory}/zygote.sock",
                 "trusted": self.settings.trusted,
                 "warm": self.settings.warm,
                 "limits": self.settings.limits.model_dump(),
@@ -134,7 +139,7 @@ class WarmPool:
                 "slots": self.settings.max_concurrent_runs,
                 "cpu_fairness": self.settings.cpu_fairness,
                 "reseed": self.settings.reseed_after_fork,
-                "sibling_dir": self._directory,
+                "sibling_dir": self._inherited_directory,
                 "siblings": 0 if self.settings.trusted else self.settings.siblings,
                 "gpus": [gpu.to_dict() for gpu in self.gpus],
             }
@@ -182,6 +187,7 @@ class WarmPool:
             env=ZYGOTE_ENV,
             cwd="/",
             start_new_session=True,
+            pass_fds=(self._directory_fd,),  # the socket directory, nameless (see __init__)
         )
         assert process.stdin is not None
         process.stdin.write(json.dumps(config).encode() + b"\n")
@@ -264,6 +270,9 @@ class WarmPool:
         with self._lock:
             self._stop_process()
             shutil.rmtree(self._directory, ignore_errors=True)
+            if self._directory_fd >= 0:
+                os.close(self._directory_fd)
+                self._directory_fd = -1
 
     def _stop_process(self) -> None:
         self.info = None

@@ -11,6 +11,10 @@ process drives it.
                               gone LEASE_S after that process died
     ranklab:lab:{id}:stop     a list: Stop pushes to it, the driver waits on it (BLPOP)
 
+Readers follow a log through the process's StreamHub (app.fanout): one XREAD loop per run in
+each process however many tabs follow it, readers capped (429 for a run, 503 for the process);
+the hub's task looks at the lease whenever its read comes back empty.
+
 The process that took the POST drives the run, as with `MemoryLiveRuns`: it relays the
 executor's events, judges the checks, records the LabRun row, and on Stop (from any process)
 its ranks are killed as the run is cancelled. A reader or a Stop that finds the lease gone and
@@ -25,6 +29,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -36,7 +41,8 @@ import redis.asyncio as aredis
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.bus_client import CANCEL_TTL_S, aconnect, before_submit, process_name
-from app.errors import Unavailable
+from app.errors import TooManyRequests, Unavailable
+from app.fanout import READERS, READERS_PER_STREAM, StreamHub, TooManyReaders
 from app.labs.live import STOP_WAIT_S, Drive, Event, Frames, StopOutcome
 from executor import bus
 from executor.bus import EVENTS_MAXLEN, EVENTS_TTL_S
@@ -100,6 +106,10 @@ def _index(entry_id: str) -> int:
 
 def _entry_id(index: int) -> str:
     return f"0-{index + 1}"
+
+
+def _ends(fields: dict[str, str]) -> bool:
+    return fields.get("event") == "end"
 
 
 def _entries(found: Any) -> list[tuple[int, str, dict[str, Any]]]:
@@ -178,11 +188,32 @@ class RedisLiveRuns:
     worker: str = field(default_factory=process_name)
     lease_s: float = LEASE_S
     read_block_s: float = READ_BLOCK_S
+    readers_per_run: int = READERS_PER_STREAM  # SSE readers of one run in this process
+    readers: int = READERS  # SSE readers in this process, all lab runs together
     running: dict[int, asyncio.Task[None]] = field(default_factory=dict)
+    _hub: StreamHub | None = field(default=None, init=False, repr=False)
+    _hub_loop: asyncio.AbstractEventLoop | None = field(default=None, init=False, repr=False)
 
     def _client(self) -> aredis.Redis:
-        # One per run or reader: an asyncio connection belongs to the event loop that made it.
+        # One per run driven or Stop: an asyncio connection belongs to the loop that made it.
         return aconnect(self.url)
+
+    @property
+    def hub(self) -> StreamHub:
+        """The run logs this process follows, one XREAD loop per run for all its readers (one
+        hub per event loop: a connection belongs to the loop that made it)."""
+        loop = asyncio.get_running_loop()
+        if self._hub is None or self._hub_loop is not loop:
+            self._hub = StreamHub(
+                self.url,
+                _ends,
+                self.readers_per_run,
+                self.readers,
+                block_s=self.read_block_s,
+                idle=self._idle,
+            )
+            self._hub_loop = loop
+        return self._hub
 
     async def start(self, run_id: int, user_id: int, drive: Drive) -> None:
         """Claim the run on Redis (its owner and this process's lease), then drive it here."""
@@ -242,36 +273,61 @@ class RedisLiveRuns:
                 await anyio.sleep(refresh_s)
 
     async def follow(self, run_id: int, user_id: int, after: int) -> Frames | None:
-        """The learner's run's frames after `after`, from whichever process drives it."""
-        client = self._client()
-        try:
+        """The learner's run's frames after `after`, from whichever process drives it (429 or
+        503 past the readers' caps)."""
+        hub = self.hub
+
+        async def look(client: aredis.Redis) -> tuple[str | None, tuple[int, str] | None]:
             owner = await _owner(client, run_id)
+            return owner, await _tail(client, run_id) if owner == str(user_id) else None
+
+        try:
+            owner, tail = await hub.call(look)  # on a moment's connection of the hub's
         except redis.RedisError as error:
-            await client.aclose()
             raise Unavailable(UNREACHABLE) from error
         if owner != str(user_id):
-            await client.aclose()
             return None
-        return self._frames(client, run_id, after)
-
-    async def _frames(self, client: aredis.Redis, run_id: int, after: int) -> Frames:
         try:
-            frames = self._follow(client, run_id, after, ("unavailable", CUT_OFF_NOTICE))
-            async with contextlib.aclosing(frames):
-                async for frame in frames:
-                    yield frame
-        except redis.RedisError:
+            hub.admit(events_key(run_id))
+        except TooManyReaders as error:  # a crowded run: 429; a crowded process: 503
+            refusal = Unavailable if error.whole_process else TooManyRequests
+            raise refusal(str(error)) from error
+        return self._frames(hub, run_id, after, tail)
+
+    async def _frames(
+        self, hub: StreamHub, run_id: int, after: int, tail: tuple[int, str] | None
+    ) -> Frames:
+        if tail is not None and tail[1] == "end" and tail[0] <= after:
+            yield tail[0], "end", {}  # the reader saw the end already: end its stream again
+            return
+        # A reader left open past the log's life reconnects (no id: it keeps its place).
+        entries = hub.follow(events_key(run_id), _entry_id(after), time.monotonic() + EVENTS_TTL_S)
+        try:
+            async with contextlib.aclosing(entries):
+                async for entry_id, fields in entries:
+                    yield _index(entry_id), fields["event"], json.loads(fields["data"])
+        except (redis.RedisError, TimeoutError):
             # No id: the browser reconnects with its last one and resumes when Redis is back.
             yield None, "unavailable", {"message": NO_QUEUE}
-        finally:
-            with anyio.CancelScope(shield=True):  # a reader that hung up still frees it
-                await client.aclose()
+        except TooManyReaders as error:  # the cap filled up between admit and the first read
+            yield None, "unavailable", {"message": str(error)}
+
+    async def _idle(self, client: aredis.Redis, key: str) -> None:
+        """Nothing new in a run's log for a read's while: a run whose driver has gone is ended
+        here (cut off), once for every reader of it in this process."""
+        run_id = int(key.split(":")[2])
+        tail = await _tail(client, run_id)
+        if tail is not None and tail[1] == "end":
+            return  # written just after the read: the next read has it
+        if not await client.exists(alive_key(run_id)):
+            await self._close(client, run_id, "unavailable", CUT_OFF_NOTICE)
 
     async def _follow(
         self, client: aredis.Redis, run_id: int, after: int, orphaned: tuple[str, Event]
     ) -> Frames:
-        """The log's frames after `after`, to `end`. When nothing comes, look at the lease: a
-        run whose driver has gone is ended here with `orphaned` (its status and notice)."""
+        """The log's frames after `after`, to `end` (what Stop waits for, on its own client).
+        When nothing comes, look at the lease: a run whose driver has gone is ended here with
+        `orphaned` (its status and notice)."""
         last = after
         while True:
             found = await client.xread(
@@ -344,3 +400,5 @@ class RedisLiveRuns:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._hub is not None and self._hub_loop is asyncio.get_running_loop():
+            await self._hub.aclose()  # the readers' reads of logs: each closes its connection

@@ -15,8 +15,9 @@ from app.bus_client import RedisExecutorClient
 from app.challenges.schema import EXECUTABLE_KINDS
 from app.db import end_read
 from app.deps import CatalogDep, CurrentUser, ExecutorDep, QuestionDep, SessionDep
-from app.errors import Conflict, NotFound, Unavailable
+from app.errors import Conflict, NotFound, TooManyRequests, Unavailable
 from app.executor_client import ExecutorUnavailable
+from app.fanout import TooManyReaders
 from app.runs import recorded
 from app.runs import service as runs
 from app.verification import evidence, proofs
@@ -84,6 +85,11 @@ async def bus_run_events(
         raise Unavailable(runs.UNAVAILABLE) from error
     if not known:
         raise NotFound("No such run, or its output has expired.")
+    try:
+        executor.admit(run_id)  # readers share one read of the run, up to a cap
+    except TooManyReaders as error:  # a crowded run: 429; a crowded process: 503
+        refusal = Unavailable if error.whole_process else TooManyRequests
+        raise refusal(str(error)) from error
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     return StreamingResponse(
         _bus_frames(executor, run_id, after), media_type="text/event-stream", headers=headers
@@ -100,3 +106,5 @@ async def _bus_frames(
                 yield f"id: {event_id}\nevent: {name}\ndata: {json.dumps(payload)}\n\n"
     except ExecutorUnavailable:
         yield f"event: unavailable\ndata: {json.dumps({'message': runs.UNAVAILABLE})}\n\n"
+    except TooManyReaders as error:  # the cap filled up between admit and the first read
+        yield f"event: unavailable\ndata: {json.dumps({'message': str(error)})}\n\n"

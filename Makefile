@@ -17,7 +17,7 @@ TORCH_CPU_INDEX ?= $(if $(wildcard $(addsuffix /torch-*+cpu-*.whl,$(FIND_LINKS))
 TORCH_CPU = $(if $(TORCH_CPU_INDEX),--extra-index-url $(TORCH_CPU_INDEX) --index-strategy unsafe-best-match,--find-links $(FIND_LINKS))
 PIP_TORCH_CPU = $(if $(TORCH_CPU_INDEX),--extra-index-url $(TORCH_CPU_INDEX))
 
-.PHONY: run test lint typecheck contracts check-content docs screenshots pytest lock check-lock bench bench-bus bench-web bench-bytes bench-class bench-explain bench-labs bench-perturb bench-verify migrate schema proofs vendor vendor-editor vendor-compose-schema clean
+.PHONY: run test lint typecheck contracts check-content docs screenshots pytest lock check-lock bench bench-bus bench-web bench-bytes bench-class bench-explain bench-labs bench-perturb bench-signup bench-verify migrate schema proofs vendor vendor-editor vendor-compose-schema clean
 
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -103,6 +103,10 @@ bench-class: $(STAMP)
 
 bench-explain: $(STAMP)
 	$(BIN)/python bench/bench_explain.py
+
+# A lecture hall behind one NAT address: 200 sign-ups and log-ins, then a guesser (refusals).
+bench-signup: $(STAMP)
+	$(BIN)/python bench/bench_signup.py
 
 # 20 learners running lab steps at once against a real app and executor.
 bench-labs: $(STAMP)

@@ -113,7 +113,17 @@ class Settings(BaseSettings):
         "limit, so that one address alone cannot lock the owner out.",
     )
     login_limit_per_address: str = Field(
-        default="30/minute", description="Log-in attempts allowed per client IP address."
+        default="300/minute",
+        description="Log-in attempts, right or wrong, allowed per client IP address: a bound "
+        "on the password-hashing work one address can cause, far above a lecture hall behind "
+        "one NAT address logging in together.",
+    )
+    login_failures_per_address: str = Field(
+        default="30/minute;300/hour",
+        description="Failed log-ins (wrong password or unknown name) allowed per client IP "
+        "address, whatever the account: guessing across many accounts from one address stays "
+        "as slow as before, while the people behind one NAT address who type their password "
+        "right are not counted.",
     )
     guest_limit_per_address: str = Field(
         default="240/minute;1000/hour",
@@ -127,9 +137,10 @@ class Settings(BaseSettings):
         "Empty: the peer's own address, whatever the headers say.",
     )
     register_limit_per_address: str = Field(
-        default="60/hour",
-        description="Sign-up attempts allowed per client IP address (a classroom behind one "
-        "NAT address signs up together).",
+        default="600/hour;2000/day",
+        description="Sign-up attempts allowed per client IP address: a class of 200 behind one "
+        "NAT address signs up in the same few minutes (measured: `make bench-signup`), "
+        "while one address still cannot mint accounts without end.",
     )
     lab_runs_per_learner: str = Field(
         default="10/minute",

@@ -93,12 +93,13 @@ def login(
     next: NextField = "/",
 ):
     """Check the password (within the attempt limits) and open a new session."""
-    refusal = throttle.login(username, client_address(request))
+    address = client_address(request)
+    refusal = throttle.login(username, address)
     if refusal is not None:
         return _too_many(request, "login.html", {"next": _safe_next(next)}, refusal)
     user = accounts.authenticate(session, username.strip(), password)
     if user is None:
-        throttle.login_failed(username)
+        throttle.login_failed(username, address)
         return request.app.state.templates.TemplateResponse(
             request,
             "login.html",

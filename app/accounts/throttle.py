@@ -1,11 +1,15 @@
 """Log-in, sign-up and guest throttling per account and per client address (`limits`).
 
 Moving windows count every log-in attempt, right or wrong, before the password is checked, per
-(account, address) and per address: guessing passwords and probing which usernames exist both
-cost a place, and so does the argon2 work each guess would make the server do. Counted per
-account alone, ten wrong passwords from anywhere locked the owner out; per (account, address),
-a stranger fills only their own. Across addresses an account has a larger ceiling of failed
-attempts, so guessing one account's password from many addresses stays slow. The counts live
+(account, address): guessing one password costs a place. Counted per account alone, ten wrong
+passwords from anywhere locked the owner out; per (account, address), a stranger fills only
+their own. Across addresses an account has a larger ceiling of failed attempts, so guessing one
+account's password from many addresses stays slow.
+
+A lecture hall signs up and logs in from one NAT address, so an address is limited by what
+brute force needs and honest people rarely make: failed log-ins (guessing across many accounts,
+probing which usernames exist). Every attempt from an address still counts towards a far larger
+ceiling that bounds the argon2 work it can make the server do, and so do sign-ups. The counts live
 in `rate_limit_storage`: memory:// is per process, so several workers or hosts need a shared
 store (redis://, memcached://).
 """
@@ -42,31 +46,38 @@ class Refusal:
 
 class Throttle:
     """Counts log-in attempts per (account, address) and per address, failed log-ins per
-    account, sign-ups and new guests per address, lab runs per learner."""
+    account and per address, sign-ups and new guests per address, lab runs per learner."""
 
     def __init__(self, settings: Settings) -> None:
         self._limiter = MovingWindowRateLimiter(storage_from_string(settings.rate_limit_storage))
         self._login_per_pair = parse_many(settings.login_limit_per_account_address)
         self._failures_per_account = parse_many(settings.login_limit_per_account)
         self._login_per_address = parse_many(settings.login_limit_per_address)
+        self._failures_per_address = parse_many(settings.login_failures_per_address)
         self._register_per_address = parse_many(settings.register_limit_per_address)
         self._guests_per_address = parse_many(settings.guest_limit_per_address)
         self._lab_runs_per_learner = parse_many(settings.lab_runs_per_learner)
 
     def login(self, username: str, address: str) -> Refusal | None:
         """Count one log-in attempt; return a refusal if this account from this address, the
-        address, or the account's failures from anywhere are over their limits."""
+        address's attempts or failures, or the account's failures from anywhere are over their
+        limits."""
         account = _account_key(username)
-        over = self._over(self._failures_per_account, ("login-failed", account))
+        over = self._over(self._failures_per_account, ("login-failed", account)) or self._over(
+            self._failures_per_address, ("login-failed-address", address)
+        )
         return over or self._count(
             *[(limit, ("login-pair", account, address)) for limit in self._login_per_pair],
             *[(limit, ("login-address", address)) for limit in self._login_per_address],
         )
 
-    def login_failed(self, username: str) -> None:
-        """Count a wrong password (or an unknown name) towards the account's ceiling."""
+    def login_failed(self, username: str, address: str) -> None:
+        """Count a wrong password (or an unknown name) towards the account's ceiling and the
+        address's."""
         for limit in self._failures_per_account:
             self._limiter.hit(limit, "login-failed", _account_key(username))
+        for limit in self._failures_per_address:
+            self._limiter.hit(limit, "login-failed-address", address)
 
     def register(self, address: str) -> Refusal | None:
         """Count one sign-up attempt; return a refusal if the address is over its limit."""

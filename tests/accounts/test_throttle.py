@@ -91,7 +91,7 @@ def test_failures_at_one_account_from_many_addresses_meet_its_ceiling(sqlite_url
     for address in ("192.0.2.1", "192.0.2.2", "192.0.2.3"):
         for _ in range(2):
             assert throttle.login("ada", address) is None
-            throttle.login_failed("Ada ")  # the same account, however spelt
+            throttle.login_failed("Ada ", address)  # the same account, however spelt
     assert throttle.login("ada", "192.0.2.4") is not None  # 6 failures: the ceiling is full
     assert throttle.login("grace", "192.0.2.4") is None  # another account is not
 
@@ -102,7 +102,55 @@ def test_limits_are_settings_and_bad_ones_are_refused_at_start():
     assert settings.login_limit_per_account == "200/hour"
     assert settings.guest_limit_per_address == "240/minute;1000/hour"
     assert settings.trusted_proxies == ""
-    assert settings.login_limit_per_address == "30/minute"
+    assert settings.login_limit_per_address == "300/minute"
+    assert settings.login_failures_per_address == "30/minute;300/hour"
+    assert settings.register_limit_per_address == "600/hour;2000/day"
     assert settings.rate_limit_storage == "memory://"
     with pytest.raises(ValueError, match="login_limit_per_account"):
         make_settings("sqlite://", login_limit_per_account="ten a minute")
+
+
+HALL = "198.51.100.7"  # one NAT address for a whole lecture hall
+
+
+def test_a_class_of_200_behind_one_address_signs_up_and_logs_in_on_day_one(sqlite_url):
+    """The default limits: 200 sign-ups, then 200 log-ins with 20 typos among them, all from one
+    address within minutes (here within a second): no one is refused."""
+    throttle = Throttle(make_settings(sqlite_url))
+    assert [throttle.register(HALL) for _ in range(200)] == [None] * 200
+    refusals = []
+    for number in range(200):
+        student = f"student{number:03}"
+        if number % 10 == 0:  # a typo first, then the right password
+            refusals.append(throttle.login(student, HALL))
+            throttle.login_failed(student, HALL)
+        refusals.append(throttle.login(student, HALL))
+    assert refusals == [None] * 220
+
+
+def test_guessing_across_accounts_from_one_address_stays_as_slow_as_before(sqlite_url):
+    """The lecture hall's allowance is not a guesser's: 30 failed log-ins a minute per address,
+    whatever the accounts, and then even a right password from that address waits."""
+    throttle = Throttle(make_settings(sqlite_url))
+    for number in range(30):
+        assert throttle.login(f"victim{number}", HALL) is None
+        throttle.login_failed(f"victim{number}", HALL)
+    refused = throttle.login("victim-next", HALL)
+    assert refused is not None and 1 <= refused.retry_after_s <= 60
+    assert throttle.login("victim-next", "203.0.113.9") is None  # another address is not
+
+
+def test_failed_log_ins_count_per_address_through_the_form(app_factory, sqlite_url):
+    limits = {**SMALL_LIMITS, "login_limit_per_address": "50/minute"}
+    with TestClient(app_factory(sqlite_url, login_failures_per_address="3/minute", **limits)) as c:
+        visitor = Learner(c)
+        visitor.get("/")
+        visitor.post("/register", {"username": "ada", "password": "correct horse"})
+        visitor.post("/logout")
+        for _ in range(5):  # right passwords are not failures
+            right = visitor.post("/login", {"username": "ada", "password": "correct horse"})
+            assert right.status_code == 200 and right.url.path == "/"
+            visitor.post("/logout")
+        for number in range(3):
+            assert wrong_login(visitor, f"user{number}").status_code == 400
+        assert wrong_login(visitor, "someone-else").status_code == 429

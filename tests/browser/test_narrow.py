@@ -12,7 +12,9 @@ WIDTH = 390
 
 
 def overflow(page) -> int:
-    """How many pixels the page is wider than the viewport (0: no horizontal scrolling)."""
+    """How many pixels the page is wider than the viewport (0: no horizontal scrolling). This
+    context emulates no phone, so `innerWidth` stays the window's 390 px; the crawl in
+    test_phone_crawl.py measures against the screen's width under mobile emulation."""
     return int(page.evaluate("document.documentElement.scrollWidth - window.innerWidth"))
 
 
@@ -98,3 +100,20 @@ def test_every_learning_mode_fits_a_390_px_screen(phone, tmp_path):
     nav = phone.locator("header nav")
     visited["nav wraps (px over one line)"] = max(0, int(nav.bounding_box()["height"]) - 80)
     assert {name: px for name, px in visited.items() if px > 0} == {}
+
+
+def test_the_progress_table_shows_every_column_at_a_desktop_width(browser, live_server):
+    """At 1280 px the table of topics fits its box: no column is hidden off to the right behind a
+    sideways scroll (on a phone it may scroll inside its box; the page never does)."""
+    context = browser.new_context(base_url=live_server, viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto("/sets/ddp-mastery")
+    page.get_by_test_id("start-guest").click()
+    page.wait_for_url(re.compile(r"/q/1$"))
+    page.goto("/me/progress")
+    box = page.locator(".table-scroll:has([data-testid='topic-progress'])")
+    hidden = box.evaluate("(el) => el.scrollWidth - el.clientWidth")
+    last = page.locator("[data-testid='topic-progress'] thead th").last.bounding_box()
+    context.close()
+    assert hidden <= 0, f"{hidden} px of the progress table are off to the right at 1280 px"
+    assert last is not None and last["x"] + last["width"] <= 1280

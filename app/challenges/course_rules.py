@@ -130,6 +130,41 @@ def claim_problems(loaded: LoadedTopic) -> list[LoadError]:
     ]
 
 
+# Launchers and APIs an explain-it answer may not earn credit for naming: torch deprecates them.
+DEPRECATED_PHRASINGS = {
+    # torch/distributed/launch.py, torch 2.13: main() warns "The module torch.distributed.launch
+    # is deprecated" (FutureWarning) and names torchrun.
+    "torch.distributed.launch": "torchrun",
+}
+
+
+def deprecated_phrasing_problems(report: LoadReport) -> list[LoadError]:
+    """Every explain-it phrasing that credits a deprecated API, at the item's `id:`."""
+    places: list[tuple[str, dict[str, tuple[int, int]], ItemBase]] = [
+        (loaded.path, loaded.entry_at, item)
+        for loaded in report.sets
+        for item in loaded.challenge_set.items
+    ]
+    places += [
+        (topic.path, topic.entry_at, item) for topic in report.topics for item in topic.topic.items
+    ]
+    found = []
+    for path, entry_at, item in places:
+        for concept in getattr(item, "concepts", []):
+            for phrasing in concept.phrasings:
+                for old, new in DEPRECATED_PHRASINGS.items():
+                    if old in phrasing.lower():
+                        found.append(
+                            LoadError(
+                                path,
+                                *entry_at.get(item.id, (1, 1)),
+                                f"explain item {item.id!r} credits {phrasing!r}, but {old} is "
+                                f"deprecated (use {new}): drop the phrasing",
+                            )
+                        )
+    return found
+
+
 def _code_lines(code: str) -> tuple[str, ...]:
     # Comments and blank lines aside: a copy with a reworded comment is still the same snippet.
     lines = (line.rstrip() for line in code.splitlines())
@@ -327,5 +362,6 @@ def problems(report: LoadReport) -> list[LoadError]:
     found += fact_problems(report)
     found += [error for loaded in report.topics for error in claim_problems(loaded)]
     found += lesson_problems(report)
+    found += deprecated_phrasing_problems(report)
     found += key_length_problems(report)
     return sorted(found)

@@ -232,3 +232,16 @@ def test_validate_flags_a_set_that_keys_the_longest_option_and_each_long_key(cou
         "least 1.3x as long as the mean distractor: lengthen distractors with precise wrong "
         "beliefs (no padding) or tighten the key",
     ]
+
+
+def test_validate_refuses_an_explain_phrasing_that_credits_a_deprecated_launcher(course, capsys):
+    topic_file = course / "demo" / "topic.yaml"
+    edit(topic_file, "phrasings: [every rank,", "phrasings: [Torch.distributed.launch, every rank,")
+    code, errors = validate(course, capsys)
+    assert code == 1
+    item = line_of(topic_file, "- id: explain-all-reduce")
+    assert errors == [
+        f"{topic_file}:{item}:9: explain item 'explain-all-reduce' credits "
+        "'Torch.distributed.launch', but torch.distributed.launch is deprecated (use torchrun): "
+        "drop the phrasing"
+    ]

@@ -136,9 +136,9 @@ def _key_length_lines(catalog: Catalog) -> list[str]:
         "",
         "Per set and per lesson check: how many choice items have a key longer than every "
         "distractor, against chance (keys over options, averaged), and whether that is within "
-        f"{course_rules.KEY_LONGEST_MARGIN:.0%} of chance (or the nearest count to it). Items "
-        f"whose key is at least {course_rules.KEY_LENGTH_RATIO}× the mean distractor's length "
-        "are named: `ranklab validate` flags both.",
+        f"{course_rules.KEY_LONGEST_MARGIN * 100:.0f} points of chance (or the nearest count to "
+        f"it). Items whose key is at least {course_rules.KEY_LENGTH_RATIO}× the mean "
+        "distractor's length are named: `ranklab validate` flags both.",
         "",
         "| questions | key longest | chance | near chance | key ≥ "
         f"{course_rules.KEY_LENGTH_RATIO}× distractors |",

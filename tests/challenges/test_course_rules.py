@@ -9,7 +9,9 @@ import pytest
 
 from app import cli
 from app.challenges import course_rules
+from app.challenges.loader import load_path
 from app.challenges.schema import ChallengeSet
+from app.config import ROOT
 from tests.support.content import edit, line_of
 
 
@@ -245,3 +247,10 @@ def test_validate_refuses_an_explain_phrasing_that_credits_a_deprecated_launcher
         "'Torch.distributed.launch', but torch.distributed.launch is deprecated (use torchrun): "
         "drop the phrasing"
     ]
+
+
+def test_the_shipped_course_gives_nothing_away_and_keys_the_longest_option_near_chance():
+    shipped = load_path(ROOT / "challenges")
+    assert course_rules.lesson_problems(shipped) == []
+    assert course_rules.key_length_problems(shipped) == []
+    assert course_rules.deprecated_phrasing_problems(shipped) == []

@@ -89,6 +89,7 @@ class LoadedTopic:
     claims: list[cheatsheet.Claim] = field(default_factory=list)  # the cheat sheet's claims
     fact_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # entry id -> `fact:`
     lesson_code: dict[str, str] = field(default_factory=dict)  # lesson example id -> code
+    lesson_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # example/check -> `id:`
     requires_at: list[tuple[int, int]] = field(default_factory=list)  # each `requires:` entry
     id_at: tuple[int, int] = (1, 1)  # where its `id:` value is written
     entry_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # card/item id -> `id:`
@@ -445,6 +446,15 @@ def load_topic_file(path: Path, shown: str) -> tuple[LoadedTopic | None, list[Lo
             loaded.entry_at[entry.id] = _value_position(document, (list_name, index, "id"))
             if entry.fact is not None:
                 loaded.fact_at[entry.id] = _value_position(document, (list_name, index, "fact"))
+    if topic.lesson is not None:
+        for section_index, section in enumerate(topic.lesson.sections):
+            for index, example in enumerate(section.examples):
+                where = ("lesson", "sections", section_index, "examples", index, "id")
+                loaded.lesson_at[example.id] = _value_position(document, where)
+        for index, question in enumerate(topic.lesson.check):
+            loaded.lesson_at[question.id] = _value_position(
+                document, ("lesson", "check", index, "id")
+            )
     loaded.requires_at = [
         _position(document, ("requires", index)) for index in range(len(topic.requires))
     ]

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.challenges import prose
+from app.challenges import course_rules, prose
 from app.challenges.catalog import Catalog, TopicView
 from app.challenges.schema import ChallengeSet, ChoiceBase, proven_by_run
 from app.verification import proofs as proof_file
@@ -118,6 +118,40 @@ def _key_spread_lines(catalog: Catalog) -> list[str]:
     for topic in catalog.topics():
         for loaded in topic.loaded_sets:
             lines.append(f"| `{loaded.challenge_set.id}` | {key_spread(loaded.challenge_set)} |")
+    return [*lines, ""]
+
+
+def _key_length_row(name: str, lengths: course_rules.KeyLengths) -> str:
+    share = lengths.key_longest / lengths.items if lengths.items else 0.0
+    flagged = ", ".join(f"`{item_id}`" for item_id in lengths.long_keys) or "none"
+    return (
+        f"| {name} | {lengths.key_longest} of {lengths.items} ({share:.0%}) "
+        f"| {lengths.chance:.0%} | {'yes' if lengths.near_chance else 'no'} | {flagged} |"
+    )
+
+
+def _key_length_lines(catalog: Catalog) -> list[str]:
+    lines = [
+        "## Is the key the longest option?",
+        "",
+        "Per set and per lesson check: how many choice items have a key longer than every "
+        "distractor, against chance (keys over options, averaged), and whether that is within "
+        f"{course_rules.KEY_LONGEST_MARGIN * 100:.0f} points of chance (or the nearest count to "
+        f"it). Items whose key is at least {course_rules.KEY_LENGTH_RATIO}× the mean "
+        "distractor's length are named: `ranklab validate` flags both.",
+        "",
+        "| questions | key longest | chance | near chance | key ≥ "
+        f"{course_rules.KEY_LENGTH_RATIO}× distractors |",
+        "|---|---|---|---|---|",
+    ]
+    for topic in catalog.topics():
+        for loaded in topic.loaded_sets:
+            lengths = course_rules.KeyLengths.of(loaded.challenge_set.items)
+            lines.append(_key_length_row(f"set `{loaded.challenge_set.id}`", lengths))
+        lesson = topic.loaded_topic.topic.lesson if topic.loaded_topic else None
+        if lesson is not None:
+            lengths = course_rules.KeyLengths.of(lesson.check)
+            lines.append(_key_length_row(f"lesson check `{topic.id}`", lengths))
     return [*lines, ""]
 
 
@@ -247,4 +281,5 @@ def render(catalog: Catalog, proofs: Mapping[str, proof_file.Proof] | None = Non
         "",
     ]
     lines += _key_spread_lines(catalog)
+    lines += _key_length_lines(catalog)
     return "\n".join(lines)

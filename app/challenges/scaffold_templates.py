@@ -132,16 +132,16 @@ items:
         all: {exception: ValueError, message_regex: 'not been initialized'}
     options:
       - id: A
-        text: The script never calls `dist.init_process_group`, so there is no default group.
+        text: It never calls `dist.init_process_group`, so there is no default process group.
         feedback: Yes. Under torchrun it reads its rank and peers from the environment.
       - id: B
-        text: The gloo backend cannot reduce a tensor of one element.
+        text: The gloo backend cannot reduce a one-element tensor; it needs two or more.
         feedback: gloo reduces tensors of any size, one element included.
       - id: C
-        text: "`all_reduce` needs its `op=` argument."
+        text: "`all_reduce` needs its `op=` argument: it has no default reduction."
         feedback: "`op` defaults to `ReduceOp.SUM`."
       - id: D
-        text: The tensor must be on a GPU for a collective.
+        text: The tensor must be on a GPU; collectives never take CPU tensors.
         feedback: gloo runs collectives on CPU tensors; it is NCCL that needs GPU tensors.
     answer: A
     explanation: |
@@ -298,8 +298,8 @@ lesson:
           predict:
             rank: 1
           output:
-            all: "sum 3.0\n"
-          after: Rank 0 held 1.0 and rank 1 held 2.0; both now hold 3.0.
+            all: "sum 8.0\n"
+          after: Rank 0 held 3.0 and rank 1 held 5.0; both now hold 8.0.
     - id: broadcast
       title: What broadcast copies
       body: |
@@ -311,7 +311,7 @@ lesson:
             import torch.distributed as dist
 
             dist.init_process_group("gloo")
-            t = torch.tensor([float(dist.get_rank() * 10)])
+            t = torch.tensor([float(dist.get_rank() + 5)])
             dist.broadcast(t, src=1)
             print(f"value {t.item()}")
             dist.destroy_process_group()
@@ -319,12 +319,12 @@ lesson:
           predict:
             prompt: What does rank 0 print?
             options:
-              - {id: A, text: "`value 10.0`"}
-              - {id: B, text: "`value 0.0`"}
+              - {id: A, text: "`value 6.0`"}
+              - {id: B, text: "`value 5.0`"}
             answer: A
           output:
-            all: "value 10.0\n"
-          after: Rank 1 held 10.0, and broadcast copied it to rank 0.
+            all: "value 6.0\n"
+          after: Rank 1 held 6.0, and broadcast copied it to rank 0.
   # The closing check: 2 or 3 choice questions; passing it completes the lesson.
   check:
     - id: where-the-sum-goes
@@ -472,7 +472,21 @@ dist.destroy_process_group()
 """.replace("DOCS", _DOCS)
 )
 
-TOPIC_FILES = {"proof_all_reduce.py": ALL_REDUCE_SUM, "lesson_all_reduce.py": ALL_REDUCE_SUM}
+# The lesson has its own snippet and numbers: a set item shown in the lesson minutes before
+# would test recall, not understanding (`ranklab validate` refuses it).
+LESSON_ALL_REDUCE = """\
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+t = torch.tensor([float(rank * 2 + 3)])  # rank 0 holds 3.0, rank 1 holds 5.0
+dist.all_reduce(t)
+print(f"sum {t.item()}")
+dist.destroy_process_group()
+"""
+
+TOPIC_FILES = {"proof_all_reduce.py": ALL_REDUCE_SUM, "lesson_all_reduce.py": LESSON_ALL_REDUCE}
 
 # ── a lab: one step whose starter fails its check and whose solution passes ───────────────────
 

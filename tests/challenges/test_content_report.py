@@ -44,6 +44,16 @@ def test_each_sets_key_spread_counts_keys_by_their_place_in_the_file():
     assert "## Where the keys sit" in report.render(catalog)
 
 
+def test_each_set_and_lesson_check_reports_how_often_its_key_is_the_longest_option():
+    rendered = report.render(Catalog.load(FIXTURES))
+    assert "## Is the key the longest option?" in rendered
+    # Both items of test-perturb key their longest option, each at least 1.3x its distractors.
+    assert (
+        "| set `test-perturb` | 2 of 2 (100%) | 50% | no | `lucky-order`, `any-order` |" in rendered
+    )
+    assert "| lesson check `lesson-drill` | 1 of 2 (50%) | 50% | yes | `where-sum` |" in rendered
+
+
 def test_the_verify_column_counts_each_status_and_an_edit_unproves():
     catalog = Catalog.load(FIXTURES)
     topic = catalog.topic("collectives")

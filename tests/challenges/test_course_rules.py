@@ -9,7 +9,9 @@ import pytest
 
 from app import cli
 from app.challenges import course_rules
+from app.challenges.loader import load_path
 from app.challenges.schema import ChallengeSet
+from app.config import ROOT
 from tests.support.content import edit, line_of
 
 
@@ -139,3 +141,116 @@ def test_validate_refuses_a_cheat_sheet_line_with_no_marker_at_the_line(course, 
         "URL-or-torch-path torch=VERSION --> or, for a line that states no torch behaviour, "
         "<!-- nofact -->"
     ]
+
+
+def test_validate_refuses_a_lesson_example_that_runs_a_set_items_snippet(course, capsys):
+    # The lesson shown minutes before the timed set would make the badge a test of recall.
+    topic_file = course / "demo" / "topic.yaml"
+    snippet = (course / "demo-basics" / "all_reduce_sum.py").read_text()
+    (course / "demo" / "lesson_all_reduce.py").write_text(f"# the set's, reworded\n{snippet}")
+    edit(topic_file, '"sum 8.0', '"sum 3.0')
+    code, errors = validate(course, capsys)
+    assert code == 1
+    set_file = course / "demo-basics" / "set.yaml"
+    assert errors == [
+        f"{topic_file}:{line_of(topic_file, '- id: sum-two-ranks')}:15: lesson example "
+        f"'sum-two-ranks' runs the same snippet as set item 'all-reduce-sum' ({set_file}): "
+        "give the lesson its own snippet and numbers"
+    ]
+
+
+def test_validate_refuses_a_lesson_example_that_prints_a_set_items_keyed_output(course, capsys):
+    topic_file = course / "demo" / "topic.yaml"
+    edit(topic_file, "dist.get_rank() + 5", "dist.get_rank() * 10")
+    edit(topic_file, 'all: "value 6.0', 'all: "value 10.0')
+    code, errors = validate(course, capsys)
+    assert code == 1
+    set_file = course / "demo-basics" / "set.yaml"
+    assert errors == [
+        f"{topic_file}:{line_of(topic_file, '- id: broadcast-from-rank-1')}:15: lesson example "
+        f"'broadcast-from-rank-1' prints the keyed output of set item 'broadcast-from-rank-1' "
+        f"({set_file}): give the lesson its own snippet and numbers"
+    ]
+
+
+def lengths(*texts: str, answer: str | list[str] = "A") -> dict:
+    item = choice("q", len(texts), answer)
+    for option, text in zip(item["options"], texts, strict=True):
+        option["text"] = text
+    return item
+
+
+def test_a_key_longer_than_every_distractor_counts_and_a_tie_does_not():
+    keyed = a_set(lengths("four", "one", "two", "six")).items[0]
+    tied = a_set(lengths("four", "five", "two", "six")).items[0]
+    assert course_rules.key_longest(keyed)
+    assert not course_rules.key_longest(tied)
+
+
+def test_a_set_that_always_keys_the_longest_option_is_far_from_chance():
+    items = [{**lengths("the right one", "wrong", "nope", "no"), "id": f"q{n}"} for n in range(4)]
+    counted = course_rules.KeyLengths.of(a_set(*items).items)
+    assert (counted.items, counted.key_longest, counted.chance) == (4, 4, 0.25)
+    assert not counted.near_chance
+    assert counted.long_keys == ("q0", "q1", "q2", "q3")
+
+
+def test_a_set_near_chance_passes_and_so_does_the_count_nearest_chance():
+    once = [lengths("longest key", "a", "b", "c"), *(lengths("k", "longer", "b", "c"),) * 3]
+    once = [{**item, "id": f"q{n}"} for n, item in enumerate(once)]
+    assert course_rules.KeyLengths.of(a_set(*once).items).near_chance
+    # Two 3-option items: 0 % and 50 % are both more than 15 points from 33 %, and 1 is the
+    # count nearest to chance (0.67), so a set that small is never impossible to balance.
+    two = [lengths("long key", "a", "b"), {**lengths("k", "longer", "b"), "id": "q2"}]
+    assert course_rules.KeyLengths.of(a_set(*two).items).near_chance
+    both = [two[0], {**two[0], "id": "q2"}]
+    assert not course_rules.KeyLengths.of(a_set(*both).items).near_chance
+
+
+def test_a_multi_key_item_compares_its_keys_mean_length_with_the_distractors():
+    item = a_set(lengths("a long key", "k", "abcd", "efgh", answer=["A", "B"])).items[0]
+    assert course_rules.key_length_ratio(item) == pytest.approx(5.5 / 4)
+
+
+def test_validate_flags_a_set_that_keys_the_longest_option_and_each_long_key(course, capsys):
+    set_file = course / "demo-basics" / "set.yaml"
+    edit(set_file, 'text: "4"\n', 'text: "4, one process for each of the four ranks"\n')
+    edit(
+        set_file,
+        'on every rank"\n        feedback: "Yes: rank 1',
+        'on every rank: rank 1\'s value, copied to rank 0"\n        feedback: "Yes: rank 1',
+    )
+    code, errors = validate(course, capsys)
+    assert code == 1
+    assert errors == [
+        f"{set_file}:{line_of(set_file, 'id: demo-basics')}:5: the key is the longest option in "
+        "3 of 4 items of this set (75%, chance is 29%; keep within 15 points): picking (or "
+        "avoiding) the longest option beats chance; lengthen distractors with real wrong beliefs "
+        "or tighten keys",
+        f"{set_file}:{line_of(set_file, '- id: broadcast-from-rank-1')}:9: the key of "
+        "'broadcast-from-rank-1' is at least 1.3x as long as the mean distractor: lengthen "
+        "distractors with precise wrong beliefs (no padding) or tighten the key",
+        f"{set_file}:{line_of(set_file, '- id: world-size')}:9: the key of 'world-size' is at "
+        "least 1.3x as long as the mean distractor: lengthen distractors with precise wrong "
+        "beliefs (no padding) or tighten the key",
+    ]
+
+
+def test_validate_refuses_an_explain_phrasing_that_credits_a_deprecated_launcher(course, capsys):
+    topic_file = course / "demo" / "topic.yaml"
+    edit(topic_file, "phrasings: [every rank,", "phrasings: [Torch.distributed.launch, every rank,")
+    code, errors = validate(course, capsys)
+    assert code == 1
+    item = line_of(topic_file, "- id: explain-all-reduce")
+    assert errors == [
+        f"{topic_file}:{item}:9: explain item 'explain-all-reduce' credits "
+        "'Torch.distributed.launch', but torch.distributed.launch is deprecated (use torchrun): "
+        "drop the phrasing"
+    ]
+
+
+def test_the_shipped_course_gives_nothing_away_and_keys_the_longest_option_near_chance():
+    shipped = load_path(ROOT / "challenges")
+    assert course_rules.lesson_problems(shipped) == []
+    assert course_rules.key_length_problems(shipped) == []
+    assert course_rules.deprecated_phrasing_problems(shipped) == []

@@ -21,7 +21,7 @@ from starlette.datastructures import FormData
 from app import reads, writes
 from app.accounts import service as accounts
 from app.accounts.models import User
-from app.attempts import arrival, rules
+from app.attempts import arrival, rules, sightings
 from app.attempts import service as attempts
 from app.attempts.models import ItemAttempt, SetAttempt
 from app.challenges.catalog import Catalog
@@ -473,6 +473,8 @@ async def results(
     )
     if not attempt.finished:
         return _redirect(f"/attempts/{attempt.id}")
+    assert attempt.id is not None
+    first = sightings.first_sights(session.connection(), attempt.id)
     reviews = []
     for row in rows:
         found = catalog.item(attempt.set_id, row.item_id, attempt.content_version)
@@ -499,6 +501,8 @@ async def results(
                 "seconds": used,
                 "answer": rules.shown_answer(view) if view else row.last_answer,
                 "key": rules.shown_key(view) if view else None,
+                # Seen before (another attempt, practice, review, a quiz): not for the badge.
+                "counted": sightings.counted(row, first),
             }
         )
     loaded = catalog.get(attempt.set_id, attempt.content_version)

@@ -1,0 +1,160 @@
+"""Which variant of an item a learner is shown, and the first time they were shown each one.
+
+A badge certifies knowledge, not memory of a fixed bank: a timed question counts toward it only
+where its variant was shown to the learner for the first time in that attempt (never before in
+any mode: a timed attempt, practice, review, a quick quiz). Every showing is recorded once per
+(learner, set, item, variant), the first time, with the timed attempt it was in, if any.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, exists, insert, literal, select
+
+from app.attempts import rules
+from app.attempts.models import ItemAttempt, ItemSighting
+from app.challenges.loader import LoadedSet
+from app.challenges.schema import ItemBase
+
+_SIGHTINGS = ItemSighting.__table__  # type: ignore[attr-defined]
+_ITEMS = ItemAttempt.__table__  # type: ignore[attr-defined]
+TIMED = "timed"
+
+
+def offered_keys(loaded: LoadedSet | None, item: ItemBase) -> tuple[str, ...]:
+    """The variants of an item a learner may be shown (only proven ones); "" alone for an item
+    without parameters."""
+    return ("",)
+
+
+def seen_by(connection: Connection, user_id: int, set_id: str) -> dict[str, set[str]]:
+    """The variant keys of each of a set's items shown to the learner so far."""
+    rows = connection.execute(_SEEN, {"user_id": user_id, "set_id": set_id})
+    seen: dict[str, set[str]] = {}
+    for item_id, key in rows:
+        seen.setdefault(item_id, set()).add(key)
+    return seen
+
+
+def draw(
+    connection: Connection,
+    user_id: int,
+    loaded: LoadedSet | None,
+    items: Sequence[ItemBase],
+    set_id: str,
+) -> list[str]:
+    """A variant for each item, one the learner has not been shown yet where one is left."""
+    seen = seen_by(connection, user_id, set_id)
+    chance = random.SystemRandom()
+    return [
+        rules.draw_variant(offered_keys(loaded, item), seen.get(item.id, set()), chance)
+        for item in items
+    ]
+
+
+def record(
+    connection: Connection,
+    user_id: int,
+    set_id: str,
+    item_id: str,
+    variant_key: str,
+    mode: str,
+    now: datetime,
+) -> bool:
+    """Record that an untimed mode showed the learner this variant; whether it was the first."""
+    values = {
+        "user_id": user_id,
+        "set_id": set_id,
+        "item_id": item_id,
+        "variant_key": variant_key,
+        "mode": mode,
+        "now": now,
+    }
+    return bool(connection.execute(_SHOWN, values).rowcount)
+
+
+def record_timed(
+    connection: Connection, user_id: int, set_id: str, attempt_id: int, position: int, now: datetime
+) -> None:
+    """Record that a timed attempt opened (showed) its question at `position`, with its variant,
+    if the learner had never been shown that variant before."""
+    values = {
+        "user_id": user_id,
+        "set_id": set_id,
+        "attempt_id": attempt_id,
+        "at": position,
+        "now": now,
+    }
+    connection.execute(_SHOWN_TIMED, values)
+
+
+def first_sights(connection: Connection, attempt_id: int) -> set[tuple[str, str]]:
+    """The (item, variant) pairs this timed attempt showed the learner for the first time."""
+    rows = connection.execute(_FIRST_IN, {"attempt_id": attempt_id})
+    return {(item_id, key) for item_id, key in rows}
+
+
+def counted(row: ItemAttempt, first: set[tuple[str, str]]) -> bool:
+    """Whether a question counts toward the badge: its variant was first shown in its attempt."""
+    return (row.item_id, row.variant_key) in first
+
+
+_SEEN = select(_SIGHTINGS.c.item_id, _SIGHTINGS.c.variant_key).where(
+    _SIGHTINGS.c.user_id == bindparam("user_id"), _SIGHTINGS.c.set_id == bindparam("set_id")
+)
+_FIRST_IN = select(_SIGHTINGS.c.item_id, _SIGHTINGS.c.variant_key).where(
+    _SIGHTINGS.c.set_attempt_id == bindparam("attempt_id")
+)
+
+
+def _not_seen(item_id: Any, variant_key: Any) -> ColumnElement[bool]:
+    """No sighting yet of this variant by this learner (the unique index backs it)."""
+    return ~exists().where(
+        _SIGHTINGS.c.user_id == bindparam("user_id"),
+        _SIGHTINGS.c.set_id == bindparam("set_id"),
+        _SIGHTINGS.c.item_id == item_id,
+        _SIGHTINGS.c.variant_key == variant_key,
+    )
+
+
+_COLUMNS = ("user_id", "set_id", "item_id", "variant_key", "mode", "set_attempt_id", "shown_at")
+_now = bindparam("now", type_=_SIGHTINGS.c.shown_at.type)
+_user = bindparam("user_id", type_=_SIGHTINGS.c.user_id.type)
+_set = bindparam("set_id", type_=_SIGHTINGS.c.set_id.type)
+# One statement each: the insert happens only where the learner never saw the variant.
+_SHOWN_TIMED = insert(_SIGHTINGS).from_select(
+    _COLUMNS,
+    select(
+        _user,
+        _set,
+        _ITEMS.c.item_id,
+        _ITEMS.c.variant_key,
+        literal(TIMED, _SIGHTINGS.c.mode.type),
+        _ITEMS.c.set_attempt_id,
+        _now,
+    ).where(
+        and_(
+            _ITEMS.c.set_attempt_id == bindparam("attempt_id"),
+            _ITEMS.c.position == bindparam("at"),
+            _not_seen(_ITEMS.c.item_id, _ITEMS.c.variant_key),
+        )
+    ),
+)
+_item = bindparam("item_id", type_=_SIGHTINGS.c.item_id.type)
+_key = bindparam("variant_key", type_=_SIGHTINGS.c.variant_key.type)
+_SHOWN = insert(_SIGHTINGS).from_select(
+    _COLUMNS,
+    select(
+        _user,
+        _set,
+        _item,
+        _key,
+        bindparam("mode", type_=_SIGHTINGS.c.mode.type),
+        literal(None, _SIGHTINGS.c.set_attempt_id.type),
+        _now,
+    ).where(_not_seen(_item, _key)),
+)

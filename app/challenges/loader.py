@@ -28,6 +28,7 @@ from app.challenges import (
     limits,
     plain_errors,
     prerequisites,
+    variants,
 )
 from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet, InlineProof, Topic
 from app.kinds import KINDS
@@ -344,6 +345,9 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
         for index, item in enumerate(challenge_set.items)
         for where, message in claim_checks.item_warnings(item, _nproc(item))
     ]
+    for item in challenge_set.items:
+        if item.id in code:  # a parameterised item's snippet, rewritten per variant
+            variants.attach_source(item, code[item.id])
     loaded = LoadedSet(
         challenge_set, shown, code, fixed_code, warnings, proof_code, proof_refs, fact_at,
         _value_position(document, ("id",)), _value_position(document, ("topic",)),

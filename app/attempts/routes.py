@@ -99,7 +99,7 @@ def _question_context(
         "loaded": loaded,
         "unproven": _unproven(catalog, attempt, loaded, item.id),
         "q": view,
-        "code": loaded.code.get(item.id) if loaded else None,
+        "code": sightings.shown_code(loaded, item, row.variant_key) if loaded else None,
         "position": row.position,
         "count": len(attempt.item_id_list),
         "deadline_ms": int(deadline.timestamp() * 1000) if deadline else None,
@@ -457,6 +457,14 @@ async def next_question(page: Page, form: FormData, attempt_id: int) -> Response
     return _redirect(_where_it_stands(attempt))  # straight there: a redirect fewer a question
 
 
+def _shown_or_none(item: Any, key: str) -> Any:
+    """The variant a question showed, or None where the item no longer has it."""
+    try:
+        return sightings.shown_item(item, key)
+    except KeyError:
+        return None
+
+
 @router.get("/attempts/{attempt_id}/results", response_class=HTMLResponse)
 async def results(
     request: Request,
@@ -479,9 +487,10 @@ async def results(
     for row in rows:
         found = catalog.item(attempt.set_id, row.item_id, attempt.content_version)
         view = None
-        if found is not None:
+        shown = _shown_or_none(found[1], row.variant_key) if found is not None else None
+        if shown is not None:
             view = rules.public_question(
-                found[1],
+                shown,
                 row.status,
                 row.last_answer,
                 row.attempts_used,

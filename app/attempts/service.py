@@ -241,11 +241,15 @@ def question_for_user(
 
 
 def catalog_item(catalog: Catalog, attempt: SetAttempt, row: ItemAttempt) -> ItemBase:
-    """Return the catalog's item for a question, or 404 if the set no longer has it."""
+    """Return the catalog's item for a question, as its pinned variant, or 404 if the set no
+    longer has it."""
     found = catalog.item(attempt.set_id, row.item_id, attempt.content_version)
     if found is None:
         raise NotFound("This question is no longer part of the set.")
-    return found[1]
+    try:  # the variant the attempt pinned: what was shown is what is judged and run
+        return sightings.shown_item(found[1], row.variant_key)
+    except KeyError:
+        raise NotFound("This question is no longer part of the set.") from None
 
 
 def item_at(session: Session, attempt_id: int, position: int) -> ItemAttempt:

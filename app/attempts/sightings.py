@@ -17,6 +17,7 @@ from sqlalchemy import ColumnElement, Connection, and_, bindparam, exists, inser
 
 from app.attempts import rules
 from app.attempts.models import ItemAttempt, ItemSighting
+from app.challenges import variants
 from app.challenges.loader import LoadedSet
 from app.challenges.schema import ItemBase
 
@@ -26,9 +27,41 @@ TIMED = "timed"
 
 
 def offered_keys(loaded: LoadedSet | None, item: ItemBase) -> tuple[str, ...]:
-    """The variants of an item a learner may be shown (only proven ones); "" alone for an item
-    without parameters."""
-    return ("",)
+    """The variants of an item a learner may be shown; "" alone for an item without
+    parameters."""
+    return tuple(variant.key for variant in variants.variants_of(item))
+
+
+# Rendered variants, by (the catalog's item object, key): a question page renders its variant
+# on every view, and rendering rewrites the snippet and validates the item anew. The item
+# itself is kept with its rendering, so a reloaded catalog's new object is never mistaken for
+# an old one whose id() was reused. Bounded: the oldest goes first.
+_RENDERED: dict[tuple[int, str], tuple[ItemBase, ItemBase]] = {}
+_RENDERED_MAX = 512
+
+
+def shown_item(item: ItemBase, key: str) -> ItemBase:
+    """The concrete item of the variant `key` ("": the item itself); KeyError for a key the
+    item no longer has."""
+    if key == "":
+        return item
+    found = _RENDERED.get((id(item), key))
+    if found is not None and found[0] is item:
+        return found[1]
+    rendered = variants.render(item, key)
+    if len(_RENDERED) >= _RENDERED_MAX:
+        _RENDERED.pop(next(iter(_RENDERED)))
+    _RENDERED[(id(item), key)] = (item, rendered)
+    return rendered
+
+
+def shown_code(loaded: LoadedSet, item: ItemBase, key: str) -> str | None:
+    """The snippet of the variant shown (`item` as shown_item made it): a variant's own,
+    rewritten with its values; the set's for an item without parameters."""
+    code = getattr(item, "code", None)
+    if key and isinstance(code, str):
+        return code
+    return loaded.code.get(item.id)
 
 
 def seen_by(connection: Connection, user_id: int, set_id: str) -> dict[str, set[str]]:

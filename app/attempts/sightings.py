@@ -13,7 +13,17 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, bindparam, exists, insert, literal, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    and_,
+    bindparam,
+    exists,
+    insert,
+    literal,
+    or_,
+    select,
+)
 
 from app.attempts import rules
 from app.attempts.models import ItemAttempt, ItemSighting
@@ -190,4 +200,47 @@ _SHOWN = insert(_SIGHTINGS).from_select(
         literal(None, _SIGHTINGS.c.set_attempt_id.type),
         _now,
     ).where(_not_seen(_item, _key)),
+)
+
+
+def pin(
+    connection: Connection,
+    user_id: int | None,
+    deck: str,
+    item: ItemBase,
+    mode: str,
+    since: datetime | None,
+    seed: str,
+) -> str:
+    """The variant an untimed showing (practice, review, a quiz question) shows: drawn by `seed`
+    among those the learner had not been shown, leaving out what this mode showed from `since`
+    (when this showing began: the last practice answer, the card's last review, the quiz's
+    start; None: ever), which is this showing's own sighting. The same inputs give the same
+    variant, so a reload shows it again though its sighting was recorded meanwhile."""
+    keys = offered_keys(None, item)
+    if keys == ("",):
+        return ""
+    seen: set[str] = set()
+    if user_id is not None:
+        values = {"user_id": user_id, "set_id": deck, "item_id": item.id, "mode": mode}
+        query = _SEEN_ELSEWHERE if since is None else _SEEN_BEFORE
+        found = connection.execute(query, {**values, "since": since})
+        seen = {key for (key,) in found}
+    return rules.draw_variant(keys, seen, random.Random(seed))
+
+
+def valid_key(item: ItemBase, key: str | None) -> str | None:
+    """`key` where it names one of the variants a learner may be shown, else None."""
+    return key if key is not None and key in offered_keys(None, item) else None
+
+
+_SEEN_ITEM = select(_SIGHTINGS.c.variant_key).where(
+    _SIGHTINGS.c.user_id == bindparam("user_id"),
+    _SIGHTINGS.c.set_id == bindparam("set_id"),
+    _SIGHTINGS.c.item_id == bindparam("item_id"),
+)
+_OTHER_MODE = _SIGHTINGS.c.mode != bindparam("mode", type_=_SIGHTINGS.c.mode.type)
+_SEEN_ELSEWHERE = _SEEN_ITEM.where(_OTHER_MODE)
+_SEEN_BEFORE = _SEEN_ITEM.where(
+    or_(_OTHER_MODE, _SIGHTINGS.c.shown_at < bindparam("since", type_=_SIGHTINGS.c.shown_at.type))
 )

@@ -28,6 +28,7 @@ from app.challenges import (
     limits,
     plain_errors,
     prerequisites,
+    variant_checks,
     variants,
 )
 from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet, InlineProof, Topic
@@ -338,6 +339,12 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
             elif snippet is not None:
                 proof_code[item.id] = snippet
     image_errors += _run_checks(path, shown, document, text, challenge_set)
+    for index, item in enumerate(challenge_set.items):
+        snippet = getattr(item, "code_file", None) or "the code"
+        found = variant_checks.item_errors(
+            item, code.get(item.id), fixed_code.get(item.id), snippet
+        )
+        image_errors += [_at(shown, document, ("items", index, *w), m) for w, m in found]
     if errors or fixed_errors or image_errors:
         return None, errors + fixed_errors + image_errors
     warnings = [

@@ -74,6 +74,10 @@ class LoadedSet:
     hashes: dict[str, tuple[object, str | None, str | None, str]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    # Variants as items of their own, `<item id>@<variant key>` -> "nproc=3, OP=MAX"
+    # (app.verification.variant_sets); the expanded copy is made once per loaded set.
+    variant_labels: dict[str, str] = field(default_factory=dict)
+    expanded: LoadedSet | None = field(default=None, init=False, repr=False, compare=False)
 
 
 @dataclass

@@ -97,10 +97,10 @@ def select(
             key = proofs.item_key(set_id, item.id)
             # A variant answers to its own id and key and to its item's (`--item ITEM`).
             base = variant_sets.base_id(item.id)
-            names = {item.id, key, set_id, base, proofs.item_key(set_id, base)}
-            if not _wanted(wanted, *names):
+            aliases = {item.id, key, set_id, base, proofs.item_key(set_id, base)}
+            if not _wanted(wanted, *aliases):
                 continue
-            seen.update(names)
+            seen.update(aliases)
             if not proven_by_run(item):
                 continue  # nothing to run, nothing to prove
             if _is_proven(trusted, key, item_hash(loaded, item)):

@@ -101,3 +101,12 @@ def test_verify_fails_the_one_variant_its_author_got_wrong_by_name(executor_url,
     assert [line for line in again.stdout.splitlines() if line.startswith(("PASS", "FAIL"))] == [
         failed[0]
     ]
+
+
+def test_the_publish_gate_asks_for_a_proof_of_every_variant():
+    from app.publishing import gate
+
+    loaded = _loaded()
+    found = gate.parts(loaded)
+    assert {part.key for part in found} == set(proofs.current_hashes([loaded], []))
+    assert "`broadcast-src@" in found[6].name and found[6].name.endswith("(SRC=0)`")

@@ -79,6 +79,13 @@ class LoadedSet:
     variant_labels: dict[str, str] = field(default_factory=dict)
     expanded: LoadedSet | None = field(default=None, init=False, repr=False, compare=False)
 
+    def __post_init__(self) -> None:
+        # A parameterised item's snippet, however the set was built (read from its files, or
+        # rebuilt from a stored version), is what render rewrites per variant.
+        for item in self.challenge_set.items:
+            if item.id in self.code:
+                variants.attach_source(item, self.code[item.id])
+
 
 @dataclass
 class LoadedTopic:
@@ -356,9 +363,6 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
         for index, item in enumerate(challenge_set.items)
         for where, message in claim_checks.item_warnings(item, _nproc(item))
     ]
-    for item in challenge_set.items:
-        if item.id in code:  # a parameterised item's snippet, rewritten per variant
-            variants.attach_source(item, code[item.id])
     loaded = LoadedSet(
         challenge_set, shown, code, fixed_code, warnings, proof_code, proof_refs, fact_at,
         _value_position(document, ("id",)), _value_position(document, ("topic",)),

@@ -80,7 +80,7 @@ def test_verify_fails_the_one_variant_its_author_got_wrong_by_name(executor_url,
         folder / "variants" / "set.yaml",
         "result: \"float(sum(range(1, nproc + 1)) if OP == 'SUM' else nproc)\"",
         "result: \"float(sum(range(1, nproc + 1)) if OP == 'SUM' else 5 if nproc == 4 "
-        "else nproc)\"",
+        'else nproc)"',
     )
     proofs_file = folder / proofs.FILE_NAME
     done = verify(
@@ -110,3 +110,16 @@ def test_the_publish_gate_asks_for_a_proof_of_every_variant():
     found = gate.parts(loaded)
     assert {part.key for part in found} == set(proofs.current_hashes([loaded], []))
     assert "`broadcast-src@" in found[6].name and found[6].name.endswith("(SRC=0)`")
+
+
+def test_a_set_rebuilt_from_its_stored_version_renders_its_variants_from_the_stored_code():
+    from app.publishing import versions
+
+    loaded = _loaded()
+    kind, _unit_id, payload = versions.payload_of(loaded)
+    stored = json.loads(json.dumps(payload))  # as the database gives it back
+    rebuilt = versions.loaded_of(kind, loaded.path, stored)
+    item = rebuilt.challenge_set.items[1]  # broadcast-src, its snippet in a code_file
+    last = variants.variants_of(item)[-1]
+    assert "SRC = 2\n" in variants.render(item, last.key).code
+    assert proofs.variant_hashes(rebuilt, item) == proofs.variant_hashes(loaded, item)

@@ -148,3 +148,29 @@ def test_expressions_allow_arithmetic_and_a_few_functions_but_nothing_else():
 def test_loading_the_fixture_set_keeps_each_parameterised_snippet_for_render(tmp_path: Path):
     items = loaded_items()
     assert variants.source_of(items["all-reduce-op"]).startswith("import torch")  # type: ignore[union-attr]
+
+
+def test_a_debug_items_fix_gets_the_same_constants_as_its_snippet():
+    from app.kinds.debug import DebugItem
+
+    item = DebugItem.model_validate(
+        {
+            "id": "mismatch",
+            "kind": "debug",
+            "category": "Debug",
+            "difficulty": "beginner",
+            "title": "t",
+            "prompt": "Rank 1 sends {SIZE} elements. Why does it fail?",
+            "explanation": "e",
+            "code": "SIZE = 3\nprint(SIZE)\n",
+            "fixed_code": "SIZE = 3\nprint(SIZE, 'fixed')\n",
+            "params": {"SIZE": [3, 5]},
+            "failure": {"ranks": {"0": {"exception": "RuntimeError"}}},
+            "options": [{"id": "A", "text": "shapes"}, {"id": "B", "text": "ranks"}],
+            "answer": "A",
+        }
+    )
+    rendered = variants.render(item, variants.variants_of(item)[1].key)
+    assert rendered.code == "SIZE = 5\nprint(SIZE)\n"
+    assert rendered.fixed_code == "SIZE = 5\nprint(SIZE, 'fixed')\n"
+    assert rendered.prompt == "Rank 1 sends 5 elements. Why does it fail?"

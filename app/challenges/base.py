@@ -355,10 +355,9 @@ class ChoiceBase(ItemBase):
             return data
         options = []
         for option in data["options"]:
-            if isinstance(option, dict) and option.get("as_if") and "text" not in option:
-                copied = {"text": template.get("text")}
-                if "outcome" in template and "outcome" not in option:
-                    copied["outcome"] = template["outcome"]
+            if isinstance(option, dict) and option.get("as_if"):
+                copied = {name: template[name] for name in ("text", "outcome")
+                          if name in template and name not in option}  # fmt: skip
                 option = {**option, **copied}
             options.append(option)
         return {**data, "options": options}

@@ -62,9 +62,29 @@ class ExpressionError(ValueError):
     """An expression that is not allowed or cannot be evaluated."""
 
 
+# What an expression may be made of; checked before it ever runs, so a bad one is refused
+# where it is written, not when some variant first evaluates it.
+_ALLOWED = (
+    ast.Expression, ast.Constant, ast.Name, ast.Load, ast.Store, ast.BinOp, ast.UnaryOp,
+    ast.BoolOp, ast.Compare, ast.IfExp, ast.List, ast.Tuple, ast.Subscript, ast.Slice,
+    ast.Call, ast.ListComp, ast.GeneratorExp, ast.comprehension, ast.operator, ast.unaryop,
+    ast.boolop, ast.cmpop,
+)  # fmt: skip
+
+
 def names(source: str) -> set[str]:
-    """The free names an expression reads (ExpressionError if it does not parse)."""
+    """The free names an expression reads; ExpressionError if it does not parse or uses
+    anything not allowed (an attribute, a lambda, a call of another function)."""
     tree = _parse(source)
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED):
+            raise ExpressionError(f"{type(node).__name__} is not allowed in {source!r}")
+        if isinstance(node, ast.Call) and not (
+            isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS
+        ):
+            raise ExpressionError(
+                f"only these functions may be called: {', '.join(sorted(FUNCTIONS))}"
+            )
     bound = {
         target.id
         for node in ast.walk(tree)

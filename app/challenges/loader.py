@@ -28,6 +28,7 @@ from app.challenges import (
     limits,
     plain_errors,
     prerequisites,
+    variant_checks,
     variants,
 )
 from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet, InlineProof, Topic
@@ -73,6 +74,17 @@ class LoadedSet:
     hashes: dict[str, tuple[object, str | None, str | None, str]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    # Variants as items of their own, `<item id>@<variant key>` -> "nproc=3, OP=MAX"
+    # (app.verification.variant_sets); the expanded copy is made once per loaded set.
+    variant_labels: dict[str, str] = field(default_factory=dict)
+    expanded: LoadedSet | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # A parameterised item's snippet, however the set was built (read from its files, or
+        # rebuilt from a stored version), is what render rewrites per variant.
+        for item in self.challenge_set.items:
+            if item.id in self.code:
+                variants.attach_source(item, self.code[item.id])
 
 
 @dataclass
@@ -338,6 +350,12 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
             elif snippet is not None:
                 proof_code[item.id] = snippet
     image_errors += _run_checks(path, shown, document, text, challenge_set)
+    for index, item in enumerate(challenge_set.items):
+        snippet = getattr(item, "code_file", None) or "the code"
+        found = variant_checks.item_errors(
+            item, code.get(item.id), fixed_code.get(item.id), snippet
+        )
+        image_errors += [_at(shown, document, ("items", index, *w), m) for w, m in found]
     if errors or fixed_errors or image_errors:
         return None, errors + fixed_errors + image_errors
     warnings = [
@@ -345,9 +363,6 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
         for index, item in enumerate(challenge_set.items)
         for where, message in claim_checks.item_warnings(item, _nproc(item))
     ]
-    for item in challenge_set.items:
-        if item.id in code:  # a parameterised item's snippet, rewritten per variant
-            variants.attach_source(item, code[item.id])
     loaded = LoadedSet(
         challenge_set, shown, code, fixed_code, warnings, proof_code, proof_refs, fact_at,
         _value_position(document, ("id",)), _value_position(document, ("topic",)),

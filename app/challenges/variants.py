@@ -135,9 +135,12 @@ def render_params(item: ItemBase, params: Mapping[str, object]) -> ItemBase:
         ]
     if RESERVED in params and isinstance(data.get("launch"), dict):
         data["launch"] = {**data["launch"], "nproc": params[RESERVED]}
+    rewritten = {k: v for k, v in params.items() if k != RESERVED}
+    if isinstance(data.get("fixed_code"), str):  # a debug item's fix has the same constants
+        data["fixed_code"] = rewrite(data["fixed_code"], rewritten)
     source = source_of(item)
     if source is not None:
-        data["code"] = rewrite(source, {k: v for k, v in params.items() if k != RESERVED})
+        data["code"] = rewrite(source, rewritten)
         data["code_file"] = None
     answer_from = getattr(item, "answer_from", None)
     if answer_from is not None:

@@ -150,6 +150,7 @@ async def start(page: Page, form: FormData, set_id: str) -> Response:
             multiplier,
             version,
             new_user=token is not None,
+            offer=sightings.offer_for(settings, loaded),
         )
         return found, token
 

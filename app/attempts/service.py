@@ -67,16 +67,18 @@ def start_or_resume(
     content_version: str | None = None,
     *,
     new_user: bool = False,
+    offer: sightings.Offer = sightings.EVERY,
 ) -> SetAttempt:
     """Resume the user's unfinished attempt at the set, or start one and open its first item
     (the attempt keeps the set's version, by content hash, to the end). `new_user`: the user
-    was made in this transaction (accounts.write_guest), so has no attempt to look for."""
+    was made in this transaction (accounts.write_guest), so has no attempt to look for.
+    `offer`: the variants a question may show (the proven ones)."""
     begin_write(session)
     existing = None if new_user else active_attempt(session, user_id, challenge_set.id)
     if existing is not None:
         return existing
     try:
-        return _start(session, user_id, challenge_set, now, time_multiplier, content_version)
+        return _start(session, user_id, challenge_set, now, time_multiplier, content_version, offer)
     except IntegrityError:
         # A parallel request (a double click) started one first and the unique index on
         # unfinished attempts refused ours: resume theirs, which is committed by now.
@@ -94,8 +96,10 @@ def _start(
     now: datetime,
     time_multiplier: float | None,
     content_version: str | None = None,
+    offer: sightings.Offer = sightings.EVERY,
 ) -> SetAttempt:
-    """Insert a new attempt with its questions and open the first one."""
+    """Insert a new attempt with its questions and open the first one; each question draws a
+    variant `offer` allows that the learner has not been shown."""
     attempt = SetAttempt(
         user_id=user_id,
         set_id=challenge_set.id,
@@ -111,7 +115,7 @@ def _start(
     attempt.id = connection.execute(_NEW_ATTEMPT, values).scalar_one()
     # Each question's variant, drawn now among those the learner was never shown, is pinned
     # for the attempt: a reload, a resume and Run it show that one.
-    shown = sightings.draw(connection, user_id, None, challenge_set.items, challenge_set.id)
+    shown = sightings.draw(connection, user_id, offer, challenge_set.items, challenge_set.id)
     make_transient_to_detached(attempt)
     session.add(attempt)
     # The questions in one INSERT through the session's connection (the ORM's flush of one

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
@@ -30,16 +32,43 @@ from app.attempts.models import ItemAttempt, ItemSighting
 from app.challenges import variants
 from app.challenges.loader import LoadedSet
 from app.challenges.schema import ItemBase
+from app.config import Settings
+from app.runs import recorded
+from app.verification import proofs
 
 _SIGHTINGS = ItemSighting.__table__  # type: ignore[attr-defined]
 _ITEMS = ItemAttempt.__table__  # type: ignore[attr-defined]
 TIMED = "timed"
 
 
-def offered_keys(loaded: LoadedSet | None, item: ItemBase) -> tuple[str, ...]:
-    """The variants of an item a learner may be shown; "" alone for an item without
-    parameters."""
-    return tuple(variant.key for variant in variants.variants_of(item))
+@dataclass(frozen=True)
+class Offer:
+    """Which variants of a set's items a learner may be shown: the proven ones, where the
+    content gate asks for proofs (`proofs_path`; None: every variant, as for the gate "valid")."""
+
+    proofs_path: Path | None = None
+    loaded: LoadedSet | None = None
+
+    def keys(self, item: ItemBase) -> tuple[str, ...]:
+        """The item's variant keys a learner may be shown, in their order ("" alone for an
+        item without parameters). None proven: every one, as the gate served the item only
+        because staff published it unproven, marked so."""
+        keys = tuple(variant.key for variant in variants.variants_of(item))
+        if keys == ("",) or self.proofs_path is None or self.loaded is None:
+            return keys
+        found = recorded.current(self.proofs_path)
+        proven = proofs.proven_variant_keys(found, self.loaded, item)
+        return tuple(key for key in keys if key in proven) or keys
+
+
+EVERY = Offer()
+
+
+def offer_for(settings: Settings, loaded: LoadedSet | None) -> Offer:
+    """The variants of this set a learner may be shown under the settings' content gate."""
+    if settings.content_gate != "proven" or loaded is None:
+        return EVERY
+    return Offer(settings.challenges_dir / proofs.FILE_NAME, loaded)
 
 
 # Rendered variants, by (the catalog's item object, key): a question page renders its variant
@@ -86,7 +115,7 @@ def seen_by(connection: Connection, user_id: int, set_id: str) -> dict[str, set[
 def draw(
     connection: Connection,
     user_id: int,
-    loaded: LoadedSet | None,
+    offer: Offer,
     items: Sequence[ItemBase],
     set_id: str,
 ) -> list[str]:
@@ -94,8 +123,7 @@ def draw(
     seen = seen_by(connection, user_id, set_id)
     chance = random.SystemRandom()
     return [
-        rules.draw_variant(offered_keys(loaded, item), seen.get(item.id, set()), chance)
-        for item in items
+        rules.draw_variant(offer.keys(item), seen.get(item.id, set()), chance) for item in items
     ]
 
 
@@ -211,13 +239,14 @@ def pin(
     mode: str,
     since: datetime | None,
     seed: str,
+    offer: Offer = EVERY,
 ) -> str:
     """The variant an untimed showing (practice, review, a quiz question) shows: drawn by `seed`
     among those the learner had not been shown, leaving out what this mode showed from `since`
     (when this showing began: the last practice answer, the card's last review, the quiz's
     start; None: ever), which is this showing's own sighting. The same inputs give the same
     variant, so a reload shows it again though its sighting was recorded meanwhile."""
-    keys = offered_keys(None, item)
+    keys = offer.keys(item)
     if keys == ("",):
         return ""
     seen: set[str] = set()
@@ -229,9 +258,9 @@ def pin(
     return rules.draw_variant(keys, seen, random.Random(seed))
 
 
-def valid_key(item: ItemBase, key: str | None) -> str | None:
+def valid_key(item: ItemBase, key: str | None, offer: Offer = EVERY) -> str | None:
     """`key` where it names one of the variants a learner may be shown, else None."""
-    return key if key is not None and key in offered_keys(None, item) else None
+    return key if key is not None and key in offer.keys(item) else None
 
 
 _SEEN_ITEM = select(_SIGHTINGS.c.variant_key).where(

@@ -127,17 +127,23 @@ def _as_shown(entry: Entry, key: str) -> Entry:
     return replace(entry, item=item, code=code if isinstance(code, str) else entry.code)
 
 
-def _offered(entry: Entry, key: str | None) -> str | None:
+def _offer(settings: Settings, catalog: Catalog, entry: Entry) -> sightings.Offer:
+    """The variants of the entry's item a learner may be shown (the proven ones)."""
+    return sightings.offer_for(settings, catalog.get(entry.deck))
+
+
+def _offered(entry: Entry, key: str | None, offer: sightings.Offer) -> str | None:
     """The variant a page or form names, checked: one the learner may be shown (400 if not)."""
     if key is None:
         return None
-    if sightings.valid_key(entry.item, key) is None:
+    if sightings.valid_key(entry.item, key, offer) is None:
         raise BadRequest("That version of the question is not offered.")
     return key
 
 
 def _pinned(
     session: Session,
+    catalog: Catalog,
     settings: Settings,
     user_id: int | None,
     entry: Entry,
@@ -147,8 +153,10 @@ def _pinned(
 ) -> str:
     """The variant an untimed showing pins (sightings.pin), seeded by what names the showing."""
     seed = _seed(settings, "variant", user_id, entry.deck, entry.item.id, since, *showing)
-    connection = session.connection()
-    return sightings.pin(connection, user_id, entry.deck, entry.item, mode, since, seed)
+    offer = _offer(settings, catalog, entry)
+    return sightings.pin(
+        session.connection(), user_id, entry.deck, entry.item, mode, since, seed, offer
+    )
 
 
 def _sighted(
@@ -260,9 +268,10 @@ async def practice_item(
     if entry.kind == "explain" or entry.is_card or ((deck, item_id) not in places and not v):
         raise NotFound("That item is not a practice question.")
     user_id = user.id if user else None
-    key = _offered(entry, k)
+    key = _offered(entry, k, _offer(settings, catalog, entry))
     if key is None:
-        key = await run_reads(session, _practice_pin, session, settings, user_id, entry)
+        pin = _practice_pin
+        key = await run_reads(session, pin, session, catalog, settings, user_id, entry)
     if user_id is not None:  # shown now: a visitor's first answer records it
         await run_writes(session, _sighted, session, user_id, entry, key, "practice", now)
     entry = _as_shown(entry, key)
@@ -317,9 +326,9 @@ def practice_answer(
     badges or totals, and feeds review."""
     topic = _topic(catalog, topic_id)
     entry, version = _kept(catalog, topic, deck, item_id, version)
-    key = _offered(entry, variant)
+    key = _offered(entry, variant, _offer(settings, catalog, entry))
     if key is None:  # a form without it: the variant its page would have pinned
-        key = _practice_pin(session, settings, user.id if user else None, entry)
+        key = _practice_pin(session, catalog, settings, user.id if user else None, entry)
     entry = _as_shown(entry, key)
     # Read with the seed the page was shown with: a visitor's, before they become a guest.
     answer = _parse(entry, choice, _seed(settings, "practice", user and user.id))
@@ -335,10 +344,12 @@ def practice_answer(
     return signed_in(request, _redirect(url), token, settings)
 
 
-def _practice_pin(session: Session, settings: Settings, user_id: int | None, entry: Entry) -> str:
+def _practice_pin(
+    session: Session, catalog: Catalog, settings: Settings, user_id: int | None, entry: Entry
+) -> str:
     """Practice's variant of an item: pinned until the learner's next practice answer to it."""
     since = modes.last_answered(session, user_id, entry, "practice") if user_id else None
-    return _pinned(session, settings, user_id, entry, "practice", since)
+    return _pinned(session, catalog, settings, user_id, entry, "practice", since)
 
 
 # Review mistakes -----------------------------------------------------------------------------
@@ -430,7 +441,8 @@ def _review_state(
         entry = catalog.entry_kept(row.deck_id, row.item_id, version)
     if row is not None and entry is not None:
         card = modes.card_of(session, user_id, entry)
-        entry = _as_shown(entry, _offered(entry, key) or "")  # the variant answered
+        offer = _offer(settings, catalog, entry)
+        entry = _as_shown(entry, _offered(entry, key, offer) or "")  # the variant answered
         shown = {"entry": entry, "answer": row, "card": card,
                  "q": _view(entry, row, reveal=True, hinted=False, seed=seed)}  # fmt: skip
         queue = [e for e in queue if (e.deck, e.item.id) != (entry.deck, entry.item.id)]
@@ -438,15 +450,17 @@ def _review_state(
     if not queue:
         later = review.due_cards(session, user_id, now + timedelta(days=36500), limit=1)
         upcoming = later[0].due if later else None
-    pinned = _review_pin(session, settings, user_id, queue[0]) if queue else ""
+    pinned = _review_pin(session, catalog, settings, user_id, queue[0]) if queue else ""
     return _ReviewState(queue, shown, upcoming, skipped, pinned)
 
 
-def _review_pin(session: Session, settings: Settings, user_id: int, entry: Entry) -> str:
+def _review_pin(
+    session: Session, catalog: Catalog, settings: Settings, user_id: int, entry: Entry
+) -> str:
     """Review's variant of an item: pinned until the learner's next review of it."""
     card = modes.card_of(session, user_id, entry)
     since = (card.last_review or card.created_at) if card is not None else None
-    return _pinned(session, settings, user_id, entry, "review", since)
+    return _pinned(session, catalog, settings, user_id, entry, "review", since)
 
 
 @router.get("/review/count", response_class=HTMLResponse)
@@ -482,9 +496,9 @@ def review_answer(
     back = {"topic": topic} if topic else {}
     if entry is None:  # its set or topic is gone, and no version of it was shown
         return _redirect(f"/review?{urlencode({**back, 'gone': 1})}")
-    key = _offered(entry, variant)
+    key = _offered(entry, variant, _offer(settings, catalog, entry))
     if key is None:  # a form without it: the variant its page pinned
-        key = _review_pin(session, settings, user.id, entry)
+        key = _review_pin(session, catalog, settings, user.id, entry)
     entry = _as_shown(entry, key)
     answer = _parse(entry, choice, _seed(settings, "review", user.id))
     correct = rules.is_correct(entry.item, answer)
@@ -545,7 +559,7 @@ async def quiz_page(
     state = await run_reads(session, modes.quiz_for_user, session, quiz_id, user.id)
     topic = catalog.topic(state.quiz.topic)
     found = modes.entries_of(catalog, state.questions, state.versions)
-    keys = await run_reads(session, _quiz_pins, session, settings, state, found)
+    keys = await run_reads(session, _quiz_pins, session, catalog, settings, state, found)
     entries = [_as_shown(e, key) if e else None for e, key in zip(found, keys, strict=True)]
     seed = _seed(settings, "quiz", quiz_id, user.id)
     position = state.current if show is None else show - 1
@@ -603,7 +617,7 @@ def quiz_answer(
     entry = found[position]
     if entry is None:  # removed from the course since the quiz began: counts as skipped
         raise NotFound("This question is no longer available.")
-    key = _quiz_pins(session, settings, state, found)[position]
+    key = _quiz_pins(session, catalog, settings, state, found)[position]
     _sighted(session, user.id, entry, key, "quiz", now)
     entry = _as_shown(entry, key)  # the variant its page showed
     answer = _parse(entry, choice, _seed(settings, "quiz", quiz_id, user.id))
@@ -613,12 +627,16 @@ def quiz_answer(
 
 
 def _quiz_pins(
-    session: Session, settings: Settings, state: modes.QuizState, entries: list[Entry | None]
+    session: Session,
+    catalog: Catalog,
+    settings: Settings,
+    state: modes.QuizState,
+    entries: list[Entry | None],
 ) -> list[str]:
     """The variant each quiz question shows: pinned by the quiz and the question's place."""
-    quiz = state.quiz
+    quiz, since = state.quiz, state.quiz.created_at
     return [
-        _pinned(session, settings, quiz.user_id, entry, "quiz", quiz.created_at, quiz.id, position)
+        _pinned(session, catalog, settings, quiz.user_id, entry, "quiz", since, quiz.id, position)
         if entry is not None
         else ""
         for position, entry in enumerate(entries)

@@ -7,11 +7,13 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, col, select
 
+from app.attempts import sightings
 from app.attempts.models import ItemAttempt
 from app.challenges import variants
 from app.challenges.loader import load_path
 from app.db import make_engine
-from tests.conftest import FIXTURES
+from app.verification import proofs
+from tests.conftest import FIXTURES, make_settings
 from tests.support.learner import Learner
 from tests.support.options import shown_as
 
@@ -90,3 +92,20 @@ def test_once_every_variant_was_shown_a_retake_earns_no_badge(player, database_u
     assert sorted(broadcast[:3]) == sorted(variant.key for variant in every)  # none twice
     results = player.get(f"{attempt}/results").text
     assert "Badge earned" not in results and 'data-testid="seen-before"' in results
+
+
+def test_only_proven_variants_are_offered_where_the_gate_asks_for_proofs(tmp_path):
+    item = SET.challenge_set.items[1]  # broadcast-src: 3 variants
+    found = proofs.variant_hashes(SET, item)
+    first, second, third = variants.variants_of(item)
+    path = tmp_path / proofs.FILE_NAME
+    written = {found[v.key][0]: proofs.Proof("pass", found[v.key][1]) for v in (first, third)}
+    proofs.save(path, written, "2.13.0+cpu", "gloo")
+    assert sightings.Offer(path, SET).keys(item) == (first.key, third.key)
+    assert sightings.valid_key(item, second.key, sightings.Offer(path, SET)) is None
+    gated = make_settings("sqlite://", content_gate="proven", challenges_dir=tmp_path)
+    assert sightings.offer_for(gated, SET).keys(item) == (first.key, third.key)
+    valid = make_settings("sqlite://", challenges_dir=tmp_path)  # the gate "valid": every one
+    assert sightings.offer_for(valid, SET).keys(item) == (first.key, second.key, third.key)
+    proofs.save(path, {}, "2.13.0+cpu", "gloo")  # none proven: served only published unproven
+    assert len(sightings.Offer(path, SET).keys(item)) == 3

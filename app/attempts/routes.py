@@ -483,7 +483,8 @@ async def results(
     if not attempt.finished:
         return _redirect(f"/attempts/{attempt.id}")
     assert attempt.id is not None
-    first = sightings.first_sights(session.connection(), attempt.id)
+    connection = session.connection()
+    elsewhere = sightings.seen_elsewhere(connection, attempt.user_id, attempt.set_id, attempt.id)
     reviews = []
     for row in rows:
         found = catalog.item(attempt.set_id, row.item_id, attempt.content_version)
@@ -512,7 +513,7 @@ async def results(
                 "answer": rules.shown_answer(view) if view else row.last_answer,
                 "key": rules.shown_key(view) if view else None,
                 # Seen before (another attempt, practice, review, a quiz): not for the badge.
-                "counted": sightings.counted(row, first),
+                "counted": (row.item_id, row.variant_key) not in elsewhere,
             }
         )
     loaded = catalog.get(attempt.set_id, attempt.content_version)

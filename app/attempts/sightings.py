@@ -169,6 +169,16 @@ def first_sights(connection: Connection, attempt_id: int) -> set[tuple[str, str]
     return {(item_id, key) for item_id, key in rows}
 
 
+def seen_elsewhere(
+    connection: Connection, user_id: int, set_id: str, attempt_id: int
+) -> set[tuple[str, str]]:
+    """The (item, variant) pairs of the set first shown to the learner outside this attempt:
+    its questions that did not count toward its badge. (An attempt from before sightings were
+    recorded has none either way: nothing is said of it.)"""
+    values = {"user_id": user_id, "set_id": set_id, "attempt_id": attempt_id}
+    return {(item_id, key) for item_id, key in connection.execute(_ELSEWHERE, values)}
+
+
 def counted(row: ItemAttempt, first: set[tuple[str, str]]) -> bool:
     """Whether a question counts toward the badge: its variant was first shown in its attempt."""
     return (row.item_id, row.variant_key) in first
@@ -176,6 +186,14 @@ def counted(row: ItemAttempt, first: set[tuple[str, str]]) -> bool:
 
 _SEEN = select(_SIGHTINGS.c.item_id, _SIGHTINGS.c.variant_key).where(
     _SIGHTINGS.c.user_id == bindparam("user_id"), _SIGHTINGS.c.set_id == bindparam("set_id")
+)
+_ELSEWHERE = select(_SIGHTINGS.c.item_id, _SIGHTINGS.c.variant_key).where(
+    _SIGHTINGS.c.user_id == bindparam("user_id"),
+    _SIGHTINGS.c.set_id == bindparam("set_id"),
+    or_(
+        _SIGHTINGS.c.set_attempt_id.is_(None),
+        _SIGHTINGS.c.set_attempt_id != bindparam("attempt_id"),
+    ),
 )
 _FIRST_IN = select(_SIGHTINGS.c.item_id, _SIGHTINGS.c.variant_key).where(
     _SIGHTINGS.c.set_attempt_id == bindparam("attempt_id")

@@ -24,13 +24,16 @@ def take_test_basics_right(learner, clock) -> str:
 
 
 def test_a_perfect_first_attempt_earns_the_badge_and_a_retake_from_memory_does_not(learner, clock):
-    first = learner.get(f"{take_test_basics_right(learner, clock)}/results").text
+    first_url = f"{take_test_basics_right(learner, clock)}/results"
+    first = learner.get(first_url).text
     assert "Badge earned" in first and 'data-testid="seen-before"' not in first
     retake = learner.get(f"{take_test_basics_right(learner, clock)}/results").text
     assert "2 / 2 correct" in retake
     assert "Badge earned" not in retake
     assert retake.count('data-testid="seen-before"') == 2  # says which did not count, and why
     assert 'data-testid="seen-before-note"' in retake and "first time you see it" in retake
+    again = learner.get(first_url).text  # the first attempt's showing was its own: all counted
+    assert "Badge earned" in again and 'data-testid="seen-before"' not in again
 
 
 def test_each_question_shown_is_recorded_once_with_the_attempt_that_first_showed_it(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from sqlmodel import Session, select
+from sqlmodel import Session, delete, select
 
 from app.attempts import rules
 from app.attempts.models import ItemAttempt, ItemSighting
@@ -34,6 +34,19 @@ def test_a_perfect_first_attempt_earns_the_badge_and_a_retake_from_memory_does_n
     assert 'data-testid="seen-before-note"' in retake and "first time you see it" in retake
     again = learner.get(first_url).text  # the first attempt's showing was its own: all counted
     assert "Badge earned" in again and 'data-testid="seen-before"' not in again
+
+
+def test_an_attempt_from_before_sightings_were_recorded_marks_nothing_seen_before(
+    learner, clock, database_url
+):
+    attempt = take_test_basics_right(learner, clock)
+    engine = make_engine(database_url)
+    with Session(engine) as session:  # as an attempt finished before this was recorded
+        session.execute(delete(ItemSighting))
+        session.commit()
+    engine.dispose()
+    results = learner.get(f"{attempt}/results").text
+    assert "Badge earned" in results and 'data-testid="seen-before"' not in results
 
 
 def test_each_question_shown_is_recorded_once_with_the_attempt_that_first_showed_it(

@@ -17,7 +17,7 @@ TORCH_CPU_INDEX ?= $(if $(wildcard $(addsuffix /torch-*+cpu-*.whl,$(FIND_LINKS))
 TORCH_CPU = $(if $(TORCH_CPU_INDEX),--extra-index-url $(TORCH_CPU_INDEX) --index-strategy unsafe-best-match,--find-links $(FIND_LINKS))
 PIP_TORCH_CPU = $(if $(TORCH_CPU_INDEX),--extra-index-url $(TORCH_CPU_INDEX))
 
-.PHONY: run test lint typecheck contracts check-content docs screenshots pytest lock check-lock bench bench-bus bench-web bench-bytes bench-class bench-explain bench-labs bench-perturb bench-signup bench-verify migrate schema proofs vendor vendor-editor vendor-compose-schema clean
+.PHONY: run test lint typecheck contracts check-content docs screenshots pytest lock check-lock bench bench-bus bench-web bench-bytes bench-class bench-explain bench-labs bench-memory bench-perturb bench-signup bench-verify migrate schema proofs vendor vendor-editor vendor-compose-schema clean
 
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -100,6 +100,10 @@ bench-bytes: $(STAMP)
 # PostgreSQL (2 workers); about 10 minutes.
 bench-class: $(STAMP)
 	$(BIN)/python bench/bench_class.py
+
+# Retakes from memory and "longest option first" through HTTP, 2 guests a set: badges earned.
+bench-memory: $(STAMP)
+	$(BIN)/python bench/bench_memory.py
 
 bench-explain: $(STAMP)
 	$(BIN)/python bench/bench_explain.py

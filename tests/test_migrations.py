@@ -66,21 +66,25 @@ def test_duplicate_unfinished_attempts_are_merged_before_the_unique_index(databa
             ).scalar_one()
             for position in range(2):
                 status = ItemStatus.CORRECT if position < answered else ItemStatus.OPEN
-                row = ItemAttempt(
-                    set_attempt_id=attempt_id,
-                    item_id="ab"[position],
-                    position=position,
-                    attempts_allowed=2,
-                    status=status,
-                )
-                session.add(row)
-                session.flush()
+                # Core, naming only the columns of that revision (no variant key yet).
+                row_id = session.execute(
+                    insert(ItemAttempt)
+                    .values(
+                        set_attempt_id=attempt_id,
+                        item_id="ab"[position],
+                        position=position,
+                        attempts_allowed=2,
+                        attempts_used=0,
+                        status=status,
+                    )
+                    .returning(ItemAttempt.id)  # type: ignore[arg-type]
+                ).scalar_one()
                 if position < answered:
                     submitted = started + timedelta(minutes=position + 1)
                     # Core, naming only the columns of that revision (no submission token yet).
                     session.execute(
                         insert(Submission).values(
-                            item_attempt_id=row.id,
+                            item_attempt_id=row_id,
                             number=1,
                             answer="A",
                             correct=True,

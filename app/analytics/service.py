@@ -26,9 +26,10 @@ from app.analytics import rules
 from app.attempts import rules as attempt_rules
 from app.attempts.models import ItemAttempt, SetAttempt, Submission
 from app.attempts.rules import ItemStatus
+from app.challenges import variants
 from app.challenges.catalog import Catalog
 from app.challenges.loader import LoadedSet
-from app.challenges.schema import ChoiceBase
+from app.challenges.schema import ChoiceBase, ItemBase
 from app.errors import NotFound
 
 FINISHED = col(SetAttempt.finished_at).is_not(None)
@@ -276,6 +277,13 @@ def _seconds(session: Session, start: Any, end: Any) -> Any:
 # it started on): an answer right under one version's key may be wrong under the next.
 ItemKey = tuple[str, str | None, str]  # (set id, content version, item id)
 VERSION = col(SetAttempt.content_version)
+# And per variant of a parameterised item: its questions count as "<item id>@<variant key>" (a
+# variant has its own key and distractors); an item without parameters is counted by its id.
+VARIANT_SEPARATOR = "@"
+QUESTION = case(
+    (col(ItemAttempt.variant_key) == "", col(ItemAttempt.item_id)),
+    else_=col(ItemAttempt.item_id) + VARIANT_SEPARATOR + col(ItemAttempt.variant_key),
+)
 
 
 def _credits(session: Session, finished_in: list[Any]) -> dict[ItemKey, float]:
@@ -285,14 +293,14 @@ def _credits(session: Session, finished_in: list[Any]) -> dict[ItemKey, float]:
         select_columns(
             col(SetAttempt.set_id),
             VERSION,
-            col(item.item_id),
+            QUESTION,
             col(item.status),
             col(item.attempts_used),
             func.count(),
         )
         .join(SetAttempt, col(SetAttempt.id) == col(item.set_attempt_id))
         .where(*finished_in)
-        .group_by(col(SetAttempt.set_id), VERSION, col(item.item_id), col(item.status))
+        .group_by(col(SetAttempt.set_id), VERSION, QUESTION, col(item.status))
         .group_by(col(item.attempts_used))
     )
     credits: dict[ItemKey, float] = defaultdict(float)
@@ -342,7 +350,7 @@ def item_totals(session: Session, set_id: str | None = None) -> dict[ItemKey, ru
         select_columns(
             col(SetAttempt.set_id),
             VERSION,
-            col(item.item_id),
+            QUESTION,
             func.count(),
             func.sum(x),
             func.sum(y),
@@ -357,7 +365,7 @@ def item_totals(session: Session, set_id: str | None = None) -> dict[ItemKey, ru
         .join(SetAttempt, col(SetAttempt.id) == col(item.set_attempt_id))
         .join(scores, scores.c.attempt_id == col(item.set_attempt_id))
         .where(*finished_in)
-        .group_by(col(SetAttempt.set_id), VERSION, col(item.item_id))
+        .group_by(col(SetAttempt.set_id), VERSION, QUESTION)
     )
     credits = _credits(session, finished_in)
     totals = {}
@@ -389,14 +397,14 @@ def answer_counts(session: Session, set_id: str | None = None) -> dict[ItemKey, 
         select_columns(
             col(SetAttempt.set_id),
             VERSION,
-            col(ItemAttempt.item_id),
+            QUESTION,
             col(Submission.answer),
             func.count(),
         )
         .join(ItemAttempt, col(ItemAttempt.id) == col(Submission.item_attempt_id))
         .join(SetAttempt, col(SetAttempt.id) == col(ItemAttempt.set_attempt_id))
         .where(FINISHED)
-        .group_by(col(SetAttempt.set_id), VERSION, col(ItemAttempt.item_id), col(Submission.answer))
+        .group_by(col(SetAttempt.set_id), VERSION, QUESTION, col(Submission.answer))
         .order_by(func.min(col(Submission.id)))
     )
     if set_id is not None:
@@ -459,15 +467,17 @@ def _version_rows(
     totals: dict[ItemKey, rules.ItemTotals],
     answers: dict[ItemKey, dict[str, int]],
 ) -> list[ItemRow]:
-    """One content version's item rows: its statistics, and its own keys marked."""
-    items = loaded.challenge_set.items if loaded else []
+    """One content version's item rows: its statistics, and its own keys marked; a
+    parameterised item's row per variant answered, under its parameters."""
+    here = (set_id, version)
+    asked = [question for (row_set, v, question) in totals if (row_set, v) == here]
+    items = _with_variants(loaded.challenge_set.items if loaded else [], asked)
     options = {
         item.id: [option.id for option in item.options]
         for item in items
         if isinstance(item, ChoiceBase)
     }
     known = {item.id: item for item in items}
-    here = (set_id, version)
     statistics = rules.item_statistics(
         [total for (row_set, v, _), total in totals.items() if (row_set, v) == here],
         list(known),
@@ -494,6 +504,29 @@ def _version_rows(
             ItemRow(item.title, kind, stats, key, has_hint=item.hint is not None, version=version)
         )
     return rows
+
+
+def _with_variants(items: list[ItemBase], asked: list[str]) -> list[ItemBase]:
+    """The items in order, a parameterised one replaced by each of its variants answered (its
+    id "<item id>@<key>", its title followed by its parameters)."""
+    answered: dict[str, list[str]] = defaultdict(list)
+    for question in asked:
+        item_id, _, key = question.partition(VARIANT_SEPARATOR)
+        if key:
+            answered[item_id].append(key)
+    found: list[ItemBase] = []
+    for item in items:
+        labels = {variant.key: variant.label for variant in variants.variants_of(item)}
+        shown = [key for key in labels if key and key in answered.get(item.id, [])]
+        if not shown:
+            found.append(item)
+            continue
+        for key in shown:
+            rendered = variants.render(item, key)
+            title = f"{rendered.title} ({labels[key]})"
+            update = {"id": f"{item.id}{VARIANT_SEPARATOR}{key}", "title": title}
+            found.append(rendered.model_copy(update=update))
+    return found
 
 
 def _has_attempts(session: Session, set_id: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import Index, UniqueConstraint, text
-from sqlmodel import Column, Field, SQLModel
+from sqlmodel import AutoString, Column, Field, SQLModel
 
 from app.attempts.rules import ItemStatus
 from app.db import UTCDateTime, string_enum
@@ -75,6 +75,29 @@ class ItemAttempt(SQLModel, table=True):
     hint_shown_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     closed_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     last_answer: str | None = Field(default=None, max_length=200)
+    # The variant of its item this question shows, pinned at the attempt's start: a reload,
+    # a resume and Run it show that one ("" for an item without parameters).
+    # (The default is the database's, so that statements naming no variant store "".)
+    variant_key: str = Field(
+        default="", sa_column=Column(AutoString(64), nullable=False, server_default="")
+    )
+
+
+class ItemSighting(SQLModel, table=True):
+    """The first time a learner was shown one variant of a set's item, in any mode: a badge
+    counts a question only where its variant was first shown in that timed attempt."""
+
+    __tablename__ = "item_sighting"
+    __table_args__ = (UniqueConstraint("user_id", "set_id", "item_id", "variant_key"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="user_account.id")
+    set_id: str = Field(max_length=100)
+    item_id: str = Field(max_length=100)
+    variant_key: str = Field(max_length=64)
+    mode: str = Field(max_length=20)  # timed, practice, review, quiz
+    set_attempt_id: int | None = Field(default=None, foreign_key="set_attempt.id")
+    shown_at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
 
 
 class Submission(SQLModel, table=True):

@@ -21,7 +21,7 @@ from starlette.datastructures import FormData
 from app import reads, writes
 from app.accounts import service as accounts
 from app.accounts.models import User
-from app.attempts import arrival, rules
+from app.attempts import arrival, rules, sightings
 from app.attempts import service as attempts
 from app.attempts.models import ItemAttempt, SetAttempt
 from app.challenges.catalog import Catalog
@@ -99,7 +99,7 @@ def _question_context(
         "loaded": loaded,
         "unproven": _unproven(catalog, attempt, loaded, item.id),
         "q": view,
-        "code": loaded.code.get(item.id) if loaded else None,
+        "code": sightings.shown_code(loaded, item, row.variant_key) if loaded else None,
         "position": row.position,
         "count": len(attempt.item_id_list),
         "deadline_ms": int(deadline.timestamp() * 1000) if deadline else None,
@@ -150,6 +150,7 @@ async def start(page: Page, form: FormData, set_id: str) -> Response:
             multiplier,
             version,
             new_user=token is not None,
+            offer=sightings.offer_for(settings, loaded),
         )
         return found, token
 
@@ -457,6 +458,14 @@ async def next_question(page: Page, form: FormData, attempt_id: int) -> Response
     return _redirect(_where_it_stands(attempt))  # straight there: a redirect fewer a question
 
 
+def _shown_or_none(item: Any, key: str) -> Any:
+    """The variant a question showed, or None where the item no longer has it."""
+    try:
+        return sightings.shown_item(item, key)
+    except KeyError:
+        return None
+
+
 @router.get("/attempts/{attempt_id}/results", response_class=HTMLResponse)
 async def results(
     request: Request,
@@ -473,17 +482,21 @@ async def results(
     )
     if not attempt.finished:
         return _redirect(f"/attempts/{attempt.id}")
+    assert attempt.id is not None
+    connection = session.connection()
+    elsewhere = sightings.seen_elsewhere(connection, attempt.user_id, attempt.set_id, attempt.id)
     reviews = []
     picked: dict[str, list[tuple[int, str]]] = {}  # misconception id -> (position, title)
     for row in rows:
         found = catalog.item(attempt.set_id, row.item_id, attempt.content_version)
         view = None
-        if found is not None:
+        shown = _shown_or_none(found[1], row.variant_key) if found is not None else None
+        if shown is not None:
             assert row.id is not None
-            for name in rules.first_pick_misconceptions(found[1], firsts.get(row.id)):
-                picked.setdefault(name, []).append((row.position + 1, found[1].title))
+            for name in rules.first_pick_misconceptions(shown, firsts.get(row.id)):
+                picked.setdefault(name, []).append((row.position + 1, shown.title))
             view = rules.public_question(
-                found[1],
+                shown,
                 row.status,
                 row.last_answer,
                 row.attempts_used,
@@ -503,6 +516,8 @@ async def results(
                 "seconds": used,
                 "answer": rules.shown_answer(view) if view else row.last_answer,
                 "key": rules.shown_key(view) if view else None,
+                # Seen before (another attempt, practice, review, a quiz): not for the badge.
+                "counted": (row.item_id, row.variant_key) not in elsewhere,
             }
         )
     loaded = catalog.get(attempt.set_id, attempt.content_version)

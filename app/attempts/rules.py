@@ -5,7 +5,8 @@ Pure: the standard library, pydantic and the challenge schema only (an import-li
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import random
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -177,6 +178,22 @@ def first_pick_misconceptions(item: ItemBase, first_answer: str | None) -> list[
         for option in getattr(item, "options", [])
         if option.id in chosen and option.misconception is not None
     ]
+
+
+def badge_earned(score: Score, first_sights: Iterable[bool]) -> bool:
+    """The badge: a perfect score where every question was answered on first sight of its
+    variant (shown to the learner for the first time in this attempt, in no mode before)."""
+    return score.perfect and all(first_sights)
+
+
+def draw_variant(keys: Sequence[str], seen: Collection[str], draw: random.Random) -> str:
+    """The variant a learner is shown next: one not yet shown to them, at random; once every
+    one has been shown, any of them (seen before, it counts toward no badge). "" for an item
+    without parameters (`keys` empty: nothing proven to draw from)."""
+    if not keys:
+        return ""
+    fresh = [key for key in keys if key not in seen]
+    return draw.choice(fresh or list(keys))
 
 
 def attempt_seed(secret: str, attempt_id: int | None, user_id: int) -> str:

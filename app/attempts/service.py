@@ -21,7 +21,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
 
 from app import reads
-from app.attempts import rules
+from app.attempts import rules, sightings
 from app.attempts.models import ItemAttempt, SetAttempt, Submission
 from app.attempts.rules import Clock, ItemStatus, Refusal
 from app.challenges.catalog import Catalog
@@ -67,16 +67,18 @@ def start_or_resume(
     content_version: str | None = None,
     *,
     new_user: bool = False,
+    offer: sightings.Offer = sightings.EVERY,
 ) -> SetAttempt:
     """Resume the user's unfinished attempt at the set, or start one and open its first item
     (the attempt keeps the set's version, by content hash, to the end). `new_user`: the user
-    was made in this transaction (accounts.write_guest), so has no attempt to look for."""
+    was made in this transaction (accounts.write_guest), so has no attempt to look for.
+    `offer`: the variants a question may show (the proven ones)."""
     begin_write(session)
     existing = None if new_user else active_attempt(session, user_id, challenge_set.id)
     if existing is not None:
         return existing
     try:
-        return _start(session, user_id, challenge_set, now, time_multiplier, content_version)
+        return _start(session, user_id, challenge_set, now, time_multiplier, content_version, offer)
     except IntegrityError:
         # A parallel request (a double click) started one first and the unique index on
         # unfinished attempts refused ours: resume theirs, which is committed by now.
@@ -94,8 +96,10 @@ def _start(
     now: datetime,
     time_multiplier: float | None,
     content_version: str | None = None,
+    offer: sightings.Offer = sightings.EVERY,
 ) -> SetAttempt:
-    """Insert a new attempt with its questions and open the first one."""
+    """Insert a new attempt with its questions and open the first one; each question draws a
+    variant `offer` allows that the learner has not been shown."""
     attempt = SetAttempt(
         user_id=user_id,
         set_id=challenge_set.id,
@@ -107,7 +111,11 @@ def _start(
     # Through the session's connection, as the questions below: the ORM's flush of one object
     # cost more than the INSERT. The row then becomes the session's, as if loaded.
     values = {key: getattr(attempt, key) for key in _ATTEMPT_FIELDS}
-    attempt.id = session.connection().execute(_NEW_ATTEMPT, values).scalar_one()
+    connection = session.connection()
+    attempt.id = connection.execute(_NEW_ATTEMPT, values).scalar_one()
+    # Each question's variant, drawn now among those the learner was never shown, is pinned
+    # for the attempt: a reload, a resume and Run it show that one.
+    shown = sightings.draw(connection, user_id, offer, challenge_set.items, challenge_set.id)
     make_transient_to_detached(attempt)
     session.add(attempt)
     # The questions in one INSERT through the session's connection (the ORM's flush of one
@@ -125,6 +133,7 @@ def _start(
             "hint_shown_at": None,
             "closed_at": None,
             "last_answer": None,
+            "variant_key": shown[position],
         }
         for position, item in enumerate(challenge_set.items)
     ]
@@ -133,7 +142,8 @@ def _start(
         rows[0]["status"] = ItemStatus.OPEN
         rows[0]["started_at"] = now
         rows[0]["time_limit_s"] = rules.effective_time_limit(first.time_limit, time_multiplier)
-        session.connection().execute(insert(_ITEMS), rows)
+        connection.execute(insert(_ITEMS), rows)
+        sightings.record_timed(connection, user_id, challenge_set.id, attempt.id, 0, now)
     session.commit()
     return attempt
 
@@ -152,6 +162,14 @@ def _open(
     order (_start), so the item, and with it the time limit, is known without reading it."""
     values = _opening(attempt, position, challenge_set, now, time_multiplier)
     session.connection().execute(_OPEN, {**values, "at": position})
+    _shown(session, attempt, position, now)
+
+
+def _shown(session: Session, attempt: SetAttempt, position: int, now: datetime) -> None:
+    """Record the sighting of the question just opened (its first showing counts for a badge)."""
+    assert attempt.id is not None
+    connection = session.connection()
+    sightings.record_timed(connection, attempt.user_id, attempt.set_id, attempt.id, position, now)
 
 
 def _opening(
@@ -227,11 +245,15 @@ def question_for_user(
 
 
 def catalog_item(catalog: Catalog, attempt: SetAttempt, row: ItemAttempt) -> ItemBase:
-    """Return the catalog's item for a question, or 404 if the set no longer has it."""
+    """Return the catalog's item for a question, as its pinned variant, or 404 if the set no
+    longer has it."""
     found = catalog.item(attempt.set_id, row.item_id, attempt.content_version)
     if found is None:
         raise NotFound("This question is no longer part of the set.")
-    return found[1]
+    try:  # the variant the attempt pinned: what was shown is what is judged and run
+        return sightings.shown_item(found[1], row.variant_key)
+    except KeyError:
+        raise NotFound("This question is no longer part of the set.") from None
 
 
 def item_at(session: Session, attempt_id: int, position: int) -> ItemAttempt:
@@ -537,7 +559,9 @@ def advance(
         rows = items_of(session, attempt.id)
         result = rules.score((item.status, item.attempts_used) for item in rows)
         values = {"finished_at": now, "correct_count": result.correct}
-        values["badge_earned"] = result.perfect
+        first = sightings.first_sights(connection, attempt.id)
+        counted = (sightings.counted(row, first) for row in rows)
+        values["badge_earned"] = rules.badge_earned(result, counted)
         moved = connection.execute(_FINISH, {"attempt_id": attempt.id, **values})
     session.commit()
     if moved.rowcount:  # what this transaction wrote, as a refresh would read it back
@@ -563,10 +587,13 @@ def _moved_on(
     values.update(at=attempt.current_position, current_position=position)
     connection = session.connection()
     if connection.dialect.name == "postgresql":
-        return bool(connection.execute(_MOVED_AND_OPENED, values).rowcount)
-    if not connection.execute(_MOVE_IF_CLOSED, values).rowcount:
+        if not connection.execute(_MOVED_AND_OPENED, values).rowcount:
+            return False
+    elif not connection.execute(_MOVE_IF_CLOSED, values).rowcount:
         return False
-    connection.execute(_OPEN, {**values, "at": position})
+    else:
+        connection.execute(_OPEN, {**values, "at": position})
+    _shown(session, attempt, position, opened)
     return True
 
 

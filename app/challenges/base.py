@@ -16,6 +16,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     Tag,
     field_validator,
     model_validator,
@@ -271,6 +272,14 @@ class Option(Strict):
         description="For a distractor: the id of the wrong belief it stands for, from the "
         "course's misconceptions.yaml; results and dashboards name it, not the option.",
     )
+    as_if: dict[str, str] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="On an item with params: this distractor is the key's text and outcome "
+        "as they would be if a misconception held, each name given an expression of the "
+        'parameters, e.g. {nproc: "nproc - 1"} or {total: "total / nproc"}; text and outcome '
+        "may then be left out (app.challenges.variants).",
+    )
     # Left out of dumps (exclude): where an option is shown changes no proof, so pinning one
     # keeps its item's content hash, and verify's record of it, as they were.
     pin: Literal["first", "last"] | None = Field(
@@ -341,6 +350,29 @@ class ChoiceBase(ItemBase):
         """Whether the learner must pick several options."""
         return isinstance(self.answer, list)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _as_if_copies_the_key(cls, data: Any) -> Any:
+        # A distractor written `as_if:` alone is the key's text and outcome under other
+        # values: copy them here, so the item as written is complete; render() fills each
+        # variant's in with the values the misconception would give.
+        if not isinstance(data, dict) or not isinstance(data.get("options"), list):
+            return data
+        key = data.get("answer")
+        template = next(
+            (o for o in data["options"] if isinstance(o, dict) and o.get("id") == key), None
+        )
+        if template is None:
+            return data
+        options = []
+        for option in data["options"]:
+            if isinstance(option, dict) and option.get("as_if"):
+                copied = {name: template[name] for name in ("text", "outcome")
+                          if name in template and name not in option}  # fmt: skip
+                option = {**option, **copied}
+            options.append(option)
+        return {**data, "options": options}
+
     @model_validator(mode="after")
     def _options_are_consistent(self) -> ChoiceBase:
         ids = [option.id for option in self.options]
@@ -388,6 +420,61 @@ class ExecutableMixin(Strict):
     def _one_source(self) -> ExecutableMixin:
         if (self.code is None) == (self.code_file is None):
             raise ValueError("give exactly one of code or code_file")
+        return self
+
+
+ParamValue = Annotated[
+    bool | int | float | str | list[bool | int | float | str],
+    Field(description="One value of a parameter: a number, a string, true/false or a list."),
+]
+PARAM_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class Parameterised(Strict):
+    """Parameters an item may declare, each with a finite domain: every combination is a
+    variant, run and proven on its own by `ranklab verify` (app.challenges.variants)."""
+
+    params: dict[Annotated[str, Field(pattern=PARAM_NAME)], list[ParamValue]] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Name -> the values it takes, e.g. {nproc: [2, 3, 4], OP: [SUM, MAX]}. "
+        "`nproc` sets launch.nproc; every other name is a top-level assignment in the snippet "
+        '(`OP = "SUM"`), rewritten per variant. Texts say {OP}.',
+    )
+    derive: dict[Annotated[str, Field(pattern=PARAM_NAME)], str] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Name -> an expression of the parameters (arithmetic, comparisons, "
+        "`a if c else b`, sum, range, min, max, len, abs, round, sorted, join) that texts "
+        'may name, e.g. {total: "sum(range(1, nproc + 1))"}.',
+    )
+    # The snippet of a code_file item, as the loader read it (not a field: never dumped or
+    # hashed twice); app.challenges.variants rewrites it per variant.
+    _source: str | None = PrivateAttr(default=None)
+
+    @field_validator("params")
+    @classmethod
+    def _finite_domains(cls, params: dict[str, list[Any]] | None) -> dict[str, list[Any]] | None:
+        for name, values in (params or {}).items():
+            if not values:
+                raise ValueError(f"parameter {name} has no values")
+            seen = [repr(value) for value in values]
+            if len(set(seen)) != len(seen):
+                raise ValueError(f"parameter {name} lists a value twice: {values}")
+            if name == "nproc" and not all(
+                isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 8
+                for value in values
+            ):
+                raise ValueError("nproc takes rank counts from 1 to 8")
+        return params
+
+    @model_validator(mode="after")
+    def _names_distinct(self) -> Parameterised:
+        clash = sorted(set(self.params or {}) & set(self.derive or {}))
+        if clash:
+            raise ValueError(f"derive redefines parameter(s) {clash}")
+        if self.derive and not self.params:
+            raise ValueError("derive needs params to derive from")
         return self
 
 

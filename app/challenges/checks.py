@@ -142,6 +142,10 @@ def rank_errors(model: Any) -> list[tuple[Location, str]]:
 
 def _ranks_in(model: Any, location: Location) -> Iterator[tuple[Location, str]]:
     launch = getattr(model, "launch", None)
+    rank_counts = (getattr(model, "params", None) or {}).get("nproc")
+    if isinstance(launch, Launch) and rank_counts:
+        # A parameterised rank count: each variant is checked with its own (variant_checks).
+        launch = launch.model_copy(update={"nproc": max(rank_counts)})
     if isinstance(launch, Launch):
         for field in ("outcome", "failure", "expect"):
             yield from _outcome_ranks(getattr(model, field, None), launch, (*location, field))

@@ -29,6 +29,8 @@ from app.challenges import (
     misconceptions,
     plain_errors,
     prerequisites,
+    variant_checks,
+    variants,
 )
 from app.challenges.schema import EXECUTABLE_KINDS, ChallengeSet, InlineProof, Topic
 from app.kinds import KINDS
@@ -75,6 +77,17 @@ class LoadedSet:
     hashes: dict[str, tuple[object, str | None, str | None, str]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    # Variants as items of their own, `<item id>@<variant key>` -> "nproc=3, OP=MAX"
+    # (app.verification.variant_sets); the expanded copy is made once per loaded set.
+    variant_labels: dict[str, str] = field(default_factory=dict)
+    expanded: LoadedSet | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # A parameterised item's snippet, however the set was built (read from its files, or
+        # rebuilt from a stored version), is what render rewrites per variant.
+        for item in getattr(self.challenge_set, "items", ()):  # () for a bare test double
+            if item.id in self.code:
+                variants.attach_source(item, self.code[item.id])
 
 
 @dataclass
@@ -348,6 +361,12 @@ def load_file(path: Path, shown: str) -> tuple[LoadedSet | None, list[LoadError]
             elif snippet is not None:
                 proof_code[item.id] = snippet
     image_errors += _run_checks(path, shown, document, text, challenge_set)
+    for index, item in enumerate(challenge_set.items):
+        snippet = getattr(item, "code_file", None) or "the code"
+        found = variant_checks.item_errors(
+            item, code.get(item.id), fixed_code.get(item.id), snippet
+        )
+        image_errors += [_at(shown, document, ("items", index, *w), m) for w, m in found]
     if errors or fixed_errors or image_errors:
         return None, errors + fixed_errors + image_errors
     warnings = [

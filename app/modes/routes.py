@@ -5,7 +5,7 @@ and the cheat sheet. Anyone may look; the first answer of a visitor signs them i
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -15,12 +15,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
 from app import reads
-from app.attempts import rules
+from app.attempts import rules, sightings
 from app.attempts import service as attempts
 from app.attempts.rules import ItemStatus
 from app.challenges.catalog import Catalog, Entry, TopicView
 from app.config import Settings
-from app.db import run_reads
+from app.db import begin_write, run_reads, run_writes
 from app.deps import (
     CatalogDep,
     CsrfDep,
@@ -51,6 +51,10 @@ ShownVersion = Annotated[
     str | None, Query(pattern=VERSION_PATTERN, description="The version it was shown from.")
 ]
 AnsweredVersion = Annotated[str | None, Form(pattern=VERSION_PATTERN)]
+# The variant of a parameterised item a page showed (app.attempts.sightings): "" or 12 hex.
+KEY_PATTERN = "^([0-9a-f]{12})?$"
+ShownKey = Annotated[str | None, Query(pattern=KEY_PATTERN, description="The variant shown.")]
+AnsweredKey = Annotated[str | None, Form(pattern=KEY_PATTERN)]
 
 
 def _redirect(url: str) -> RedirectResponse:
@@ -112,6 +116,58 @@ def _seed(settings: Settings, mode: str, *ids: object) -> str:
     """The order seed of an untimed showing (app.kinds.order): per learner (practice, review) or
     per quiz, so that a reload shows the same order."""
     return order.seed(settings.secret_key, mode, *ids)
+
+
+def _as_shown(entry: Entry, key: str) -> Entry:
+    """The entry as its variant `key` shows it ("": as written): its texts and its snippet."""
+    if not key:
+        return entry
+    item = sightings.shown_item(entry.item, key)
+    code = getattr(item, "code", None)
+    return replace(entry, item=item, code=code if isinstance(code, str) else entry.code)
+
+
+def _offer(settings: Settings, catalog: Catalog, entry: Entry) -> sightings.Offer:
+    """The variants of the entry's item a learner may be shown (the proven ones)."""
+    return sightings.offer_for(settings, catalog.get(entry.deck))
+
+
+def _offered(entry: Entry, key: str | None, offer: sightings.Offer) -> str | None:
+    """The variant a page or form names, checked: one the learner may be shown (400 if not)."""
+    if key is None:
+        return None
+    if sightings.valid_key(entry.item, key, offer) is None:
+        raise BadRequest("That version of the question is not offered.")
+    return key
+
+
+def _pinned(
+    session: Session,
+    catalog: Catalog,
+    settings: Settings,
+    user_id: int | None,
+    entry: Entry,
+    mode: str,
+    since: datetime | None,
+    *showing: object,
+) -> str:
+    """The variant an untimed showing pins (sightings.pin), seeded by what names the showing."""
+    seed = _seed(settings, "variant", user_id, entry.deck, entry.item.id, since, *showing)
+    offer = _offer(settings, catalog, entry)
+    return sightings.pin(
+        session.connection(), user_id, entry.deck, entry.item, mode, since, seed, offer
+    )
+
+
+def _sighted(
+    session: Session, user_id: int, entry: Entry, key: str, mode: str, now: datetime
+) -> None:
+    """Record that a page showed the learner this variant (the first time counts)."""
+    if entry.is_card:
+        return  # a flashcard is no set's question
+    begin_write(session)
+    sightings.record(session.connection(), user_id, entry.deck, entry.item.id, key, mode, now)
+    session.commit()
 
 
 def _owned_answer(session: Session, answer_id: int | None, user_id: int | None, entry: Entry):
@@ -196,20 +252,30 @@ async def practice_item(
     user: OptionalUser,
     session: SessionDep,
     settings: SettingsDep,
+    now: NowDep,
     last: LastId = None,
     reveal: bool = False,
     hint: bool = False,
     v: ShownVersion = None,
+    k: ShownKey = None,
 ):
-    """One practice question: untimed, answer as often as you like, feedback after each try."""
+    """One practice question: untimed, answer as often as you like, feedback after each try.
+    A parameterised item shows a variant not yet shown to the learner, kept (`k`) until
+    answered."""
     topic = _topic(catalog, topic_id)
     entry, version = _kept(catalog, topic, deck, item_id, v)
     places = [(e.deck, e.item.id) for e in topic.practice]
     if entry.kind == "explain" or entry.is_card or ((deck, item_id) not in places and not v):
         raise NotFound("That item is not a practice question.")
-    answer = await run_reads(
-        session, _owned_answer, session, last, user.id if user else None, entry
-    )
+    user_id = user.id if user else None
+    key = _offered(entry, k, _offer(settings, catalog, entry))
+    if key is None:
+        pin = _practice_pin
+        key = await run_reads(session, pin, session, catalog, settings, user_id, entry)
+    if user_id is not None:  # shown now: a visitor's first answer records it
+        await run_writes(session, _sighted, session, user_id, entry, key, "practice", now)
+    entry = _as_shown(entry, key)
+    answer = await run_reads(session, _owned_answer, session, last, user_id, entry)
     # An item the new version dropped stays answerable from its page; it has no place now.
     index = places.index((deck, item_id)) if (deck, item_id) in places else 0
     here = f"/topics/{topic.id}/practice/{entry.deck}/{entry.item.id}"
@@ -228,8 +294,9 @@ async def practice_item(
             "hinted": hinted,
             "action": here + "/answer",
             "here": here,
-            "keep": _keep(version),
+            "keep": _keep(version) + (f"&k={key}" if key else ""),
             "version": version,
+            "fields": {**({"version": version} if version else {}), "variant": key},
             "answer": answer,
             "position": index,
             "count": len(topic.practice),
@@ -253,20 +320,36 @@ def practice_answer(
     choice: AnswerField = None,
     hinted: Annotated[bool, Form()] = False,
     version: AnsweredVersion = None,
+    variant: AnsweredKey = None,
 ) -> Response:
-    """Judge a practice answer by the version its page showed; it never touches badges or
-    totals, and feeds review."""
+    """Judge a practice answer by the version and variant its page showed; it never touches
+    badges or totals, and feeds review."""
     topic = _topic(catalog, topic_id)
     entry, version = _kept(catalog, topic, deck, item_id, version)
+    key = _offered(entry, variant, _offer(settings, catalog, entry))
+    if key is None:  # a form without it: the variant its page would have pinned
+        key = _practice_pin(session, catalog, settings, user.id if user else None, entry)
+    entry = _as_shown(entry, key)
     # Read with the seed the page was shown with: a visitor's, before they become a guest.
     answer = _parse(entry, choice, _seed(settings, "practice", user and user.id))
     user, token = learner_or_guest(request, session, user, settings, now)
     assert user.id is not None
     correct = rules.is_correct(entry.item, answer)
-    row = modes.record_answer(session, user.id, entry, "practice", answer, correct, now, hinted)
+    row = modes.record_answer(
+        session, user.id, entry, "practice", answer, correct, now, hinted, variant_key=key
+    )
     query = urlencode({"last": row.id, **({"hint": 1} if hinted else {})}) + _keep(version)
+    query += f"&k={key}" if key else ""
     url = f"/topics/{topic.id}/practice/{entry.deck}/{entry.item.id}?{query}"
     return signed_in(request, _redirect(url), token, settings)
+
+
+def _practice_pin(
+    session: Session, catalog: Catalog, settings: Settings, user_id: int | None, entry: Entry
+) -> str:
+    """Practice's variant of an item: pinned until the learner's next practice answer to it."""
+    since = modes.last_answered(session, user_id, entry, "practice") if user_id else None
+    return _pinned(session, catalog, settings, user_id, entry, "practice", since)
 
 
 # Review mistakes -----------------------------------------------------------------------------
@@ -283,6 +366,7 @@ async def review_page(
     last: LastId = None,
     topic: Annotated[str | None, Query(max_length=100)] = None,
     v: ShownVersion = None,
+    k: ShownKey = None,
     gone: bool = False,
 ):
     """The learner's due mistakes across topics (or one topic), one at a time. Each question
@@ -290,14 +374,18 @@ async def review_page(
     assert user.id is not None
     seed = _seed(settings, "review", user.id)
     state = await run_reads(
-        session, _review_state, session, catalog, user.id, now, last, topic, seed, v
+        session, _review_state, session, catalog, settings, user.id, now, last, topic, seed, v, k
     )
     per_topic: dict[str, int] = {}
     for entry in state.queue:
         per_topic[entry.topic] = per_topic.get(entry.topic, 0) + 1
     current = state.queue[0] if state.queue else None
     version = catalog.deck_version(current.deck) if current else None
-    extra = {"version": version} if version else {}  # unversioned (no publisher): none
+    extra: dict[str, str] = {"version": version} if version else {}  # unversioned: none
+    if current is not None:
+        extra["variant"] = state.key
+        await run_writes(session, _sighted, session, user.id, current, state.key, "review", now)
+        current = _as_shown(current, state.key)
     return _render(
         request,
         "review.html",
@@ -326,17 +414,20 @@ class _ReviewState:
     shown: dict[str, Any] | None
     upcoming: datetime | None
     skipped: int
+    key: str = ""  # the variant the first due question shows
 
 
 def _review_state(
     session: Session,
     catalog: Catalog,
+    settings: Settings,
     user_id: int,
     now: datetime,
     last: int | None,
     topic: str | None,
     seed: str,
     version: str | None,
+    key: str | None,
 ) -> _ReviewState:
     """Read the Review page's state; the answer just given is shown by the version it was
     judged by (`version`), though a Reload published another since."""
@@ -350,6 +441,8 @@ def _review_state(
         entry = catalog.entry_kept(row.deck_id, row.item_id, version)
     if row is not None and entry is not None:
         card = modes.card_of(session, user_id, entry)
+        offer = _offer(settings, catalog, entry)
+        entry = _as_shown(entry, _offered(entry, key, offer) or "")  # the variant answered
         shown = {"entry": entry, "answer": row, "card": card,
                  "q": _view(entry, row, reveal=True, hinted=False, seed=seed)}  # fmt: skip
         queue = [e for e in queue if (e.deck, e.item.id) != (entry.deck, entry.item.id)]
@@ -357,7 +450,17 @@ def _review_state(
     if not queue:
         later = review.due_cards(session, user_id, now + timedelta(days=36500), limit=1)
         upcoming = later[0].due if later else None
-    return _ReviewState(queue, shown, upcoming, skipped)
+    pinned = _review_pin(session, catalog, settings, user_id, queue[0]) if queue else ""
+    return _ReviewState(queue, shown, upcoming, skipped, pinned)
+
+
+def _review_pin(
+    session: Session, catalog: Catalog, settings: Settings, user_id: int, entry: Entry
+) -> str:
+    """Review's variant of an item: pinned until the learner's next review of it."""
+    card = modes.card_of(session, user_id, entry)
+    since = (card.last_review or card.created_at) if card is not None else None
+    return _pinned(session, catalog, settings, user_id, entry, "review", since)
 
 
 @router.get("/review/count", response_class=HTMLResponse)
@@ -384,6 +487,7 @@ def review_answer(
     choice: AnswerField = None,
     topic: Annotated[str | None, Form(max_length=100)] = None,
     version: AnsweredVersion = None,
+    variant: AnsweredKey = None,
 ) -> Response:
     """Answer a due mistake by the version its page showed: right moves it on (Good), wrong
     brings it back soon (Again). One no longer in the course is skipped, with a word."""
@@ -392,11 +496,17 @@ def review_answer(
     back = {"topic": topic} if topic else {}
     if entry is None:  # its set or topic is gone, and no version of it was shown
         return _redirect(f"/review?{urlencode({**back, 'gone': 1})}")
+    key = _offered(entry, variant, _offer(settings, catalog, entry))
+    if key is None:  # a form without it: the variant its page pinned
+        key = _review_pin(session, catalog, settings, user.id, entry)
+    entry = _as_shown(entry, key)
     answer = _parse(entry, choice, _seed(settings, "review", user.id))
     correct = rules.is_correct(entry.item, answer)
-    row = modes.record_answer(session, user.id, entry, "review", answer, correct, now)
+    row = modes.record_answer(
+        session, user.id, entry, "review", answer, correct, now, variant_key=key
+    )
     kept = version or catalog.deck_version(deck)
-    query = {"last": row.id, **back, **({"v": kept} if kept else {})}
+    query = {"last": row.id, **back, **({"v": kept} if kept else {}), **({"k": key} if key else {})}
     return _redirect(f"/review?{urlencode(query)}")
 
 
@@ -440,6 +550,7 @@ async def quiz_page(
     user: CurrentUser,
     session: SessionDep,
     settings: SettingsDep,
+    now: NowDep,
     show: Annotated[int | None, Query(ge=1, le=100)] = None,
 ):
     """The current question of a quiz, an answered one (?show=N) with its feedback, or the
@@ -447,9 +558,14 @@ async def quiz_page(
     assert user.id is not None
     state = await run_reads(session, modes.quiz_for_user, session, quiz_id, user.id)
     topic = catalog.topic(state.quiz.topic)
-    entries = modes.entries_of(catalog, state.questions, state.versions)
+    found = modes.entries_of(catalog, state.questions, state.versions)
+    keys = await run_reads(session, _quiz_pins, session, catalog, settings, state, found)
+    entries = [_as_shown(e, key) if e else None for e, key in zip(found, keys, strict=True)]
     seed = _seed(settings, "quiz", quiz_id, user.id)
     position = state.current if show is None else show - 1
+    if position < len(entries) and (shown := found[position]) is not None:
+        key = keys[position]
+        await run_writes(session, _sighted, session, user.id, shown, key, "quiz", now)
     if position >= len(state.questions):
         reviews = []
         for index, entry in enumerate(entries):
@@ -497,13 +613,34 @@ def quiz_answer(
         raise NotFound("The quiz has no such question.")
     if position in state.answers:
         raise Conflict("This question is already answered.")
-    entry = modes.entries_of(catalog, state.questions, state.versions)[position]
+    found = modes.entries_of(catalog, state.questions, state.versions)
+    entry = found[position]
     if entry is None:  # removed from the course since the quiz began: counts as skipped
         raise NotFound("This question is no longer available.")
+    key = _quiz_pins(session, catalog, settings, state, found)[position]
+    _sighted(session, user.id, entry, key, "quiz", now)
+    entry = _as_shown(entry, key)  # the variant its page showed
     answer = _parse(entry, choice, _seed(settings, "quiz", quiz_id, user.id))
     correct = rules.is_correct(entry.item, answer)
     modes.answer_quiz(session, state, position, entry, answer, correct, now)
     return _redirect(f"/quizzes/{quiz_id}?show={number}")
+
+
+def _quiz_pins(
+    session: Session,
+    catalog: Catalog,
+    settings: Settings,
+    state: modes.QuizState,
+    entries: list[Entry | None],
+) -> list[str]:
+    """The variant each quiz question shows: pinned by the quiz and the question's place."""
+    quiz, since = state.quiz, state.quiz.created_at
+    return [
+        _pinned(session, catalog, settings, quiz.user_id, entry, "quiz", since, quiz.id, position)
+        if entry is not None
+        else ""
+        for position, entry in enumerate(entries)
+    ]
 
 
 # Explain it ----------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from sqlalchemy import func, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from app.attempts import sightings
 from app.challenges.catalog import Catalog, Entry, TopicView
 from app.db import begin_write
 from app.errors import Conflict, NotFound
@@ -62,9 +63,15 @@ def record_answer(
     now: datetime,
     hinted: bool = False,
     points: int | None = None,
+    variant_key: str | None = None,
 ) -> ModeAnswer:
-    """Keep an answer given in practice, explain-it or review, feed the review queue, commit."""
+    """Keep an answer given in practice, explain-it or review, feed the review queue, commit.
+    `variant_key`: the variant answered, whose sighting is recorded (the first counts)."""
     begin_write(session)
+    if variant_key is not None:
+        connection = session.connection()
+        item_id = entry.item.id
+        sightings.record(connection, user_id, entry.deck, item_id, variant_key, mode, now)
     row = ModeAnswer(
         user_id=user_id,
         mode=mode,
@@ -82,6 +89,18 @@ def record_answer(
     review.record_item_outcome(session, user_id, card_key(entry), correct, hinted, mode, now)
     session.commit()
     return row
+
+
+def last_answered(session: Session, user_id: int, entry: Entry, mode: str) -> datetime | None:
+    """When the learner last answered this item in this mode, if ever."""
+    query = select(func.max(ModeAnswer.answered_at)).where(
+        ModeAnswer.user_id == user_id,
+        ModeAnswer.mode == mode,
+        ModeAnswer.deck_id == entry.deck,
+        ModeAnswer.item_id == entry.item.id,
+    )
+    found: datetime | None = session.exec(query).first()
+    return found
 
 
 def right_in_practice(session: Session, user_id: int, topic_id: str) -> set[tuple[str, str]]:

@@ -20,7 +20,7 @@ from sqlmodel import Session, col, select
 
 from app.challenges.loader import LoadedLab, LoadedSet, LoadedTopic
 from app.challenges.schema import proven_by_run
-from app.verification import proofs
+from app.verification import proofs, variant_sets
 from app.verification.evidence import item_hash
 from app.verification.models import VerificationRecord
 from app.verification.records import JUDGED, record_ids
@@ -60,9 +60,14 @@ def parts(loaded: LoadedSet | LoadedTopic | LoadedLab) -> list[Part]:
         ]
     if isinstance(loaded, LoadedSet):
         set_id = loaded.challenge_set.id
+        verified = variant_sets.expanded(loaded)  # each variant of an item is proven on its own
         found = [
-            Part(proofs.item_key(set_id, item.id), f"`{item.id}`", item_hash(loaded, item))
-            for item in loaded.challenge_set.items
+            Part(
+                proofs.item_key(set_id, item.id),
+                f"`{variant_sets.shown_name(verified, item.id)}`",
+                item_hash(verified, item),
+            )
+            for item in verified.challenge_set.items
             if proven_by_run(item)
         ]
         runs = proofs.proof_runs([], [loaded])

@@ -27,7 +27,7 @@ from app.db import read_session, utcnow
 from app.publishing import versions
 from app.publishing.gate import Judgement, judge, unsettled
 from app.publishing.models import ContentVersion, VersionStatus
-from app.verification import proofs
+from app.verification import proofs, variant_sets
 
 log = logging.getLogger("ranklab")
 GateMode = Literal["proven", "valid"]
@@ -253,6 +253,8 @@ class Publisher:
         for item in loaded.challenge_set.items:
             owners[proofs.item_key(set_id, item.id)] = item.id
             owners[proofs.proof_key(f"set:{set_id}", f"item:{item.id}")] = item.id
+        for item in variant_sets.expanded(loaded).challenge_set.items:  # variants: their item's
+            owners[proofs.item_key(set_id, item.id)] = variant_sets.base_id(item.id)
         with Session(self.engine) as session:
             keys = unsettled(session, loaded, file_proofs)
         return frozenset(owners[key] for key in keys if key in owners)

@@ -16,6 +16,11 @@ _read: tuple[tuple[Path, int, int], dict[str, proofs.Proof]] | None = None
 _lock = threading.Lock()
 
 
+def current(path: Path) -> dict[str, proofs.Proof]:
+    """The proofs file's proofs as it is now (read again only when it changed; {} if none)."""
+    return _proofs(path)
+
+
 def _proofs(path: Path) -> dict[str, proofs.Proof]:
     global _read
     try:

@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Request
 from fastapi.responses import StreamingResponse
 
+from app.attempts import sightings
 from app.bus_client import RedisExecutorClient
 from app.challenges.schema import EXECUTABLE_KINDS
 from app.db import end_read
@@ -46,13 +47,21 @@ def run_snippet(
     # A proven hang would hold a slot for its whole time-out to show what verify saw: serve that.
     proofs_path = request.app.state.settings.challenges_dir / proofs.FILE_NAME
     key = proofs.item_key(attempt.set_id, item.id)
-    seen = recorded.lookup(proofs_path, key, evidence.item_hash(loaded, item))
+    # A variant (pinned on the server's row, never named by the client) runs as rendered.
+    seen = (
+        None
+        if row.variant_key
+        else recorded.lookup(proofs_path, key, evidence.item_hash(loaded, item))
+    )
     if seen is not None:
         end_read(session)
         return StreamingResponse(
             recorded.frames(seen), media_type="text/event-stream", headers=headers
         )
-    order = runs.run_request(item, loaded.code[item.id])
+    code = sightings.shown_code(loaded, item, row.variant_key)
+    if code is None:
+        raise NotFound("This question has no snippet to run.")
+    order = runs.run_request(item, code)
     turn = runs.gate(request).claim(str(attempt.user_id))
     end_read(session)  # the run streams for seconds: hold no transaction meanwhile
     return StreamingResponse(

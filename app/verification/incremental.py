@@ -20,7 +20,7 @@ from pathlib import Path
 
 from app.challenges.loader import LoadedLab, LoadedSet
 from app.challenges.schema import ItemBase, proven_by_run
-from app.verification import proofs
+from app.verification import proofs, variant_sets
 from app.verification.evidence import item_hash
 
 # A GPU executor's device nodes: where they exist an executor would run NCCL (CUDA), not gloo.
@@ -90,14 +90,17 @@ def select(
     trusted = {} if force or then != now else proven
     selection = Selection()
     seen: set[str] = set()
-    for loaded in sets:
+    for loaded in map(variant_sets.expanded, sets):  # each variant verified as an item
         set_id = loaded.challenge_set.id
         items: list[ItemBase] = []
         for item in loaded.challenge_set.items:
             key = proofs.item_key(set_id, item.id)
-            if not _wanted(wanted, item.id, key, set_id):
+            # A variant answers to its own id and key and to its item's (`--item ITEM`).
+            base = variant_sets.base_id(item.id)
+            aliases = {item.id, key, set_id, base, proofs.item_key(set_id, base)}
+            if not _wanted(wanted, *aliases):
                 continue
-            seen.update({item.id, key, set_id})
+            seen.update(aliases)
             if not proven_by_run(item):
                 continue  # nothing to run, nothing to prove
             if _is_proven(trusted, key, item_hash(loaded, item)):

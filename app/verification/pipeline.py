@@ -23,7 +23,7 @@ from app.executor_client import ExecutorClient
 from app.labs import verify as lab_verify
 from app.labs.schema import LabStep
 from app.runs.service import run_request
-from app.verification import batch, incremental, packing, proofs
+from app.verification import batch, incremental, packing, proofs, variant_sets
 from app.verification import service as verification
 from app.verification.rules import ItemReport, Verdict, claims_hang, expects_hang
 
@@ -113,7 +113,7 @@ def names(selection: incremental.Selection) -> dict[str, tuple[str, str]]:
             shown[step.id] = (lab.path, f"{lab.lab.id} step {step.id}")
     for loaded in selection.sets:
         for item in loaded.challenge_set.items:
-            shown[item.id] = (loaded.path, item.id)
+            shown[item.id] = (loaded.path, variant_sets.shown_name(loaded, item.id))
     for proof_run in selection.proof_runs:
         shown[proof_run.label] = (proof_run.path, proof_run.label)
     return shown
@@ -219,7 +219,7 @@ def _item(
         ITEM,
         proofs.item_key(loaded.challenge_set.id, item.id),
         loaded.path,
-        verified.report.item_id,
+        variant_sets.shown_name(loaded, verified.report.item_id),
         verified.report,
         verified.duration_ms,
         verified.content_hash,

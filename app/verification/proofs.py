@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.challenges import variants
 from app.challenges.loader import LoadedLab, LoadedSet, LoadedTopic
-from app.challenges.schema import InlineProof, proven_by_run
+from app.challenges.schema import InlineProof, ItemBase, proven_by_run
+from app.verification import variant_sets
 from app.verification.evidence import content_hash, item_hash
 
 FILE_NAME = "proofs.json"
@@ -133,7 +135,7 @@ def current_hashes(
     sets = list(sets)
     hashes = {
         item_key(loaded.challenge_set.id, item.id): item_hash(loaded, item)
-        for loaded in sets
+        for loaded in map(variant_sets.expanded, sets)
         for item in loaded.challenge_set.items
         if proven_by_run(item)
     }
@@ -215,6 +217,33 @@ def status(proofs: Mapping[str, Proof], key: str, digest: str) -> str:
     it was never verified or changed since."""
     proof = proofs.get(key)
     return proof.verdict if proof is not None and proof.hash == digest else "unproven"
+
+
+def variant_hashes(loaded: LoadedSet, item: ItemBase) -> dict[str, tuple[str, str]]:
+    """Each variant of a set's item (key "" for a plain item): the proofs key it is proven
+    under and the hash of its content as it is now (what a database record must match)."""
+    verified = variant_sets.expanded(loaded)
+    by_id = {entry.id: entry for entry in verified.challenge_set.items}
+    found: dict[str, tuple[str, str]] = {}
+    for variant in variants.variants_of(item):
+        name = variant_sets.variant_item_id(item.id, variant.key)
+        entry = by_id.get(name)
+        if entry is not None:
+            key = item_key(loaded.challenge_set.id, name)
+            found[variant.key] = (key, item_hash(verified, entry))
+    return found
+
+
+def proven_variant_keys(
+    proofs: Mapping[str, Proof], loaded: LoadedSet, item: ItemBase
+) -> frozenset[str]:
+    """The variant keys of a set's item that these proofs hold proven for exactly their
+    content ("" for a plain item that is proven): the only variants a learner may be shown."""
+    return frozenset(
+        variant
+        for variant, (key, digest) in variant_hashes(loaded, item).items()
+        if status(proofs, key, digest) in PROVEN
+    )
 
 
 def tally(proofs: Mapping[str, Proof], hashes: Mapping[str, str]) -> Counter[str]:

@@ -7,10 +7,11 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
-from sqlmodel import Session
+from sqlmodel import Session, col, delete
 
 from app.analytics import rules
 from app.analytics import service as analytics
+from app.attempts.models import ItemSighting
 from app.challenges.catalog import Catalog
 from app.db import make_engine
 from app.errors import NotFound
@@ -109,6 +110,10 @@ def test_a_badge_earned_again_is_awarded_once_on_the_first_day(database_url, clo
     again = dataset.Learner("ada", dataset.DAY_THREE + timedelta(hours=5), ada.questions)
     engine = make_engine(database_url)
     with Session(engine, expire_on_commit=False) as session:
+        # A retake earns a badge again only on questions not seen before (fresh variants):
+        # as if it showed such, her first sightings are forgotten.
+        session.execute(delete(ItemSighting).where(col(ItemSighting.user_id) == ids["ada"]))
+        session.commit()
         dataset.take(session, ids["ada"], dataset.analysis_set(), clock, again)
         assert analytics.overview_totals(session)["badges"] == 1
         assert [day.badges for day in analytics.daily_activity(session)] == [1, 0, 0]

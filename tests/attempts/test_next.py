@@ -52,10 +52,12 @@ def test_next_moves_on_and_opens_the_next_question_changing_nothing_else(
     assert items[1].status is ItemStatus.OPEN and items[1].time_limit_s == SECOND_LIMIT_S
     assert items[1].started_at is not None and items[1].started_at >= clock.now
     writes = _writes(sent)
+    # Then the question's first sight is recorded (app.attempts.sightings): one INSERT more.
+    assert writes[-1].startswith("INSERT INTO item_sighting")
     if database_url.startswith("postgresql"):
-        assert len(writes) == 1 and writes[0].startswith("WITH moved AS")
+        assert len(writes) == 2 and writes[0].startswith("WITH moved AS")
     else:
-        assert len(writes) == 2
+        assert len(writes) == 3
     state = learner.get(f"/api{attempt}/q/2").json()
     assert state["seconds_left"] == pytest.approx(SECOND_LIMIT_S)
 

@@ -118,3 +118,24 @@ def test_the_guides_hang_and_raise_examples_validate():
     hangs, raises = (Example.model_validate(entry) for entry in entries)
     assert hangs.hangs() and hangs.as_proof().outcome.hangs is True
     assert not raises.hangs() and raises.end(1) is not None and raises.end(0) is None
+
+
+def test_the_guides_variants_example_validates_with_six_variants(tmp_path: Path):
+    from app.challenges import variants
+
+    guide = (ROOT / "docs" / "authoring.md").read_text()
+    example = re.search(r"```yaml\n# variants-example.*?\n(.*?)```", guide, re.DOTALL)
+    assert example is not None
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    head = "own_topic: true\nid: demo\ntitle: Demo\ntopic: Demo\ndescription: d\n"
+    (folder / "set.yaml").write_text(head + "badge: {name: B}\nitems:\n" + example[1])
+    report = load_path(tmp_path)
+    assert report.errors == []
+    (item,) = report.sets[0].challenge_set.items
+    found = variants.variants_of(item)
+    assert len(found) == 6
+    last = variants.render(item, found[-1].key)
+    assert 'OP = "MAX"' in last.code and [o.text for o in last.options] == [
+        "`4.0` on every rank", "`3.0` on every rank",
+    ]  # fmt: skip

@@ -7,11 +7,11 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from app.challenges.base import ChoiceBase, ExecutableMixin, Outcome
+from app.challenges.base import ChoiceBase, ExecutableMixin, Outcome, Parameterised
 from app.kinds import choices
 
 
-class DebugItem(ChoiceBase, ExecutableMixin):
+class DebugItem(ChoiceBase, ExecutableMixin, Parameterised):
     """Why does this snippet fail or hang? The executor must observe the failure claimed."""
 
     kind: Literal["debug"] = Field(description="debug")

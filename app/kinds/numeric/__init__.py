@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from app.challenges.base import ItemBase, Launch, Launcher, Strict
+from app.challenges.base import ItemBase, Launch, Launcher, Parameterised, Strict
 from app.kinds.spec import Kind
 
 
@@ -50,7 +50,7 @@ class PrintedValue(Strict):
         return regex
 
 
-class NumericItem(ItemBase):
+class NumericItem(ItemBase, Parameterised):
     """A number to type in, e.g. a speed-up, judged with a tolerance."""
 
     kind: Literal["numeric"] = Field(description="numeric")
@@ -71,6 +71,13 @@ class NumericItem(ItemBase):
         "value this rank prints with the answer, within the tolerance.",
     )
     answer: float = Field(description="The correct value.")
+    answer_from: str | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="With params: an expression of the parameters giving each variant's "
+        'answer, e.g. "sum(VALUES) / nproc"; `answer` is then the answer of the snippet as '
+        "its file is written.",
+    )
     tolerance: float = Field(default=0.0, ge=0, description="Absolute tolerance on the answer.")
     unit: str | None = Field(default=None, description="Unit shown beside the input, e.g. x or %.")
 
@@ -85,6 +92,10 @@ class NumericItem(ItemBase):
     def _runnable(self) -> NumericItem:
         if self.code is not None and self.code_file is not None:
             raise ValueError("give at most one of code or code_file")
+        if self.answer_from is not None and not self.params:
+            raise ValueError("answer_from needs params: it computes each variant's answer")
+        if self.params and self.code is None and self.code_file is None:
+            raise ValueError("params need the snippet they are assigned in: code or code_file")
         if self.printed is None:
             return self
         if self.code is None and self.code_file is None:

@@ -7,11 +7,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from app.challenges.base import ChoiceBase, ExecutableMixin
+from app.challenges.base import ChoiceBase, ExecutableMixin, Parameterised
 from app.kinds import choices
 
 
-class PredictOutputItem(ChoiceBase, ExecutableMixin):
+class PredictOutputItem(ChoiceBase, ExecutableMixin, Parameterised):
     """What does this snippet print? The keyed option must match what the executor observes."""
 
     kind: Literal["predict_output"] = Field(description="predict_output")

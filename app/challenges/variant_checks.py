@@ -1,0 +1,140 @@
+"""Check a parameterised item before anything runs: each parameter assigned once in its snippet,
+every placeholder and expression naming a known value, and every variant rendering to a valid
+item whose distractors differ from its key (else refused at the variant, its parameters named).
+
+Pure: the standard library, pydantic and the schema modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import ValidationError
+
+from app.challenges import checks, expressions, variants
+from app.challenges.base import ChoiceBase, ItemBase, Parameterised
+
+Location = tuple[Any, ...]
+
+
+def item_errors(
+    item: ItemBase, source: str | None, fixed_source: str | None, snippet_name: str
+) -> list[tuple[Location, str]]:
+    """Every problem of one parameterised item, with where in the item it is written; [] for
+    a plain item. `snippet_name` names the snippet in messages (its file, or "the code")."""
+    if not isinstance(item, Parameterised) or not item.params:
+        return []
+    errors = list(_assignment_errors(item, source, snippet_name, "code"))
+    if fixed_source is not None:
+        errors += _assignment_errors(item, fixed_source, "the fixed code", "fixed_code")
+    known = set(item.params)
+    for name, source_text in (item.derive or {}).items():
+        errors += [(("derive", name), m) for m in _expression_errors(source_text, known)]
+        known.add(name)
+    for where, text in variants.template_strings(item):
+        try:
+            unknown = sorted(set(variants.placeholders(text)) - known)
+        except ValueError as error:
+            errors.append((where, str(error)))
+            continue
+        if unknown:
+            errors.append((where, f"unknown name(s) {unknown} in {{…}}; known: {sorted(known)}"))
+    for index, option in enumerate(getattr(item, "options", None) or []):
+        for name, source_text in (option.as_if or {}).items():
+            where = ("options", index, "as_if", name)
+            if name not in known:
+                errors.append((where, f"as_if names {name!r}, not a parameter or derived name"))
+            errors += [(where, message) for message in _expression_errors(source_text, known)]
+    answer_from = getattr(item, "answer_from", None)
+    if answer_from is not None:
+        errors += [(("answer_from",), m) for m in _expression_errors(answer_from, known)]
+    if errors:
+        return errors  # rendering would only repeat them, once per variant
+    return list(_variant_errors(item))
+
+
+def _assignment_errors(
+    item: Parameterised, source: str | None, snippet_name: str, field: str
+) -> Iterator[tuple[Location, str]]:
+    if source is None:
+        return
+    try:
+        found = variants.assignments(source)
+    except SyntaxError:
+        return  # reported at the snippet's own line
+    for name in item.params or {}:
+        if name == variants.RESERVED:
+            continue
+        statements = found.get(name, [])
+        if not statements:
+            example = variants.literal((item.params or {})[name][0])
+            yield (
+                ("params", name),
+                f"parameter {name} is not assigned in {snippet_name}: declare it once at the "
+                f"top level as a plain assignment, e.g. `{name} = {example}`",
+            )
+        elif len(statements) > 1:
+            lines = ", ".join(str(statement.lineno) for statement in statements)
+            yield (
+                ("params", name),
+                f"parameter {name} is assigned {len(statements)} times at the top level of "
+                f"{snippet_name} (lines {lines}): assign it once, so each variant changes one line",
+            )
+
+
+def _expression_errors(source: str, known: set[str]) -> Iterator[str]:
+    try:
+        unknown = sorted(expressions.names(source) - known)
+    except expressions.ExpressionError as error:
+        yield str(error)
+        return
+    if unknown:
+        yield f"{source!r} reads unknown name(s) {unknown}; known: {sorted(known)}"
+
+
+def _variant_errors(item: ItemBase) -> Iterator[tuple[Location, str]]:
+    for variant in variants.variants_of(item):
+        try:
+            rendered = variants.render_params(item, variant.params)
+        except (ValidationError, ValueError, KeyError, TypeError) as error:
+            yield ("params",), f"variant {variant.label}: {_brief(error)}"
+            continue
+        for where, message in checks.rank_errors(rendered):
+            yield where, f"variant {variant.label}: {message}"
+        if isinstance(rendered, ChoiceBase):
+            yield from _coinciding(rendered, variant.label)
+
+
+def _coinciding(item: ChoiceBase, label: str) -> Iterator[tuple[Location, str]]:
+    """A distractor that reads as, or claims the same outcome as, a key in this variant."""
+    keys = [option for option in item.options if option.id in item.answer_ids]
+    for index, option in enumerate(item.options):
+        if option.id in item.answer_ids:
+            continue
+        for key in keys:
+            same_text = _plain(option.text) == _plain(key.text)
+            same_outcome = option.outcome is not None and option.outcome == key.outcome
+            if same_text or same_outcome:
+                what = "reads the same as" if same_text else "claims the same outcome as"
+                yield (
+                    ("options", index),
+                    f"variant {label}: distractor {option.id} {what} key {key.id} "
+                    f"({option.text!r}): refused; change the values or the misconception",
+                )
+                break
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _brief(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}"
+            for problem in error.errors()
+        )
+    if isinstance(error, KeyError):
+        return f"{error.args[0]} is not assigned once in the snippet"
+    return str(error)

@@ -1,0 +1,99 @@
+"""Validate refuses a parameterised item that cannot render every variant right, at file:line:col,
+naming the variant's parameters where one variant is wrong."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.challenges.loader import load_path
+from tests.challenges.test_loader import break_file
+from tests.conftest import TEST_CHALLENGES
+
+FIXTURE = TEST_CHALLENGES.parent / "variants"
+
+
+@pytest.fixture
+def content(tmp_path: Path) -> Path:
+    """A copy of the variant fixtures that a test may break."""
+    target = tmp_path / "variants"
+    shutil.copytree(FIXTURE, target)
+    return target
+
+
+def errors(root: Path) -> list[str]:
+    return [str(error) for error in load_path(root, display_root=root.parent).errors]
+
+
+def test_the_variant_fixtures_load():
+    assert errors(FIXTURE) == []
+
+
+def test_a_parameter_the_snippet_does_not_assign_is_refused_at_the_parameter(content: Path):
+    break_file(content / "all_reduce_op.py", 'OP = "SUM"\n', "")
+    assert errors(content) == [
+        "variants/set.yaml:23:7: parameter OP is not assigned in all_reduce_op.py: declare it "
+        'once at the top level as a plain assignment, e.g. `OP = "SUM"`'
+    ]
+
+
+def test_a_parameter_assigned_twice_is_refused_naming_both_lines(content: Path):
+    break_file(content / "broadcast_src.py", "SRC = 1\n", "SRC = 1\nSRC = 2\n")
+    (found,) = errors(content)
+    assert found.startswith("variants/set.yaml:")
+    assert "SRC is assigned 2 times at the top level of broadcast_src.py (lines 4, 5)" in found
+
+
+def test_an_unknown_placeholder_is_refused_at_the_text(content: Path):
+    break_file(content / "set.yaml", "title: all_reduce with {OP}", "title: all_reduce with {Op}")
+    (found,) = errors(content)
+    assert found.startswith("variants/set.yaml:14:5: unknown name(s) ['Op'] in {…}")
+
+
+def test_a_derive_expression_that_calls_anything_else_is_refused(content: Path):
+    break_file(content / "set.yaml", 'own: "1.0"', 'own: "abs.__class__"')
+    (found,) = errors(content)
+    assert found.startswith("variants/set.yaml:26:7: Attribute is not allowed")
+    break_file(content / "set.yaml", 'own: "abs.__class__"', "own: \"open('x')\"")
+    (found,) = errors(content)
+    assert "only these functions may be called" in found
+
+
+def test_a_distractor_equal_to_the_key_in_one_variant_is_refused_naming_it(content: Path):
+    # A misconception whose value is the true maximum: the distractor is the key with MAX.
+    break_file(
+        content / "set.yaml",
+        "as_if: {result: \"float(nproc - 1 if OP == 'MAX' else sum(range(nproc)))\"}",
+        "as_if: {result: \"float(nproc) if OP == 'MAX' else 0.0\"}",
+    )
+    found = errors(content)
+    assert len(found) == 3, found
+    assert all(line.startswith("variants/set.yaml:31:9: variant nproc=") for line in found)
+    assert (
+        "variant nproc=2, OP=MAX: distractor B reads the same as key A ('`2.0` on every rank')"
+        in found[0]
+    )
+    assert [line.split(": distractor")[0].split(": ", 1)[1] for line in found] == [
+        "variant nproc=2, OP=MAX", "variant nproc=3, OP=MAX", "variant nproc=4, OP=MAX",
+    ]  # fmt: skip
+
+
+def test_a_variant_naming_a_rank_it_does_not_start_is_refused_at_that_variant(content: Path):
+    set_file = content / "set.yaml"
+    break_file(
+        set_file,
+        "    params:\n      SRC: [0, 1, 2]",
+        "    params:\n      nproc: [3, 2]\n      SRC: [0, 1, 2]",
+    )
+    break_file(
+        set_file,
+        'outcome: {ranks: {all: {stdout: "{sent}\\n"}}}',
+        'outcome: {ranks: {all: {stdout: "{sent}\\n"}, "2": {status: returns}}}',
+    )
+    found = errors(content)
+    assert len(found) == 6, found  # the key's outcome and its as_if copy, in 3 variants
+    assert all(
+        ": variant nproc=2, SRC=" in line and "rank 2 does not exist" in line for line in found
+    )

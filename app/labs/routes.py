@@ -498,7 +498,9 @@ async def _drive(
     finally:
         if turn is not None:
             turn.release()
-        checks = evaluate(step.checks, result) if result is not None else []
+        # Judged by the checks for the count it ran on (a check may hold at some counts only).
+        judging = step.checks_for(order.nproc)
+        checks = evaluate(judging, result) if result is not None else []
         passed = result is not None and all(check.passed for check in checks)
         shown = [
             {"says": c.says, "passed": c.passed, "problems": c.problems, "diff": c.diff}

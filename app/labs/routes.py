@@ -481,7 +481,10 @@ async def _drive(
                         result = event
                         status = event.status.value
                         metrics.count_run("lab", status)
-                        await live.add("result", event.model_dump(mode="json"))
+                        sent = event.model_dump(mode="json")
+                        # Each rank's end in words, a killed rank's with why (lab.js shows it).
+                        sent["rank_words"] = status_words.ranks_said(sent)
+                        await live.add("result", sent)
                 break
             except ExecutorBusy:  # every slot taken and the queue full: wait our turn
                 if waited >= BUSY_WAIT_S:
@@ -588,7 +591,7 @@ async def _replay(run: LabRun, after: int) -> AsyncIterator[str]:
                 if rank.get(stream):
                     events.append(("output", {"rank": rank["rank"], "stream": stream,
                                               "text": rank[stream]}))  # fmt: skip
-        events.append(("result", result))
+        events.append(("result", {**result, "rank_words": status_words.ranks_said(result)}))
     elif run.status == labs.RUNNING:
         events.append(("unavailable", {"message": "This run was cut off; run it again."}))
     if run.checks is not None:

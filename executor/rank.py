@@ -18,7 +18,9 @@ import stat
 import sys
 import threading
 import time
+import traceback
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -326,6 +328,7 @@ def _execute(code: str, script: str, exception_chars: int) -> tuple[int, dict[st
     module = types.ModuleType("__main__")
     module.__dict__.update({"__file__": script, "__builtins__": builtins, "__cached__": None})
     sys.modules["__main__"] = module
+    _stacks_start_at_the_snippet(script)
     try:
         exec(compile(code, script, "exec"), module.__dict__)
     except SystemExit as stop:
@@ -341,6 +344,25 @@ def _execute(code: str, script: str, exception_chars: int) -> tuple[int, dict[st
         sys.excepthook(type(error), error, tb)
         return 1, describe_exception(error, exception_chars)
     return 0, None
+
+
+def _stacks_start_at_the_snippet(script: str) -> None:
+    """Make traceback's stack walks (print_stack, format_stack, extract_stack, logging's
+    stack_info) end at the snippet's <module>, as under `python snippet.py`: the harness frames
+    below it (this module, the zygote's) are no frames of the learner's. An uncaught exception's
+    traceback is cut in _execute; these walks follow f_back, which cannot be cut, so the walk
+    stops there. Only this rank's process is changed, and only what it prints."""
+    walk = traceback.walk_stack
+
+    def walk_stack(f: types.FrameType | None) -> Iterator[tuple[types.FrameType, int]]:
+        if f is None:  # as traceback.walk_stack finds its caller's caller, from here
+            f = sys._getframe().f_back.f_back.f_back.f_back  # type: ignore[union-attr]
+        for found, line in walk(f):
+            yield found, line
+            if found.f_code.co_filename == script and found.f_code.co_name == "<module>":
+                return
+
+    traceback.walk_stack = walk_stack
 
 
 def describe_exception(error: BaseException, exception_chars: int) -> dict[str, Any]:

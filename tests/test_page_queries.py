@@ -32,7 +32,8 @@ PAGES = {
     "/": 7,
     "/sets/test-basics": 2,
     "/attempts/{current}/q/1": 2,
-    "/attempts/{finished}/results": 4,
+    # The results' 4, and the path's six for its one next step (as home reads them).
+    "/attempts/{finished}/results": 10,
     "/me/progress": 9,  # the path's six, the attempts, the activity calendar
     # Admin pages: each a GROUP BY, plus one per score total: every finished attempt's questions
     # by (status, tries), scored by the results page's own rule (app.analytics.service).

@@ -53,7 +53,6 @@ from app.deps import (
 from app.errors import Busy, Conflict, NotFound
 from app.modes import service as modes
 from app.progress import service as progress
-from app.progress.rules import StepKind
 from app.runs import service as runs
 from app.verification import records
 
@@ -474,8 +473,10 @@ async def results(
     session: SessionDep,
     catalog: CatalogDep,
     settings: SettingsDep,
+    now: NowDep,
 ) -> Response:
-    """Score, first tries, time used, a review of every question, and the badge if earned."""
+    """Score, first tries, time used, a review of every question, the badge if earned, and the
+    path's next step."""
     assert user.id is not None
     attempt, rows, firsts = await run_reads(
         session, attempts.attempt_for_results, session, attempt_id, user.id
@@ -522,10 +523,9 @@ async def results(
         )
     loaded = catalog.get(attempt.set_id, attempt.content_version)
     assert attempt.finished_at is not None
-    topic = catalog.topic_of(attempt.set_id)
-    # Short of the badge, practice is the way back; with it, what follows the timed set.
-    after = StepKind.TIMED if attempt.badge_earned else StepKind.LESSON
-    suggestion = progress.suggestion_after(catalog, topic.id if topic else None, after)
+    # The path's one next step, as home shows it (short of the badge, it may be this set).
+    engine = request.app.state.engine
+    suggestion = await reads.read(engine, progress.next_step_of, catalog, user.id, now)
     return request.app.state.templates.TemplateResponse(
         request,
         "results.html",

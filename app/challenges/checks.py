@@ -152,8 +152,10 @@ def _ranks_in(model: Any, location: Location) -> Iterator[tuple[Location, str]]:
         for index, option in enumerate(getattr(model, "options", None) or []):
             where = (*location, "options", index, "outcome")
             yield from _outcome_ranks(option.outcome, launch, where)
+        offered = getattr(model, "rank_choices", None) or []  # a lab step's picker
         for index, check in enumerate(getattr(model, "checks", None) or []):
-            yield from _outcome_ranks(check.expect, launch, (*location, "checks", index, "expect"))
+            where = (*location, "checks", index, "expect")
+            yield from _check_ranks(check.expect, check.nproc or offered, where)
     proof = getattr(model, "proof", None)
     if isinstance(proof, InlineProof):
         yield from _ranks_in(proof, (*location, "proof"))
@@ -184,6 +186,22 @@ def _outcome_ranks(
                 f"rank {key} does not exist: this snippet starts {nproc} "
                 f"rank{'s' if nproc > 1 else ''} ({_numbered(nproc)}, launch.nproc): "
                 "name a lower rank or raise nproc",
+            )
+
+
+def _check_ranks(
+    outcome: Outcome, counts: list[int], location: Location
+) -> Iterator[tuple[Location, str]]:
+    """A lab check must hold at every count it is judged at: each rank it names must exist on
+    the fewest ranks among them."""
+    fewest = min(counts, default=1)
+    for key in outcome.ranks:
+        if key != "all" and int(key) >= fewest:
+            yield (
+                (*location, "ranks", key),
+                f"rank {key} does not exist on {fewest} rank{'s' if fewest > 1 else ''} "
+                f"({_numbered(fewest)}), which this check is judged at: name a lower rank, or "
+                "give the check `nproc:` the rank counts it is for",
             )
 
 

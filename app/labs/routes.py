@@ -24,7 +24,7 @@ from fastapi.responses import (
 )
 from sqlmodel import Session
 
-from app import metrics
+from app import metrics, reads
 from app.accounts.throttle import Throttle
 from app.attempts import rules
 from app.attempts.rules import ItemStatus
@@ -56,7 +56,6 @@ from app.labs.models import LabRun
 from app.labs.schema import LabStep
 from app.labs.verify import evaluate
 from app.progress import service as course
-from app.progress.rules import StepKind
 from app.runs import service as runs
 from app.runs.fair import WAITING, Turn
 from app.runs.service import run_request
@@ -126,6 +125,7 @@ async def lab_page(
     catalog: CatalogDep,
     user: OptionalUser,
     session: SessionDep,
+    now: NowDep,
     moved: bool = False,
 ):
     """A lab: what it builds, its steps and where the learner stands in each; and, when a newer
@@ -134,14 +134,17 @@ async def lab_page(
     loaded, _version = await run_reads(session, _learners_lab, catalog, session, user_id, lab_id)
     progress = await run_reads(session, _progress, session, user_id, loaded)
     offer = await run_reads(session, _newer_offer, catalog, session, user_id, loaded)
-    topic = catalog.topic_of_lab(lab_id)
-    suggestion = course.suggestion_after(catalog, topic.id if topic else None, StepKind.LAB, lab_id)
+    suggestion = None
+    finished = all(step.id in progress["passed"] for step in loaded.lab.steps)
+    if user_id is not None and finished:  # the path's one next step, as home shows it
+        engine = request.app.state.engine
+        suggestion = await reads.read(engine, course.next_step_of, catalog, user_id, now)
     return request.app.state.templates.TemplateResponse(
         request,
         "lab.html",
         {
             "loaded": loaded,
-            **_way_on(catalog, lab_id),
+            "topic": catalog.topic_of_lab(lab_id),
             "suggestion": suggestion,
             **progress,
             "newer": offer,
@@ -213,17 +216,6 @@ def stay_on_lab(
     _offered(catalog, session, user.id, lab_id, version)
     labs.stay_on(session, user.id, lab_id, version)
     return _redirect(f"/labs/{lab_id}")
-
-
-def _way_on(catalog: Catalog, lab_id: str) -> dict[str, Any]:
-    """The lab's topic and its next lab (after it the course path's suggestion leads on)."""
-    topic = catalog.topic_of_lab(lab_id)
-    if topic is None:
-        return {"topic": None, "next_lab": None}
-    ids = [loaded.lab.id for loaded in topic.labs]
-    place = ids.index(lab_id) if lab_id in ids else len(ids)
-    next_lab = topic.labs[place + 1] if place + 1 < len(ids) else None
-    return {"topic": topic, "next_lab": next_lab}
 
 
 def _step_context(
@@ -489,7 +481,10 @@ async def _drive(
                         result = event
                         status = event.status.value
                         metrics.count_run("lab", status)
-                        await live.add("result", event.model_dump(mode="json"))
+                        sent = event.model_dump(mode="json")
+                        # Each rank's end in words, a killed rank's with why (lab.js shows it).
+                        sent["rank_words"] = status_words.ranks_said(sent)
+                        await live.add("result", sent)
                 break
             except ExecutorBusy:  # every slot taken and the queue full: wait our turn
                 if waited >= BUSY_WAIT_S:
@@ -506,7 +501,9 @@ async def _drive(
     finally:
         if turn is not None:
             turn.release()
-        checks = evaluate(step.checks, result) if result is not None else []
+        # Judged by the checks for the count it ran on (a check may hold at some counts only).
+        judging = step.checks_for(order.nproc)
+        checks = evaluate(judging, result) if result is not None else []
         passed = result is not None and all(check.passed for check in checks)
         shown = [
             {"says": c.says, "passed": c.passed, "problems": c.problems, "diff": c.diff}
@@ -594,7 +591,7 @@ async def _replay(run: LabRun, after: int) -> AsyncIterator[str]:
                 if rank.get(stream):
                     events.append(("output", {"rank": rank["rank"], "stream": stream,
                                               "text": rank[stream]}))  # fmt: skip
-        events.append(("result", result))
+        events.append(("result", {**result, "rank_words": status_words.ranks_said(result)}))
     elif run.status == labs.RUNNING:
         events.append(("unavailable", {"message": "This run was cut off; run it again."}))
     if run.checks is not None:

@@ -6,8 +6,15 @@ optional graded questions. Pure: the standard library and pydantic only.
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from app.challenges.base import SLUG, Launch, Outcome, Strict
 from app.kinds import Item
@@ -70,6 +77,27 @@ class LabCheck(Strict):
     expect: Outcome = Field(
         description="What the run must show, in the outcome language of predict-output items."
     )
+    nproc: list[int] = Field(
+        default_factory=list,
+        max_length=8,
+        description="The rank counts this check is judged at, for a claim that holds at some "
+        "counts only (`sum of ranks = 3` holds on 3 ranks): a run at another count does not "
+        "judge it, and the page says which counts it is for. Default: every count the step's "
+        "picker offers, where the claim must hold at each (verify runs every one).",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_every_count(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A check for every count dumps as it did before `nproc` existed, so its step's content
+        # hash (and verify's record of it) stays as it was (as app.kinds.numeric does).
+        data = handler(self)
+        if isinstance(data, dict) and not self.nproc:
+            data.pop("nproc", None)
+        return data
+
+    def judged_at(self, nproc: int) -> bool:
+        """Whether a run on `nproc` ranks is judged by this check."""
+        return not self.nproc or nproc in self.nproc
 
 
 class LabStep(Strict):
@@ -122,6 +150,7 @@ class LabStep(Strict):
         ids = [question.id for question in self.questions]
         if len(set(ids)) != len(ids):
             raise ValueError(f"question ids must be unique, got {ids}")
+        self._checks_cover_every_count()
         ran = [question.id for question in self.questions if runs_on_verify(question)]
         if ran:
             # Verify runs a step's solution and starter, not its questions' snippets.
@@ -131,12 +160,42 @@ class LabStep(Strict):
             )
         return self
 
+    def _checks_cover_every_count(self) -> None:
+        """A check names only counts the picker offers, and every count offered is judged by
+        at least one check (a run no check judges would pass by pressing Run)."""
+        offered = self.rank_choices
+        for check in self.checks:
+            stray = sorted(set(check.nproc) - set(offered))
+            if stray:
+                raise ValueError(
+                    f"check {check.says!r} is for {_counts(stray)}, which this step does not "
+                    f"offer (it offers {_counts(offered)}: launch.nproc_choices and the counts "
+                    "its questions name)"
+                )
+        unjudged = [count for count in offered if not self.checks_for(count)]
+        if unjudged:
+            raise ValueError(
+                f"no check judges a run on {_counts(unjudged)}, which this step offers: give a "
+                "check for that count, or leave a check's `nproc` out (every count)"
+            )
+
+    def checks_for(self, nproc: int) -> list[LabCheck]:
+        """The checks a run on `nproc` ranks is judged by."""
+        return [check for check in self.checks if check.judged_at(nproc)]
+
     @property
     def rank_choices(self) -> list[int]:
         """The rank counts the picker offers: the launch's choices, plus every count a
         question of the step names (a question about 4 ranks can be tried on 4 ranks)."""
         named = {count for question in self.questions for count in ranks_named(question.prompt)}
         return sorted(set(self.launch.choices) | named)
+
+
+def _counts(counts: list[int]) -> str:
+    """Rank counts in words: "3 ranks", "3 or 4 ranks"."""
+    words = [str(count) for count in counts]
+    joined = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+    return f"{joined} rank{'s' if counts != [1] else ''}"
 
 
 class Lab(Strict):

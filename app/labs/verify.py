@@ -1,6 +1,7 @@
-"""Prove a lab (`ranklab verify`): each step's reference solution passes every check, and its
-starter fails at least one, so a step cannot be passed by pressing Run. Steps that need more
-GPUs than the executor has are reported as such, not run."""
+"""Prove a lab (`ranklab verify`): at every rank count a step offers, its reference solution
+passes every check judged at that count, and its starter fails at least one, so a step cannot
+be passed by pressing Run. Steps that need more GPUs than the executor has are reported as
+such, not run."""
 
 from __future__ import annotations
 
@@ -68,36 +69,52 @@ def verify_step(
     facts: ExecutorFacts,
     repeats: int = 3,
 ) -> StepReport:
-    """Run a step's solution `repeats` times (each must pass every check: a check that holds
-    only sometimes would fail learners at random) and its starter once, and judge them."""
+    """On every rank count the step's picker offers: run its solution `repeats` times (each
+    must pass every check judged at that count: a check that holds only sometimes, or only at
+    some counts, would fail learners who did it right) and its starter once (it must fail one),
+    and judge them."""
     report = StepReport(loaded.lab.id, loaded.path, step.id)
     needed = gpus_needed(step)
     if needed > facts.cuda_devices:
         report.verdict = Verdict.NEEDS_GPUS
         report.problems.append(f"needs {needed} GPU(s); the executor has {facts.cuda_devices}")
         return report
+    counts = step.rank_choices
+    for count in counts:
+        # Said only where the picker offers more than one count: "on 4 ranks".
+        where = f" on {count} rank{'s' if count > 1 else ''}" if len(counts) > 1 else ""
+        report.problems += _count_problems(client, loaded, step, count, where, repeats)
+    if report.problems:
+        report.verdict = Verdict.FAIL
+    return report
+
+
+def _count_problems(
+    client: ExecutorClient, loaded: LoadedLab, step: LabStep, count: int, where: str, repeats: int
+) -> list[str]:
+    """What verify finds at one rank count: the solution failing a check, the starter passing."""
+    launched = step.model_copy(update={"launch": step.launch.model_copy(update={"nproc": count})})
+    checks = step.checks_for(count)
+    problems = []
     for attempt in range(1, repeats + 1):
-        solved = evaluate(step.checks, observe(client, loaded.solutions[step.id], step).result)
+        solved = evaluate(checks, observe(client, loaded.solutions[step.id], launched).result)
         failed = [
-            f"the solution fails “{check.says}”"
+            f"the solution fails “{check.says}”{where}"
             + (f" (run {attempt} of {repeats})" if attempt > 1 else "")
             + f": {problem}"
             for check in solved
             for problem in check.problems
         ]
         if failed:
-            report.problems += failed
+            problems += failed
             break
-    started = evaluate(
-        step.checks, observe(client, loaded.starter_for_verify(step.id), step).result
-    )
+    started = evaluate(checks, observe(client, loaded.starter_for_verify(step.id), launched).result)
     if all(check.passed for check in started):
-        report.problems.append(
-            "the starter already passes every check: the step could be passed by pressing Run"
+        problems.append(
+            f"the starter already passes every check{where}: the step could be passed by "
+            "pressing Run"
         )
-    if report.problems:
-        report.verdict = Verdict.FAIL
-    return report
+    return problems
 
 
 def verify_labs(

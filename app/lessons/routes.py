@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
+from app import reads
 from app.challenges.catalog import Catalog, TopicView
 from app.challenges.loader import LoadedTopic
 from app.db import end_read, run_reads, run_writes
@@ -31,6 +32,7 @@ from app.lessons import rules, view
 from app.lessons import service as lessons
 from app.lessons.models import CHECK, example_step
 from app.lessons.schema import Example, Lesson
+from app.progress import service as progress
 from app.runs import service as runs
 
 router = APIRouter()
@@ -92,12 +94,18 @@ async def lesson_page(
     }
     check_row = rows.get(CHECK)
     answers = view.stored_answers(check_row.answer) if check_row is not None else {}
+    next_step = None
+    if user_id is not None and check_row is not None and check_row.correct:
+        # The path's one next step, as home shows it (not this topic's own next mode).
+        engine = request.app.state.engine
+        next_step = await reads.read(engine, progress.next_step_of, catalog, user_id, now)
     context: dict[str, Any] = {
         "topic": topic,
         "lesson": lesson,
         "examples": examples,
         "check": view.check_view(lesson, answers, _seed(secret, user_id, topic.id, CHECK)),
         "check_passed": check_row is not None and check_row.correct,
+        "next_step": next_step,
         "completed": check_row is not None and check_row.completed_at is not None,
         "runs_available": await request.app.state.executor_health.health(now) is not None,
         "run": run,

@@ -89,17 +89,9 @@ class TopicPath:
             return TopicState.IN_PROGRESS
         return TopicState.NOT_STARTED
 
-    def next_unfinished(self) -> Step | None:
-        """The step to go on with: the one last worked on if it is not done, else the first
-        unfinished step after it, else the first unfinished step (in teaching order)."""
-        worked = [step for step in self.steps if step.last_active is not None]
-        if worked:
-            last = max(worked, key=lambda step: step.last_active or datetime.min)
-            index = self.steps.index(last)
-            after = (step for step in self.steps[index:] if not step.done)
-            found = next(after, None)
-            if found is not None:
-                return found
+    def first_unfinished(self) -> Step | None:
+        """The first step not done, in teaching order (where the learner worked last does not
+        matter: the path decides)."""
         return next((step for step in self.steps if not step.done), None)
 
 
@@ -117,7 +109,7 @@ class NextKind(StrEnum):
 
     START = "start"  # nothing done yet: the path's first step
     RESUME = "resume"  # an open timed attempt
-    CONTINUE = "continue"  # the next step of the topic being studied, or of the next topic
+    CONTINUE = "continue"  # the first step not done on the path
 
 
 @dataclass(frozen=True)
@@ -153,32 +145,22 @@ def next_topic(path: Sequence[TopicPath]) -> TopicPath | None:
     return next(ready, open_topics[0] if open_topics else None)
 
 
-def _step_of(topic: TopicPath, kind: NextKind) -> NextStep | None:
-    step = topic.next_unfinished()
-    if step is None:
-        return None
-    return NextStep(kind, step.href, f"{step.kind.label} — {topic.title}", topic.id)
-
-
 def next_step(path: Sequence[TopicPath], open_attempt: OpenAttempt | None) -> NextStep | None:
-    """The exact next thing: the open timed attempt to resume; else the next unfinished step of
-    the topic studied last (if it is not done); else the first step of the next topic (the
-    path's very first step for a learner who has done nothing: START). None: all done."""
+    """The one next thing, shown alike on every page that offers one (home, progress, results,
+    a finished lab, a finished lesson): the open timed attempt to resume; else the first step
+    not done of the next topic on the path (START for a learner who has done nothing). Activity
+    elsewhere on the path never moves it: only finishing it does. None: all done."""
     if open_attempt is not None:
         href = f"/attempts/{open_attempt.attempt_id}"
         label = f"Resume {open_attempt.set_title}"
         return NextStep(NextKind.RESUME, href, label, open_attempt.topic_id)
-    active = [t for t in path if t.last_active is not None and t.state is not TopicState.DONE]
-    if active:
-        current = max(active, key=lambda topic: topic.last_active or datetime.min)
-        found = _step_of(current, NextKind.CONTINUE)
-        if found is not None:
-            return found
-    begun = any(topic.state is not TopicState.NOT_STARTED for topic in path)
     following = next_topic(path)
-    if following is None:
+    step = following.first_unfinished() if following is not None else None
+    if following is None or step is None:
         return None
-    return _step_of(following, NextKind.CONTINUE if begun else NextKind.START)
+    begun = any(topic.state is not TopicState.NOT_STARTED for topic in path)
+    kind = NextKind.CONTINUE if begun else NextKind.START
+    return NextStep(kind, step.href, f"{step.kind.label} — {following.title}", following.id)
 
 
 def completion(path: Sequence[TopicPath]) -> tuple[int, int]:
@@ -190,25 +172,3 @@ def completion(path: Sequence[TopicPath]) -> tuple[int, int]:
 def percent(done: int, total: int) -> int:
     """A whole percentage, rounded down (100 only when everything is done)."""
     return 0 if total == 0 else done * 100 // total
-
-
-def after_step(path: Sequence[TopicPath], topic_id: str, kind: StepKind) -> NextStep | None:
-    """What follows `kind` in topic `topic_id` in teaching order, whatever is done (results and
-    lab pages suggest it): the topic's next step, else the first step of the following topic."""
-    index = next((i for i, topic in enumerate(path) if topic.id == topic_id), None)
-    if index is None:
-        return None
-    topic = path[index]
-    order = list(StepKind)
-    later = [step for step in topic.steps if order.index(step.kind) > order.index(kind)]
-    if later:
-        step = later[0]
-        return NextStep(
-            NextKind.CONTINUE, step.href, f"{step.kind.label} — {topic.title}", topic.id
-        )
-    for following in path[index + 1 :]:
-        if following.steps:
-            step = following.steps[0]
-            label = f"{step.kind.label} — {following.title}"
-            return NextStep(NextKind.CONTINUE, step.href, label, following.id)
-    return None

@@ -92,13 +92,16 @@ _CARDS = reads.Query(
     .where(col(ReviewCard.user_id) == bindparam("user_id"))
     .group_by(col(ReviewCard.topic), col(ReviewCard.source), col(ReviewCard.state))
 )
-# The topics whose lesson the learner completed (passed its closing check).
+# Per topic, whether the learner completed its lesson (passed its closing check) and when they
+# last predicted an example or tried the check: a prediction is work in the lesson.
 _LESSONS = reads.Query(
-    select_columns(col(LessonProgress.topic_id)).where(
-        col(LessonProgress.user_id) == bindparam("user_id"),
-        col(LessonProgress.step) == CHECK,
-        col(LessonProgress.completed_at).is_not(None),
+    select_columns(
+        col(LessonProgress.topic_id),
+        _flag((col(LessonProgress.step) == CHECK) & col(LessonProgress.completed_at).is_not(None)),
+        func.max(col(LessonProgress.answered_at)),
     )
+    .where(col(LessonProgress.user_id) == bindparam("user_id"))
+    .group_by(col(LessonProgress.topic_id))
 )
 _LAB_STEPS = reads.Query(
     select_columns(
@@ -129,6 +132,7 @@ _ACTIVITY_ROWS = union_all(
     _minutes(col(ReviewLog.reviewed_at), col(ReviewLog.user_id)),
     _minutes(col(LabRun.started_at), col(LabRun.user_id)),
     _minutes(col(Quiz.created_at), col(Quiz.user_id)),
+    _minutes(col(LessonProgress.answered_at), col(LessonProgress.user_id)),
 ).subquery()
 _ACTIVITY = reads.Query(
     select_columns(_ACTIVITY_ROWS.c.minute, func.count()).group_by(_ACTIVITY_ROWS.c.minute)
@@ -164,12 +168,17 @@ class Standing:
     sets: Mapping[str, attempts.SetStanding]
     topics: Mapping[str, _TopicRows]
     lab_steps: Mapping[tuple[str, str], tuple[datetime | None, datetime]]
-    lessons: set[str]
+    lessons: set[str]  # the topics whose lesson is completed
+    lessons_last: Mapping[str, datetime] = field(default_factory=dict)  # last lesson work
 
 
 def read_standing(reader: reads.Reader, user_id: int, now: datetime) -> Standing:
     """Read the learner's rows of every mode: six grouped queries, whatever they have done."""
-    lessons = {topic for (topic,) in reader.rows(_LESSONS, user_id=user_id)}
+    lessons, lessons_last = set(), {}
+    for topic_id, completed, last in reader.rows(_LESSONS, user_id=user_id):
+        if completed:
+            lessons.add(topic_id)
+        lessons_last[topic_id] = last
     topics: dict[str, _TopicRows] = {}
 
     def rows_of(topic: str) -> _TopicRows:
@@ -210,7 +219,7 @@ def read_standing(reader: reads.Reader, user_id: int, now: datetime) -> Standing
         for lab, step, passed, updated in reader.rows(_LAB_STEPS, user_id=user_id)
     }
     sets = attempts.standings(reader, user_id)
-    return Standing(sets, topics, lab_steps, lessons)
+    return Standing(sets, topics, lab_steps, lessons, lessons_last)
 
 
 _REVIEW_STATE = 2  # FSRS's State.Review: a card past its learning steps (app.review.scheduling)
@@ -250,7 +259,9 @@ def topic_path(topic: TopicView, standing: Standing | None) -> TopicPath:
     steps: list[Step] = []
     if topic.loaded_topic is not None and topic.loaded_topic.topic.lesson is not None:
         done = standing is not None and topic.id in standing.lessons
-        steps.append(Step(StepKind.LESSON, f"{base}/lesson", done, done))
+        last = standing.lessons_last.get(topic.id) if standing else None
+        started = done or last is not None
+        steps.append(Step(StepKind.LESSON, f"{base}/lesson", done, started, "", last))
     if topic.practice:
         steps.append(_practice_step(topic, rows))
     if topic.cards:
@@ -309,23 +320,23 @@ def _explain_step(topic: TopicView, rows: _TopicRows) -> Step:
 
 
 def _lab_step(topic: TopicView, standing: Standing | None) -> Step:
-    """Labs: done when every step of every lab is passed; leads to the first lab not done."""
+    """Labs: done when every step of every lab is passed; counts lab steps passed (a lab is
+    long: "1/4 steps" says what one step of it did); leads to the first lab not done."""
     found = standing.lab_steps if standing else {}
-    passed_labs, last, first_open = 0, None, None
+    passed_steps, total, last, first_open = 0, 0, None, None
     for loaded in topic.labs:
         lab = loaded.lab
         states = [found.get((lab.id, step.id)) for step in lab.steps]
-        if all(state is not None and state[0] is not None for state in states):
-            passed_labs += 1
-        elif first_open is None:
+        passed = sum(state is not None and state[0] is not None for state in states)
+        passed_steps, total = passed_steps + passed, total + len(states)
+        if passed < len(states) and first_open is None:
             first_open = lab.id
         for state in states:
             if state is not None:
                 last = _later(last, state[1])
-    total = len(topic.labs)
     href = f"/labs/{first_open or topic.labs[0].lab.id}"
-    return Step(StepKind.LAB, href, passed_labs == total, last is not None,
-                f"{passed_labs}/{total}", last)  # fmt: skip
+    return Step(StepKind.LAB, href, passed_steps == total, last is not None,
+                f"{passed_steps}/{total} steps", last)  # fmt: skip
 
 
 def _timed_step(topic: TopicView, standing: Standing | None) -> Step:
@@ -360,19 +371,10 @@ def open_attempt(catalog: Catalog, standing: Standing | None) -> rules.OpenAttem
     return rules.OpenAttempt(attempt_id, title, topic.id if topic else None)
 
 
-def suggestion_after(
-    catalog: Catalog, topic_id: str | None, kind: StepKind, lab_id: str | None = None
+def next_step_of(
+    reader: reads.Reader, catalog: Catalog, user_id: int, now: datetime
 ) -> rules.NextStep | None:
-    """What to do after a step (the results and lab pages offer it), from the catalog alone:
-    the topic's next lab after a lab, else its next step in teaching order, else the next
-    topic's first step."""
-    if topic_id is None:
-        return None
-    topic = catalog.topic(topic_id)
-    if topic is not None and lab_id is not None:
-        ids = [loaded.lab.id for loaded in topic.labs]
-        if lab_id in ids and ids.index(lab_id) + 1 < len(ids):
-            following = topic.labs[ids.index(lab_id) + 1].lab
-            label = f"Lab — {following.title}"
-            return rules.NextStep(rules.NextKind.CONTINUE, f"/labs/{following.id}", label, topic_id)
-    return rules.after_step(path_of(catalog, None), topic_id, kind)
+    """The learner's one next step (rules.next_step): every page that offers a next step shows
+    this one, so home, progress, results, a finished lab and a finished lesson agree."""
+    standing = read_standing(reader, user_id, now)
+    return rules.next_step(path_of(catalog, standing), open_attempt(catalog, standing))

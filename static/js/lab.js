@@ -128,7 +128,9 @@
       const result = JSON.parse(event.data);
       for (const rank of result.ranks) {
         const box = pane(rank.rank);
-        box.querySelector("[data-testid=rank-status]").textContent = rankWords(rank.status);
+        // The server's words say why a rank was killed (a peer failed, a limit): else ours.
+        const said = result.rank_words && result.rank_words[rank.rank];
+        box.querySelector("[data-testid=rank-status]").textContent = said || rankWords(rank.status);
         // The final result is authoritative (a cached run streams nothing before it).
         const out = box.querySelector("pre.out");
         if (rank.stdout && out.textContent !== rank.stdout) out.textContent = rank.stdout;

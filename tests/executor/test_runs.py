@@ -241,3 +241,12 @@ def test_a_peer_that_failed_is_seen_to_close_its_connection_as_under_torchrun(
         assert (failed.status, failed.exit_code) == (RankStatus.ERROR, 1), failed
         assert "Connection closed by peer" in survivor.stderr, survivor.stderr
         assert "reset by peer" not in survivor.stderr
+
+
+def test_a_printed_stack_starts_at_the_snippet(executor: Executor) -> None:
+    """traceback.print_stack (and logging's stack_info) walk the frames below the snippet:
+    they once listed the harness (executor/rank.py, the zygote) before the learner's own."""
+    code = "import traceback\ndef where():\n    traceback.print_stack()\nwhere()\n"
+    result = run(executor, code, nproc=1)
+    frames = [line for line in result.ranks[0].stderr.splitlines() if "File " in line]
+    assert len(frames) == 2 and all("snippet.py" in frame for frame in frames), frames

@@ -292,4 +292,24 @@ def test_a_finished_lab_says_what_was_learned_and_leads_on(app_factory, sqlite_u
     assert 'data-testid="lab-done"' in page and "What you learned" in page
     learned = page[page.index('data-testid="lab-learned"') :]
     assert "Every rank says hello" in learned and "Add the ranks up" in learned
-    assert '<a href="/topics/collectives" role="button" data-testid="lab-topic">' in page
+    # Its lab is all this course has: the path's next step is that there is none left.
+    assert 'data-testid="next-suggestion">You have finished every step of every topic' in page
+
+
+def test_a_rank_killed_for_a_peers_overflow_says_why(learner: Learner):
+    """Rank 0 prints past the output limit while rank 1 waits: rank 1 is killed with the run,
+    and its pane says why instead of a bare "killed"."""
+    code = (
+        "import os, time\n"
+        "if os.environ['RANK'] == '0':\n"
+        "    print('x' * 200_000, flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    started = run(learner, STEP1, code)
+    seen = events(learner, started.json()["events"])
+    result = next(payload for _, name, payload in seen if name == "result")
+    assert result["status"] == "output_limit"
+    assert result["rank_words"]["1"] == "killed: rank 0 printed more than 64 KiB"
+    assert result["rank_words"]["0"] == "killed: it printed more than 64 KiB"
+    page = learner.get(STEP1).text
+    assert "killed: rank 0 printed more than 64 KiB" in page

@@ -101,8 +101,10 @@ def test_verify_reports_a_starter_that_already_passes_and_a_failing_solution(
     edit(lab_dir / "all_reduce_solution.py", 'print(f"sum {total.item()}")', 'print("sum 2")')
     reports = verify(lab_dir, executor_url)
     assert reports["print-rank"].verdict is Verdict.FAIL
-    assert reports["print-rank"].problems == [
-        "the starter already passes every check: the step could be passed by pressing Run"
+    assert reports["print-rank"].problems == [  # at each count its picker offers
+        f"the starter already passes every check on {count}: the step could be passed by "
+        "pressing Run"
+        for count in ("1 rank", "2 ranks", "4 ranks")
     ]
     assert reports["all-reduce"].verdict is Verdict.FAIL
     assert any(
@@ -142,3 +144,75 @@ def test_the_rank_picker_offers_every_count_a_question_asks_about() -> None:
     )  # fmt: skip
     assert step.launch.choices == [3]
     assert step.rank_choices == [3, 4]
+
+
+def _step(checks: list[dict], choices: list[int]) -> dict:
+    return {
+        "id": "s", "title": "S", "instructions": "Run it.", "starter": "x = 1\n",
+        "solution": "x = 2\n", "launch": {"nproc": choices[0], "nproc_choices": choices},
+        "checks": checks,
+    }  # fmt: skip
+
+
+def test_a_check_names_only_counts_the_picker_offers_and_every_count_is_judged() -> None:
+    from pydantic import ValidationError
+
+    from app.labs.schema import LabStep
+
+    three = {"says": "Sum 3", "nproc": [3], "expect": {"hangs": False}}
+    four = {"says": "Sum 6", "nproc": [4], "expect": {"hangs": False}}
+    step = LabStep.model_validate(_step([three, four], [3, 4]))
+    assert [check.says for check in step.checks_for(4)] == ["Sum 6"]
+    with pytest.raises(ValidationError, match="no check judges a run on 4 ranks"):
+        LabStep.model_validate(_step([three], [3, 4]))
+    with pytest.raises(ValidationError, match="is for 5 ranks, which this step does not offer"):
+        LabStep.model_validate(_step([three, {**four, "nproc": [4, 5]}], [3, 4]))
+
+
+def test_a_check_names_only_ranks_every_count_it_is_judged_at_starts(lab_dir: Path) -> None:
+    """Rank 1 does not exist on the 1 rank the picker offers: such a check says its counts."""
+    path = lab_dir / "lab.yaml"
+    edit(path, '            "0": {differs_across_ranks: true}',
+         '            "1": {differs_across_ranks: true}')  # fmt: skip
+    report = load_path(lab_dir.parent)
+    assert any("rank 1 does not exist on 1 rank" in e.message for e in report.errors)
+    says = "      - says: Rank 0 prints a different line from rank 1\n"
+    edit(path, says, says + "        nproc: [2, 4]\n")
+    assert load_path(lab_dir.parent).errors == []
+
+
+def test_verify_proves_every_rank_count_a_step_offers(lab_dir: Path, executor_url: str) -> None:
+    """The all-reduce step offered on 2 and 3 ranks: its check for a sum of 1 fails a correct
+    solution on 3 ranks, until that check says it is for 2 and another judges 3."""
+    path = lab_dir / "lab.yaml"
+    launch = "    launch: {nproc: 2, backend: gloo, timeout_s: 20}\n"
+    edit(path, launch, launch.replace("nproc: 2,", "nproc: 2, nproc_choices: [2, 3],"))
+    (loaded,) = load_path(lab_dir.parent).labs
+    client = HttpExecutorClient(executor_url)
+    facts = executor_facts(client)
+    step = loaded.lab.steps[1]
+    report = lab_verify.verify_step(client, loaded, step, facts, repeats=1)
+    assert report.verdict is Verdict.FAIL
+    assert report.problems[0].startswith(
+        "the solution fails “Every rank prints the sum of the ranks, 1” on 3 ranks: "
+    )
+    edit(path, '            all: {stdout_regex: "(?s).*sum 1"}\n',
+         '            all: {stdout_regex: "(?s).*sum 1"}\n        nproc: [2]\n'
+         "      - says: Every rank prints the sum of the ranks, 3\n        nproc: [3]\n"
+         '        expect: {ranks: {all: {stdout_regex: "(?s).*sum 3"}}}\n')  # fmt: skip
+    (loaded,) = load_path(lab_dir.parent).labs
+    report = lab_verify.verify_step(client, loaded, loaded.lab.steps[1], facts, repeats=1)
+    assert (report.verdict, report.problems) == (Verdict.PASS, [])
+
+
+def test_a_numeric_key_reads_as_a_program_prints_it() -> None:
+    from app.kinds.numeric import NumericItem, view
+
+    item = NumericItem.model_validate({
+        "id": "q", "kind": "numeric", "category": "Conceptual", "difficulty": "beginner",
+        "title": "Four", "prompt": "Sum?", "answer": 6, "explanation": "0 + 1 + 2 + 3.",
+    })  # fmt: skip
+    shown = view(item, "6.0", closed=True)
+    assert (str(shown["answer"]), shown["last_answer"], shown["tolerance"]) == ("6", "6", 0)
+    half = item.model_copy(update={"answer": 1.5})
+    assert str(view(half, "1.5", closed=True)["answer"]) == "1.5"

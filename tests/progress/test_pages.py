@@ -81,16 +81,30 @@ def test_start_as_guest_signs_in_and_goes_to_the_first_step(site):
     assert 'data-testid="who"' in again and 'data-testid="start-guest"' not in again
 
 
-def test_continue_resumes_the_open_attempt_then_the_step_worked_on(site):
+def test_continue_resumes_the_open_attempt_else_the_first_step_not_done(site):
     learner = Learner(site)
     learner.start_as_guest()
     practice = "/topics/drill/practice/modes-drill/world-size"
     learner.post(f"{practice}/answer", {"choice": ["B"]}, follow_redirects=False)
     home = learner.get("/").text
-    assert href(home, "continue") == "/topics/drill/practice"
+    assert href(home, "continue") == "/topics/drill/lesson"  # practised, but the lesson is first
     assert re.search(r'data-topic-id="drill" data-state="in progress"', home)
     attempt = learner.start("modes-drill")
     assert href(learner.get("/").text, "continue") == attempt
+
+
+def test_a_lesson_prediction_is_work_in_the_topic(site, clock):
+    """Predicting an example begins the lesson: the topic is in progress, home says Continue
+    (not Start here) and the calendar counts the prediction."""
+    learner = Learner(site)
+    learner.start_as_guest()
+    predict = "/topics/drill/lesson/examples/typed-sum/predict"
+    learner.post(predict, {"output": "rank 1: 3.0\n"}, follow_redirects=False)
+    home = learner.get("/").text
+    assert re.search(r'data-topic-id="drill" data-state="in progress"', home)
+    assert href(home, "continue") == "/topics/drill/lesson"
+    page = learner.get("/me/progress").text
+    assert re.search(rf'data-day="{clock.now.date().isoformat()}" data-count="1"', page)
 
 
 def test_the_progress_page_shows_every_mode_of_every_topic(site, database_url, clock, content):
@@ -139,7 +153,8 @@ def test_the_progress_page_shows_every_mode_of_every_topic(site, database_url, c
     assert cell(drill, "lesson") == "not yet"
     assert cell(drill, "badge") == "0/1"
     collectives = row(page, "collectives")
-    assert cell(collectives, "labs") == "1/1"
+    steps = len(lab.lab.steps)
+    assert cell(collectives, "labs") == f"{steps}/{steps} steps"  # lab steps, not labs
     assert cell(collectives, "lesson") == "—"  # no topic file, no lesson
     # The quiz's miss and the explanation that missed concepts are both due for review.
     assert re.search(r'data-testid="mistakes-due">.*?2 mistakes to review', page, re.S)
@@ -178,7 +193,9 @@ def test_results_and_a_finished_lab_suggest_the_next_step(app_factory, sqlite_ur
             learner.next(attempt)
         results = learner.get(f"{attempt}/results").text
         assert 'data-testid="no-badge"' in results
-        assert href_in(results, "next-suggestion") == "/topics/drill/practice"
+        # The path's one next step, as home shows it: drill's lesson is not done yet.
+        assert href_in(results, "next-suggestion") == "/topics/drill/lesson"
+        assert href(learner.get("/").text, "continue") == "/topics/drill/lesson"
 
         catalog = Catalog.load(content)
         lab = catalog.lab("hello-ranks")
@@ -205,7 +222,7 @@ def test_results_and_a_finished_lab_suggest_the_next_step(app_factory, sqlite_ur
         engine.dispose()
         finished = learner.get("/labs/hello-ranks").text
         assert 'data-testid="lab-done"' in finished
-        assert href_in(finished, "next-suggestion") == "/sets/modes-drill"
+        assert href_in(finished, "next-suggestion") == "/topics/drill/lesson"
 
 
 def href_in(page: str, testid: str) -> str:

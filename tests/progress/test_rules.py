@@ -11,7 +11,6 @@ from app.progress.rules import (
     StepKind,
     TopicPath,
     TopicState,
-    after_step,
     completion,
     next_step,
     next_topic,
@@ -57,45 +56,53 @@ def test_an_open_timed_attempt_comes_before_anything_else():
     assert "Groups basics" in found.label
 
 
-def test_continue_goes_on_with_the_step_last_worked_on_while_it_is_not_done():
+def test_continue_is_the_first_step_not_done_even_after_work_on_a_later_one():
     groups = topic(
         "groups",
         step(StepKind.LESSON, "groups", done=True, when=1),
         step(StepKind.PRACTICE, "groups", when=5),
-        step(StepKind.FLASHCARDS, "groups"),
+        step(StepKind.FLASHCARDS, "groups", when=9),  # worked on last, not done
     )
     found = next_step([groups, fresh("ddp")], None)
     assert found is not None
     assert (found.kind, found.href) == (NextKind.CONTINUE, "/groups/practice")
 
 
-def test_continue_moves_to_the_next_unfinished_step_after_the_one_just_finished():
-    groups = topic(
-        "groups",
-        step(StepKind.LESSON, "groups"),  # skipped: before the step finished, not after it
-        step(StepKind.PRACTICE, "groups", done=True, when=5),
-        step(StepKind.FLASHCARDS, "groups", done=True),
-        step(StepKind.QUIZ, "groups"),
-    )
-    found = next_step([groups], None)
-    assert found is not None and found.href == "/groups/quiz"
-
-
-def test_continue_comes_back_to_an_earlier_step_once_the_later_ones_are_done():
+def test_a_skipped_earlier_step_stays_next_until_it_is_done():
     groups = topic(
         "groups",
         step(StepKind.LESSON, "groups"),
+        step(StepKind.PRACTICE, "groups", done=True, when=5),
         step(StepKind.TIMED, "groups", done=True, when=9),
     )
     found = next_step([groups], None)
     assert found is not None and found.href == "/groups/lesson"
 
 
-def test_continue_follows_the_topic_studied_last():
-    groups = topic("groups", step(StepKind.LESSON, "groups", when=1), step(StepKind.QUIZ, "groups"))
-    ddp = topic("ddp", step(StepKind.PRACTICE, "ddp", when=30), step(StepKind.QUIZ, "ddp"))
-    found = next_step([groups, ddp], None)
-    assert found is not None and found.href == "/ddp/practice" and found.topic_id == "ddp"
+def test_work_in_a_later_topic_does_not_move_the_next_step():
+    """Grading one card of a later topic once sent Continue to that topic's flashcards."""
+    groups = topic(
+        "groups", step(StepKind.LESSON, "groups", done=True, when=1), step(StepKind.QUIZ, "groups")
+    )
+    later = topic(
+        "deadlocks",
+        step(StepKind.LESSON, "deadlocks"),
+        step(StepKind.FLASHCARDS, "deadlocks", when=30),
+    )
+    found = next_step([groups, later], None)
+    assert found is not None and found.href == "/groups/quiz" and found.topic_id == "groups"
+
+
+def test_a_finished_topic_leads_to_the_next_topics_first_step_whatever_was_touched_last():
+    groups = topic("groups", step(StepKind.LESSON, "groups", done=True, when=50))
+    collectives = topic(
+        "collectives",
+        step(StepKind.LESSON, "collectives"),
+        step(StepKind.LAB, "collectives", when=10),
+    )
+    found = next_step([groups, collectives], None)
+    assert found is not None
+    assert (found.href, found.label) == ("/collectives/lesson", "Lesson — Collectives")
 
 
 def test_a_finished_topic_leads_to_the_next_topic_whose_prerequisites_are_done():
@@ -130,12 +137,3 @@ def test_a_topic_waits_only_for_prerequisites_not_done_and_known():
     done = topic("groups", step(StepKind.LESSON, "groups", done=True))
     path = [done, fresh("collectives"), fresh("ddp", requires=("groups", "collectives", "gone"))]
     assert titles_waited_for(path)["ddp"] == ["Collectives"]
-
-
-def test_after_a_step_comes_the_topics_next_step_then_the_next_topics_first():
-    path = [fresh("groups"), fresh("ddp")]
-    following = after_step(path, "groups", StepKind.LESSON)
-    assert following is not None and following.href == "/groups/practice"
-    following = after_step(path, "groups", StepKind.TIMED)
-    assert following is not None and following.href == "/ddp/lesson"
-    assert after_step(path, "ddp", StepKind.TIMED) is None

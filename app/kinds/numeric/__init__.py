@@ -146,12 +146,28 @@ def is_correct(item: NumericItem, answer: str) -> bool:
 def view(
     item: NumericItem, last_answer: str | None, closed: bool, seed: str | None = None
 ) -> dict[str, object]:
-    """The unit always; the key and its tolerance once closed."""
+    """The unit always; the key and its tolerance once closed; numbers as a program prints
+    them (`6`, not `6.0`: a whole number's key is read against what a rank printed)."""
     shown: dict[str, object] = {"unit": item.unit}
+    if last_answer is not None:
+        shown["last_answer"] = printed_form(last_answer)
     if closed:
-        shown["answer"] = item.answer
-        shown["tolerance"] = item.tolerance
+        shown["answer"] = as_printed(item.answer)
+        shown["tolerance"] = as_printed(item.tolerance)
     return shown
+
+
+def as_printed(number: float) -> float | int:
+    """A whole number as an int (Python prints `6`), any other as it is (`1.5`)."""
+    return int(number) if float(number).is_integer() else number
+
+
+def printed_form(answer: str) -> str:
+    """A stored answer (Python's repr of a float, `6.0`) as a program prints it (`6`)."""
+    try:
+        return str(as_printed(float(answer)))
+    except (ValueError, OverflowError):
+        return answer
 
 
 KIND = Kind(

@@ -3,21 +3,23 @@ Pure: no database, no web framework."""
 
 from __future__ import annotations
 
+from app.lessons import output_match
 from app.lessons.schema import Example
 
 
-def normalised(text: str) -> str:
-    """Text as compared: each line's trailing whitespace and the blank ends dropped (as verify
-    compares stdout), so a learner who omits the final newline is not marked wrong."""
-    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+def typed_verdict(example: Example, answer: str) -> output_match.Verdict | None:
+    """How a typed prediction compares with the rank's proven output (None: a choice)."""
+    rank = example.predict.rank
+    return output_match.compare(answer, example.shown(rank)) if rank is not None else None
 
 
 def prediction_right(example: Example, answer: str) -> bool:
-    """Whether a prediction (an option id, or the text a rank prints) matches the truth."""
-    predict = example.predict
-    if predict.rank is not None:
-        return normalised(answer) == normalised(example.shown(predict.rank))
-    return answer == predict.answer
+    """Whether a prediction (an option id, or the text a rank prints) matches the truth: typed
+    text as a person compares it (app.lessons.output_match)."""
+    verdict = typed_verdict(example, answer)
+    if verdict is not None:
+        return verdict.right
+    return answer == example.predict.answer
 
 
 def check_passed(results: dict[str, bool], question_ids: list[str]) -> bool:

@@ -85,6 +85,9 @@ def example_view(
         if predict.rank is not None:
             shown["your_prediction"] = row.answer
             shown["truth"] = example.shown(predict.rank)
+            verdict = rules.typed_verdict(example, row.answer)
+            # The hint goes with a right verdict only: a row judged wrong stays as recorded.
+            shown["form_hint"] = verdict.hint if verdict is not None and row.correct else None
         else:
             text = {option["id"]: option["text"] for option in options}
             shown["your_prediction"] = text.get(row.answer, row.answer)

@@ -91,6 +91,20 @@ def test_predict_then_run_then_check_completes_the_lesson(page: Page, live_datab
     }
 
 
+def test_a_typed_prediction_is_compared_as_a_person_would(page: Page):
+    """Two spaces and an int for the printed float: the right value, said so, with how Python
+    prints it (issue 37, item 4)."""
+    page.goto(LESSON)
+    typed = example(page, "typed-sum")
+    typed.get_by_test_id("prediction-text").fill("rank 1:  3\n")
+    typed.get_by_test_id("predict-button").click()
+    typed = example(page, "typed-sum")
+    expect(typed.get_by_test_id("prediction-verdict")).to_contain_text("Your prediction was right")
+    expect(typed.get_by_test_id("form-hint")).to_have_text(
+        "Right value; Python prints floats as 3.0"
+    )
+
+
 @pytest.fixture
 def phone_page(browser, live_server, csp_problems):
     """Like `page`, at a phone's width (test_axe's narrow_page)."""

@@ -162,6 +162,7 @@ def quiz_score(page: Page) -> None:
         if page.get_by_test_id("quiz-score").count():
             break
         if page.get_by_test_id("knew").count():
+            page.get_by_test_id("flip").click()
             page.get_by_test_id("knew").click()
         else:
             if page.get_by_test_id("numeric-input").count():

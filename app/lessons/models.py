@@ -29,7 +29,7 @@ class LessonProgress(SQLModel, table=True):
     user_id: int = Field(foreign_key="user_account.id", index=True)
     topic_id: str = Field(max_length=100)
     step: str = Field(max_length=120)  # "example:<id>" or "check"
-    answer: str = Field(sa_column=Column(Text, nullable=False))  # the prediction; check: JSON
+    answer: str = Field(sa_column=Column(Text, nullable=False))  # prediction; check: tries (JSON)
     correct: bool
     # When the step was done: the prediction's time; the check's first passing time (or None).
     completed_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))

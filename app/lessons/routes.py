@@ -60,6 +60,17 @@ def _seed(secret: str, user_id: int | None, topic_id: str, what: str) -> str:
     return order.seed(secret, "lesson", user_id, topic_id, what)
 
 
+def _check_seed(secret: str, user_id: int | None, topic_id: str, tries: rules.CheckTries) -> str:
+    """The order seed of the check's options for the learner's next try: each try shuffles
+    anew, so an option's place says nothing about the last try."""
+    return _seed(secret, user_id, topic_id, CHECK if not tries.tries else f"{CHECK}:{tries.tries}")
+
+
+def _draw_seed(secret: str, user_id: int | None, topic_id: str, tries: rules.CheckTries) -> str:
+    """The seed of the questions the learner's next try asks (app.lessons.rules.draw_check)."""
+    return _seed(secret, user_id, topic_id, f"{CHECK}-draw:{tries.tries}")
+
+
 def _url(topic_id: str) -> str:
     return f"/topics/{topic_id}/lesson"
 
@@ -93,9 +104,11 @@ async def lesson_page(
         for _section, example in lesson.examples()
     }
     check_row = rows.get(CHECK)
-    answers = view.stored_answers(check_row.answer) if check_row is not None else {}
+    tries = view.check_tries(lesson, check_row.answer if check_row is not None else None)
+    check_passed = check_row is not None and check_row.correct
+    questions = view.drawn(lesson, tries, _draw_seed(secret, user_id, topic.id, tries))
     next_step = None
-    if user_id is not None and check_row is not None and check_row.correct:
+    if user_id is not None and check_passed:
         # The path's one next step, as home shows it (not this topic's own next mode).
         engine = request.app.state.engine
         next_step = await reads.read(engine, progress.next_step_of, catalog, user_id, now)
@@ -103,8 +116,9 @@ async def lesson_page(
         "topic": topic,
         "lesson": lesson,
         "examples": examples,
-        "check": view.check_view(lesson, answers, _seed(secret, user_id, topic.id, CHECK)),
-        "check_passed": check_row is not None and check_row.correct,
+        "check": view.check_form(questions, _check_seed(secret, user_id, topic.id, tries)),
+        "last_try": view.last_try(lesson, tries, check_passed, questions),
+        "check_passed": check_passed,
         "next_step": next_step,
         "completed": check_row is not None and check_row.completed_at is not None,
         "runs_available": await request.app.state.executor_health.health(now) is not None,
@@ -196,21 +210,32 @@ async def check(
     settings: SettingsDep,
     now: NowDep,
 ) -> Response:
-    """Judge the check; passing it completes the lesson. The page shows which answers were right."""
+    """Judge a try at the check; passing it completes the lesson. The page then says why each
+    wrong pick is wrong and where to re-read, and the next try draws its questions afresh."""
     topic, _loaded, lesson = _lesson(catalog, topic_id)
     form = await request.form()
-    values = {q.id: [str(v) for v in form.getlist(q.id)] for q in lesson.check}
-    seed = _seed(settings.secret_key, user.id if user else None, topic.id, CHECK)
-    answers = view.check_results(lesson, values, seed)
+    # Judge the questions and order the page showed: a visitor's, before they become a guest.
+    user_id = user.id if user is not None else None
+    row = None
+    if user_id is not None:
+        row = await run_reads(session, lessons.check_row, session, user_id, topic.id)
+    tries = view.check_tries(lesson, row.answer if row is not None else None)
+    secret = settings.secret_key
+    questions = view.drawn(lesson, tries, _draw_seed(secret, user_id, topic.id, tries))
+    values = {q.id: [str(v) for v in form.getlist(q.id)] for q in questions}
+    seed = _check_seed(secret, user_id, topic.id, tries)
+    answers = view.check_results(questions, values, seed)
     if answers is None:
         raise BadRequest("Answer every question of the check.")
     learner, token = await run_writes(
         session, learner_or_guest, request, session, user, settings, now
     )
     assert learner.id is not None
-    passed = view.passed(lesson, answers)
+    passed = view.passed(questions, answers)
+    asked = [question.id for question in questions]
+    stored = tries.after(asked, answers, view.wrong(questions, answers)).dumps()
     await run_writes(
-        session, lessons.record_check, session, learner.id, topic.id, answers, passed, now
+        session, lessons.record_check, session, learner.id, topic.id, stored, passed, now
     )
     response = RedirectResponse(f"{_url(topic.id)}#check", status_code=303)
     return signed_in(request, response, token, settings)

@@ -193,8 +193,22 @@ class Lesson(Strict):
     sections: list[Section] = Field(min_length=1, max_length=12, description="In order.")
     check: list[ChoiceItem] = Field(
         min_length=2,
-        max_length=3,
-        description="The closing check: 2 or 3 multiple-choice questions (the choice kind).",
+        max_length=9,
+        description="The closing check's multiple-choice questions (the choice kind): a try "
+        "asks `check_asks` of them; after a miss, the retry draws questions not missed yet "
+        "while there are some.",
+    )
+    check_asks: int | None = Field(
+        default=None,
+        ge=2,
+        le=3,
+        description="How many questions a try of the check asks (2 or 3); by default all of "
+        "`check`, which then has at most 3.",
+    )
+    reread: dict[str, str] = Field(
+        default_factory=dict,
+        description="A check question's id -> the id of the section that teaches it: a wrong "
+        "pick links the learner there to re-read it.",
     )
 
     @model_validator(mode="after")
@@ -206,6 +220,32 @@ class Lesson(Strict):
         if twice:
             raise ValueError(f"id(s) {twice} used twice in this lesson")
         return self
+
+    @model_validator(mode="after")
+    def _check_draws(self) -> Lesson:
+        if self.check_asks is None and len(self.check) > 3:
+            raise ValueError(
+                f"check has {len(self.check)} questions: say how many a try asks (check_asks: 3)"
+            )
+        if self.check_asks is not None and self.check_asks > len(self.check):
+            raise ValueError(f"check_asks {self.check_asks} is more than check's questions")
+        questions = {question.id for question in self.check}
+        sections = {section.id for section in self.sections}
+        for question_id, section_id in sorted(self.reread.items()):
+            if question_id not in questions:
+                raise ValueError(f"reread names {question_id!r}, which is no check question")
+            if section_id not in sections:
+                raise ValueError(f"reread sends {question_id!r} to {section_id!r}: no section")
+        return self
+
+    @property
+    def asks(self) -> int:
+        """How many check questions one try asks."""
+        return self.check_asks or len(self.check)
+
+    def section(self, section_id: str | None) -> Section | None:
+        """The section with this id, if the lesson has one."""
+        return next((section for section in self.sections if section.id == section_id), None)
 
     def examples(self) -> list[tuple[Section, Example]]:
         """Every example with its section, in reading order."""

@@ -3,7 +3,6 @@ that completes a lesson. Only this module writes the lesson_progress table."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
@@ -71,24 +70,29 @@ def record_prediction(
     return row
 
 
-def record_check(
-    session: Session,
-    user_id: int,
-    topic_id: str,
-    answers: dict[str, str],
-    passed: bool,
-    now: datetime,
-) -> LessonProgress:
-    """Keep the check's latest answers and commit; passing it completes the lesson (a later
-    failed try does not undo that)."""
-    begin_write(session)
-    row = session.exec(
+def check_row(session: Session, user_id: int, topic_id: str) -> LessonProgress | None:
+    """The learner's row of the lesson's check (its tries), if they have tried it."""
+    return session.exec(
         select(LessonProgress).where(
             LessonProgress.user_id == user_id,
             LessonProgress.topic_id == topic_id,
             LessonProgress.step == CHECK,
         )
     ).first()
+
+
+def record_check(
+    session: Session,
+    user_id: int,
+    topic_id: str,
+    tries: str,
+    passed: bool,
+    now: datetime,
+) -> LessonProgress:
+    """Keep the check's tries (app.lessons.rules.CheckTries, as stored) and commit; passing it
+    completes the lesson (a later failed try does not undo that)."""
+    begin_write(session)
+    row = check_row(session, user_id, topic_id)
     if row is None:
         row = LessonProgress(
             user_id=user_id,
@@ -98,7 +102,7 @@ def record_check(
             correct=False,
             answered_at=now,
         )
-    row.answer = json.dumps(answers, sort_keys=True)
+    row.answer = tries
     row.correct = passed
     row.answered_at = now
     if passed and row.completed_at is None:

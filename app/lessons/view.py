@@ -5,11 +5,11 @@ no database, no web framework."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from app.challenges.base import Option, RankOutcome
 from app.kinds import choices, order
+from app.kinds.choice import ChoiceItem
 from app.labs import readable
 from app.lessons import rules
 from app.lessons.models import LessonProgress
@@ -85,6 +85,9 @@ def example_view(
         if predict.rank is not None:
             shown["your_prediction"] = row.answer
             shown["truth"] = example.shown(predict.rank)
+            verdict = rules.typed_verdict(example, row.answer)
+            # The hint goes with a right verdict only: a row judged wrong stays as recorded.
+            shown["form_hint"] = verdict.hint if verdict is not None and row.correct else None
         else:
             text = {option["id"]: option["text"] for option in options}
             shown["your_prediction"] = text.get(row.answer, row.answer)
@@ -92,39 +95,72 @@ def example_view(
     return shown
 
 
-def stored_answers(text: str) -> dict[str, str]:
-    """The check's answers as stored (JSON by question id); nothing for an unreadable value."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return {}
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+def check_tries(lesson: Lesson, text: str | None) -> rules.CheckTries:
+    """The learner's tries at the check as stored (none without a row)."""
+    questions = {question.id: question for question in lesson.check}
+
+    def is_right(question_id: str, answer: str) -> bool:
+        question = questions.get(question_id)
+        return question is not None and choices.is_correct(question, answer)
+
+    return rules.CheckTries.read(text, is_right)
 
 
-def check_view(lesson: Lesson, answers: dict[str, str], seed: str | None) -> list[dict[str, Any]]:
-    """The check's questions, each with the learner's last answer and, once answered, the key."""
-    answered = bool(answers)
-    views = []
+def drawn(lesson: Lesson, tries: rules.CheckTries, seed: str) -> list[ChoiceItem]:
+    """The questions the learner's next try asks (app.lessons.rules.draw_check)."""
+    pool = [question.id for question in lesson.check]
+    ids = set(rules.draw_check(pool, lesson.asks, tries.missed, seed))
+    return [question for question in lesson.check if question.id in ids]
+
+
+def check_form(questions: list[ChoiceItem], seed: str | None) -> list[dict[str, Any]]:
+    """The questions of a try as the form shows them: options in this try's order, none picked."""
+    return [
+        {
+            "question": question,
+            "q": choices.view(question, None, False, order.item_seed(seed, question.id)),
+        }
+        for question in questions
+    ]
+
+
+def last_try(
+    lesson: Lesson, tries: rules.CheckTries, passed: bool, coming: list[ChoiceItem]
+) -> list[dict[str, Any]]:
+    """The last try, question by question: right or not; for a wrong pick what was picked, why
+    it is wrong (the option's feedback) and the section to re-read. A question's explanation
+    gives its key away: it shows once the check is passed, or the question was answered right,
+    or the next try (`coming`) does not ask it again."""
+    asked_next = {question.id for question in coming}
+    numbers = {section.id: index for index, section in enumerate(lesson.sections, start=1)}
+    shown = []
     for question in lesson.check:
-        last = answers.get(question.id)
-        view = choices.view(question, last, answered, order.item_seed(seed, question.id))
-        views.append(
+        answer = tries.answers.get(question.id)
+        if question.id not in tries.asked or answer is None:
+            continue
+        picked = [option for option in question.options if option.id in answer.split(",")]
+        section = lesson.section(lesson.reread.get(question.id))
+        shown.append(
             {
                 "question": question,
-                "q": view,
-                "right": last is not None and choices.is_correct(question, last),
-                "answered": answered,
+                "right": choices.is_correct(question, answer),
+                "picked": picked,
+                "section": section,
+                "section_number": numbers.get(section.id) if section is not None else None,
+                "explanation": question.explanation
+                if passed or choices.is_correct(question, answer) or question.id not in asked_next
+                else None,
             }
         )
-    return views
+    return shown
 
 
 def check_results(
-    lesson: Lesson, form: dict[str, list[str]], seed: str | None
+    questions: list[ChoiceItem], form: dict[str, list[str]], seed: str | None
 ) -> dict[str, str] | None:
-    """The check's answers as option ids by question; None unless every question is answered."""
+    """A try's answers as option ids by question; None unless every question is answered."""
     answers: dict[str, str] = {}
-    for question in lesson.check:
+    for question in questions:
         answer = choices.parse_answer(
             question, form.get(question.id, []), order.item_seed(seed, question.id)
         )
@@ -134,7 +170,12 @@ def check_results(
     return answers
 
 
-def passed(lesson: Lesson, answers: dict[str, str]) -> bool:
-    """Whether every check question is answered right."""
-    results = {q.id: q.id in answers and choices.is_correct(q, answers[q.id]) for q in lesson.check}
-    return rules.check_passed(results, [q.id for q in lesson.check])
+def wrong(questions: list[ChoiceItem], answers: dict[str, str]) -> list[str]:
+    """The questions of a try answered wrong."""
+    return [q.id for q in questions if not choices.is_correct(q, answers.get(q.id, ""))]
+
+
+def passed(questions: list[ChoiceItem], answers: dict[str, str]) -> bool:
+    """Whether every question of the try is answered right."""
+    results = {q.id: not wrong([q], answers) for q in questions}
+    return rules.check_passed(results, [q.id for q in questions])

@@ -43,6 +43,7 @@ def live_server(live_folder: Path, live_database_url: str, executor_url: str) ->
     shutil.copytree(FIXTURES / "verify-demo", challenges / "verify-demo")
     shutil.copytree(FIXTURES / "lessons", challenges / "lesson-drill")
     shutil.copytree(FIXTURES / "variants", challenges / "variants")
+    shutil.copytree(FIXTURES / "lesson-pool", challenges / "lesson-pool")
     url = live_database_url
     migrations.upgrade(url)
     app = create_app(make_settings(url, challenges_dir=challenges, executor_url=executor_url))

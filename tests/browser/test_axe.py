@@ -153,6 +153,26 @@ def quiz_question(page: Page) -> None:
     expect(page.get_by_test_id("question")).to_be_visible()
 
 
+def quiz_card_flipped(page: Page) -> None:
+    """A card of a quick quiz on the drill topic, flipped: its answer and grade buttons."""
+    page.goto("/topics/drill/quiz")
+    page.get_by_test_id("start-quiz").click()
+    page.wait_for_url(re.compile(r"/quizzes/\d+$"))
+    for _ in range(10):
+        if page.get_by_test_id("question").get_attribute("data-kind") == "flashcard":
+            break
+        if page.get_by_test_id("numeric-input").count():
+            page.get_by_test_id("numeric-input").fill("1")
+        else:
+            page.locator('[data-testid="option"] input').first.check()
+        page.get_by_test_id("submit").click()
+        page.wait_for_url(re.compile(r"\?show=\d+$"))
+        page.get_by_test_id("next").click()
+        page.wait_for_url(re.compile(r"/quizzes/\d+$"))
+    page.get_by_test_id("flip").click()
+    expect(page.get_by_test_id("knew")).to_be_visible()
+
+
 def quiz_score(page: Page) -> None:
     """The score page of a finished quick quiz (the drill topic: six questions and cards)."""
     page.goto("/topics/drill/quiz")
@@ -162,6 +182,7 @@ def quiz_score(page: Page) -> None:
         if page.get_by_test_id("quiz-score").count():
             break
         if page.get_by_test_id("knew").count():
+            page.get_by_test_id("flip").click()
             page.get_by_test_id("knew").click()
         else:
             if page.get_by_test_id("numeric-input").count():
@@ -253,6 +274,7 @@ PAGES: list[tuple[str, str | Callable[[Page], None]]] = [
     ("cards, daily queue", cards_queue),
     ("review, an item due", review_due),
     ("quiz, question", quiz_question),
+    ("quiz, a card flipped", quiz_card_flipped),
     ("quiz, score", quiz_score),
     ("explain-it, blank", explain_blank),
     ("explain-it, scored", explain_scored),

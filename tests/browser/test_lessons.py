@@ -91,6 +91,79 @@ def test_predict_then_run_then_check_completes_the_lesson(page: Page, live_datab
     }
 
 
+def typed_in_another_form(page: Page) -> None:
+    """Type rank 1's line with two spaces and an int for the printed float."""
+    page.goto(LESSON)
+    typed = example(page, "typed-sum")
+    typed.get_by_test_id("prediction-text").fill("rank 1:  3\n")
+    typed.get_by_test_id("predict-button").click()
+    typed = example(page, "typed-sum")
+    expect(typed.get_by_test_id("prediction-verdict")).to_contain_text("Your prediction was right")
+    expect(typed.get_by_test_id("form-hint")).to_have_text(
+        "Right value; Python prints floats as 3.0"
+    )
+
+
+def test_a_typed_prediction_is_compared_as_a_person_would(page: Page):
+    """The right value in another form is right, said so, with how Python prints it (issue 37,
+    item 4)."""
+    typed_in_another_form(page)
+
+
+POOL = "/topics/lesson-pool/lesson"
+# The pool lesson's questions: the key's text and the wrong option's, with why it is wrong.
+POOL_QUESTIONS = {
+    "sum-where": ("In the tensor passed", "In its return value", "It returns None"),
+    "sum-max": ("across the ranks, on every rank", "on rank 0 only", "That is reduce with"),
+    "who-calls-it": ("Every rank of the group", "Rank 0 only", "Rank 0 alone would wait"),
+    "broadcast-src": ("into t on every rank", "Sends every rank", "That is what gather"),
+}
+POOL_SECTIONS = {"sum-where": "1.", "sum-max": "1.", "who-calls-it": "2.", "broadcast-src": "2."}
+
+
+def asked(page: Page) -> list[str]:
+    questions = page.get_by_test_id("check-question")
+    return [questions.nth(i).get_attribute("data-question") for i in range(questions.count())]
+
+
+def pick(page: Page, question: str, text: str) -> None:
+    shown = page.locator(f'[data-testid="check-question"][data-question="{question}"]')
+    shown.get_by_test_id("check-option").filter(has_text=text).click()
+
+
+def wrong_try_shown(page: Page) -> list[str]:
+    """Answer the pool lesson's first try wrong; its page explains each pick."""
+    page.goto(POOL)
+    first = asked(page)
+    for question in first:
+        pick(page, question, POOL_QUESTIONS[question][1])
+    page.get_by_test_id("check-submit").click()
+    expect(page.get_by_test_id("check-not-yet")).to_contain_text("0 of 2 right")
+    return first
+
+
+def test_a_wrong_check_explains_each_pick_and_the_retry_asks_other_questions(page: Page):
+    """Issue 37, item 5: each wrong pick says why and links the section to re-read; the retry
+    asks other questions, so picking the other option of a missed one cannot pass it."""
+    first = wrong_try_shown(page)
+    feedback = page.get_by_test_id("check-review").get_by_test_id("check-feedback")
+    expect(feedback).to_have_count(2)
+    for i, question in enumerate(first):
+        _key, wrong, why = POOL_QUESTIONS[question]
+        expect(feedback.nth(i).get_by_test_id("wrong-pick")).to_contain_text(wrong)
+        expect(feedback.nth(i).get_by_test_id("pick-why")).to_contain_text(why)
+        expect(feedback.nth(i).get_by_test_id("reread")).to_contain_text(POOL_SECTIONS[question])
+    feedback.nth(0).get_by_test_id("reread").get_by_role("link").click()
+    expect(page).to_have_url(re.compile(r"#section-(in-place|every-rank)$"))
+    retry = asked(page)
+    assert len(retry) == 2 and not set(retry) & set(first)
+    for question in retry:
+        pick(page, question, POOL_QUESTIONS[question][0])
+    page.get_by_test_id("check-submit").click()
+    expect(page.get_by_test_id("check-passed")).to_be_visible()
+    expect(page.get_by_test_id("check-form")).to_have_count(0)
+
+
 @pytest.fixture
 def phone_page(browser, live_server, csp_problems):
     """Like `page`, at a phone's width (test_axe's narrow_page)."""
@@ -146,6 +219,8 @@ def test_a_learner_sees_ranks_hang_and_raise(page: Page):
 
 VISITS = [
     ("lesson, before predicting", LESSON),
+    ("lesson, after a wrong check", wrong_try_shown),
+    ("lesson, a typed prediction in another form", typed_in_another_form),
     ("lesson, after a run", typed_run_shown),
     ("lesson, after a hang and a raise", hang_and_raise_shown),
 ]

@@ -166,6 +166,65 @@ def test_a_missed_practice_question_comes_back_in_review_until_answered_right(pa
     expect(page.get_by_test_id("review-current")).to_have_count(0)
 
 
+CODE_TITLE = "rank == 0 or any rank: which one usually writes checkpoints?"  # the card's front
+
+
+def title_shown_right(title) -> None:
+    """A title starting with code reads as written: `rank == 0` as code, the rest as text."""
+    expect(title).to_have_text(CODE_TITLE)
+    expect(title.locator("code")).to_have_count(1)
+    expect(title.locator("code")).to_have_text("rank == 0")
+
+
+def test_a_quiz_card_is_graded_after_its_answer_shows_and_its_title_reads_once(page):
+    """Issue 37, item 6: no grade before the flip; one title; inline code rendered right in
+    the quiz, its score table and the flashcards' note."""
+    page.goto(f"/topics/{TOPIC}/quiz")
+    page.get_by_test_id("start-quiz").click()
+    page.wait_for_url(re.compile(r"/quizzes/\d+$"))
+    seen_code_card = False
+    for _ in range(10):
+        if page.get_by_test_id("quiz-score").count():
+            break
+        question = page.get_by_test_id("question")
+        if question.get_attribute("data-kind") == "flashcard":
+            expect(page.get_by_test_id("knew")).to_be_hidden()
+            expect(page.get_by_test_id("missed")).to_be_hidden()
+            if "writes checkpoints" in question.inner_text():
+                seen_code_card = True
+                expect(question.get_by_text("writes checkpoints")).to_have_count(1)  # one title
+                title_shown_right(question.locator("p").filter(has_text="checkpoints"))
+            page.get_by_test_id("flip").click()
+            page.get_by_test_id("knew").click()
+        elif question.get_attribute("data-kind") == "numeric":
+            page.get_by_test_id("numeric-input").fill("1")
+            page.get_by_test_id("submit").click()
+        else:
+            page.locator('[data-testid="option"] input').first.check()
+            page.get_by_test_id("submit").click()
+        page.wait_for_url(re.compile(r"\?show=\d+$"))
+        page.get_by_test_id("next").click()
+        page.wait_for_url(re.compile(r"/quizzes/\d+$"))
+    assert seen_code_card
+    row = page.get_by_test_id("quiz-review-row").filter(has_text="writes checkpoints")
+    title_shown_right(row.locator("a"))
+
+    page.goto(f"/topics/{TOPIC}/flashcards")
+    for _ in range(3):
+        card = page.get_by_test_id("flashcard")
+        target = card.get_attribute("data-card-id") == "who-is-rank-zero"
+        page.get_by_test_id("flip").click()
+        page.get_by_test_id("grade-3").click()
+        page.wait_for_url(re.compile(r"graded=\d+"))
+        if target:
+            note = page.get_by_test_id("scheduled").locator("p")
+            expect(note).to_contain_text(f"“{CODE_TITLE}”: Good.")
+            expect(note.locator("code")).to_have_text("rank == 0")
+            break
+    else:
+        pytest.fail("the drill's checkpoint card was not shown in three flips")
+
+
 def test_a_quick_quiz_asks_every_question_once_then_scores_it(page):
     page.goto(f"/topics/{TOPIC}/quiz")
     page.get_by_test_id("start-quiz").click()
@@ -176,6 +235,7 @@ def test_a_quick_quiz_asks_every_question_once_then_scores_it(page):
         question = page.get_by_test_id("question")
         kind = question.get_attribute("data-kind")
         if kind == "flashcard":
+            page.get_by_test_id("flip").click()
             page.get_by_test_id("knew").click()
         elif kind == "numeric":
             page.get_by_test_id("numeric-input").fill("1")

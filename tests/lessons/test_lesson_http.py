@@ -184,3 +184,42 @@ def test_a_rank_that_hangs_or_raises_is_said_in_words_once_predicted(visitor):
     )
     typed = example_html(page, "typed-sum")
     assert "how it ends" not in typed and "ends normally" not in typed  # all end normally
+
+
+ASKED = re.compile(r'data-testid="check-question" data-question="(?P<id>[a-z-]+)"')
+
+
+@pytest.fixture
+def pool_visitor(app_factory, sqlite_url, executor):
+    """A visitor on an app serving the pool lesson (four check questions, two a try)."""
+    app = app_factory(sqlite_url, executor=executor, challenges_dir=FIXTURES / "lesson-pool")
+    with TestClient(app) as client:
+        yield Learner(client)
+
+
+def test_a_wrong_pick_is_explained_and_the_retry_asks_other_questions(pool_visitor, sqlite_url):
+    url = "/topics/lesson-pool/lesson"
+    first = ASKED.findall(pool_visitor.get(url).text)
+    assert len(first) == 2
+    pool_visitor.post(f"{url}/check", {question: "B" for question in first})  # both wrong
+    page = pool_visitor.get(url).text
+    assert 'data-testid="check-not-yet"' in page and "0 of 2 right" in page
+    assert page.count('data-testid="pick-why"') == 2  # each wrong pick says why
+    assert page.count('data-testid="reread"') == 2 and 'href="#section-' in page
+    retry = ASKED.findall(page)
+    assert len(retry) == 2 and not set(retry) & set(first)  # other questions, not a re-pick
+    refused = pool_visitor.post(f"{url}/check", {question: "A" for question in first})
+    assert refused.status_code == 400  # the missed questions are not what this try asks
+    pool_visitor.post(f"{url}/check", {question: "A" for question in retry})
+    page = pool_visitor.get(url).text
+    assert 'data-testid="check-passed"' in page and 'data-testid="check-form"' not in page
+    assert completed(sqlite_url) == {"lesson-pool"}
+
+
+def test_with_no_other_questions_a_miss_links_the_section_to_reread(visitor):
+    visitor.get(LESSON)
+    visitor.post(f"{LESSON}/check", {"where-sum": "B", "who-calls": "A"})
+    page = visitor.get(LESSON).text
+    assert "1 of 2 right" in page and 'href="#section-typed"' in page
+    assert "In place, on every rank." not in page  # the key waits: the retry asks it again
+    assert ASKED.findall(page) == ["where-sum", "who-calls"]

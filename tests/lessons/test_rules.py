@@ -41,3 +41,39 @@ def test_the_check_passes_only_with_every_question_right():
     assert rules.check_passed({"a": True, "b": True}, ["a", "b"])
     assert not rules.check_passed({"a": True, "b": False}, ["a", "b"])
     assert not rules.check_passed({"a": True}, ["a", "b"])
+
+
+POOL = ["a", "b", "c", "d"]
+
+
+def test_a_try_draws_the_same_questions_for_the_same_seed_in_the_lessons_order():
+    first = rules.draw_check(POOL, 2, (), "seed-1")
+    assert first == rules.draw_check(POOL, 2, (), "seed-1")
+    assert len(first) == 2 and first == sorted(first, key=POOL.index)
+    assert len({tuple(rules.draw_check(POOL, 2, (), f"s{n}")) for n in range(40)}) > 1
+
+
+def test_a_retry_asks_other_questions_than_the_ones_missed_while_there_are_some():
+    for n in range(40):
+        assert rules.draw_check(POOL, 2, ("a", "b"), f"s{n}") == ["c", "d"]
+        assert set(rules.draw_check(POOL, 2, ("a",), f"s{n}")) <= {"b", "c", "d"}
+
+
+def test_when_too_few_questions_are_left_missed_ones_come_back():
+    assert rules.draw_check(POOL, 2, ("a", "b", "c"), "s") in (["a", "d"], ["b", "d"], ["c", "d"])
+    assert rules.draw_check(["a", "b"], 2, ("a", "b"), "s") == ["a", "b"]  # a pool of two
+
+
+def test_the_tries_keep_every_question_ever_missed_and_read_back_as_written():
+    tries = rules.CheckTries().after(["a", "b"], {"a": "B", "b": "A"}, ["a"])
+    tries = tries.after(["c", "d"], {"c": "B", "d": "A"}, ["c"])
+    assert (tries.tries, tries.asked, tries.missed) == (2, ("c", "d"), ("a", "c"))
+    assert rules.CheckTries.read(tries.dumps(), lambda q, a: True) == tries
+
+
+def test_tries_stored_before_draws_read_as_one_try_of_those_answers():
+    legacy = '{"where-sum": "B", "who-calls": "A"}'
+    tries = rules.CheckTries.read(legacy, lambda question, answer: answer == "A")
+    assert (tries.tries, tries.asked) == (1, ("where-sum", "who-calls"))
+    assert tries.missed == ("where-sum",)
+    assert rules.CheckTries.read("not json", lambda q, a: True) == rules.CheckTries()

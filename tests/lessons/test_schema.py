@@ -7,12 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from app.challenges.base import RankExpectation, RankOutcome
 from app.challenges.loader import load_path
 from app.config import ROOT
-from app.lessons.schema import Example, Prediction
+from app.lessons.schema import Example, Lesson, Prediction
 from tests.conftest import FIXTURES
 
 LESSONS = FIXTURES / "lessons"
@@ -142,3 +143,14 @@ def test_the_shipped_lessons_load():
         "join",
         "unused-parameters",
     } <= with_lessons
+
+
+def test_a_check_pool_says_how_many_a_try_asks_and_rereads_name_real_sections():
+    lesson = yaml.safe_load((FIXTURES / "lesson-pool" / "topic.yaml").read_text())["lesson"]
+    assert Lesson.model_validate(lesson).asks == 2
+    with pytest.raises(ValidationError, match="say how many a try asks"):
+        Lesson.model_validate({**lesson, "check_asks": None})
+    with pytest.raises(ValidationError, match="no section"):
+        Lesson.model_validate({**lesson, "reread": {"sum-where": "nowhere"}})
+    with pytest.raises(ValidationError, match="no check question"):
+        Lesson.model_validate({**lesson, "reread": {"nothing": "in-place"}})

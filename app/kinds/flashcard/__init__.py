@@ -16,6 +16,19 @@ from app.challenges.base import Category, Difficulty, ItemBase
 from app.kinds.spec import Kind
 
 KNEW, MISSED = "knew", "missed"
+TITLE_LENGTH = 80
+
+
+def title_from_front(front: str) -> str:
+    """A card's default title: the front's first line as written (a heading's `#` dropped),
+    its inline Markdown kept whole for the title renderer, so `code` stays code; a long line
+    is cut with an ellipsis, closing a code span the cut left open."""
+    first = next((line for line in front.splitlines() if line.strip()), "")
+    title = first.strip().lstrip("#").strip()
+    if len(title) > TITLE_LENGTH:
+        title = title[: TITLE_LENGTH - 3].rstrip()
+        title += "`…" if title.count("`") % 2 else "…"
+    return title or "Card"
 
 
 class FlashcardItem(ItemBase):
@@ -40,10 +53,13 @@ class FlashcardItem(ItemBase):
     @classmethod
     def _title_from_front(cls, data: Any) -> Any:
         if isinstance(data, dict) and not data.get("title") and isinstance(data.get("front"), str):
-            first = next((line for line in data["front"].splitlines() if line.strip()), "")
-            title = first.strip().strip("#*` ").strip()
-            data = {**data, "title": title[:77] + "…" if len(title) > 80 else title or "Card"}
+            data = {**data, "title": title_from_front(data["front"])}
         return data
+
+    @property
+    def title_in_front(self) -> bool:
+        """Whether the title only repeats the front's first line (shown once, as the front)."""
+        return self.title == title_from_front(self.prompt)
 
     @property
     def front(self) -> str:
@@ -71,7 +87,7 @@ def view(
 ) -> dict[str, object]:
     """The front always (as the prompt); the back is the explanation, shown once closed, and
     also here so that the widget can flip the card before the learner judges themself."""
-    return {"back": item.explanation}
+    return {"back": item.explanation, "title_in_front": item.title_in_front}
 
 
 KIND = Kind(

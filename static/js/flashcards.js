@@ -39,7 +39,9 @@ function relativeWords(when, now) {
   const words = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
   for (const [unit, size] of relativeUnits) {
     if (seconds >= size || unit === "minute") {
-      return words.format(Math.max(1, Math.round(seconds / size)), unit);
+      // Minutes round up, as the grade buttons do (Hard's 5.5 minutes is "6 min" on both).
+      const whole = unit === "minute" ? Math.ceil(seconds / size - 1e-9) : Math.round(seconds / size);
+      return words.format(Math.max(1, whole), unit);
     }
   }
 }
@@ -51,4 +53,13 @@ for (const element of document.querySelectorAll("time[data-relative]")) {
   }).format(when);
   element.textContent = `${relativeWords(when, Date.now())} (${local})`;
   element.title = when.toLocaleString();
+}
+
+// "All done for now": the page comes back by itself once the next card is within the
+// learn-ahead limit (the server then shows it), as Anki's deck does; not for a card days away.
+for (const element of document.querySelectorAll("time[data-reload-ahead]")) {
+  const ahead = Number(element.dataset.reloadAhead) * 1000;
+  const wait = new Date(element.getAttribute("datetime")) - ahead - Date.now();
+  // At least a minute: a browser clock ahead of the server must not reload in a loop.
+  if (wait < 86400 * 1000) setTimeout(() => location.reload(), Math.max(wait + 1000, 60 * 1000));
 }

@@ -18,6 +18,9 @@ document.addEventListener("keydown", (event) => {
   if (event.key === " " || event.code === "Space") {
     event.preventDefault(); // no scroll, and no click on a focused button
     back.open = !back.open;
+    // The answer in view (the grade bar is docked at the window's bottom): Anki shows the
+    // back where the front was; here the page moves only when the answer starts below the fold.
+    if (back.open) back.querySelector("summary").scrollIntoView({ block: "nearest" });
     return;
   }
   if (!back.open) return; // graded only once the answer was seen

@@ -97,7 +97,8 @@ class Settings(BaseSettings):
         default=10,
         ge=0,
         le=1000,
-        description="New flashcards a learner is shown per topic per day (UTC); due cards "
+        description="New flashcards a learner is shown per day, over every topic (one limit "
+        "for /cards and each topic's deck; the learner's day, in their time zone); due cards "
         "are always shown first and are not limited.",
     )
     login_limit_per_account_address: str = Field(

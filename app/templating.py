@@ -6,7 +6,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from pygments.util import ClassNotFound
 from app import static_assets
 from app.challenges import content_checks, outcome_text
 from app.icons import icon
+from app.progress import zone as zones
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
 KINDS_DIR = Path(__file__).resolve().parent / "kinds"
@@ -114,9 +115,20 @@ def duration(seconds: float | timedelta | None) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def when(moment: datetime | None) -> str:
-    """Format a UTC time for people."""
-    return "" if moment is None else moment.strftime("%Y-%m-%d %H:%M UTC")
+def when(moment: datetime | None, zone: tzinfo = UTC) -> str:
+    """Format a time for people, in their zone: "Sat 28 Nov 2026, 19:30 PST"."""
+    if moment is None:
+        return ""
+    if moment.tzinfo is None:  # SQLite hands back naive datetimes: they are UTC
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(zone).strftime("%a %d %b %Y, %H:%M %Z")
+
+
+@pass_context
+def _when_for_learner(context: Context, moment: datetime | None) -> str:
+    # The zone the learner's browser named (its tz cookie, app.progress.zone); UTC if unknown.
+    request = context.get("request")
+    return when(moment, zones.of(request) if request is not None else UTC)
 
 
 def accommodated(seconds: float | None, user: Any) -> float | None:
@@ -278,7 +290,7 @@ def build_templates(auto_reload: bool = False) -> Jinja2Templates:
         inline=lru_cache(maxsize=4096)(markdown_inline),
         highlight=highlight,
         duration=duration,
-        when=when,
+        when=_when_for_learner,
         accommodated=accommodated,
         outcome=outcome_text.outcome,  # staff previews: outcomes and numbers in plain words
         number=outcome_text.number,

@@ -8,7 +8,7 @@ now, and offers to undo that grade (the card gets back exactly its state before 
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
@@ -31,8 +31,9 @@ from app.deps import (
     signed_in,
 )
 from app.errors import Conflict, NotFound
+from app.modes import rules, shown
 from app.modes import service as modes
-from app.modes import shown
+from app.progress import zone as zones
 from app.review import service as review
 from app.review.models import ReviewLog
 from app.review.scheduling import CardState, Grade, interval_label, preview, relative
@@ -42,7 +43,12 @@ MODE = "flashcards"
 # "Study more": each press adds a day's worth of new cards to today's limit (at most this often).
 MORE_MAX = 20
 GradedId = Annotated[int | None, Query(ge=1, le=2**31 - 1, description="A grade just given.")]
-More = Annotated[int, Query(ge=0, le=MORE_MAX, description="Extra batches of new cards today.")]
+More = Annotated[
+    int | None, Query(ge=0, le=MORE_MAX, description="Extra batches of new cards today.")
+]
+# "Study more" lasts until the learner's day ends: "<batches>.<end of day, Unix seconds>". The
+# server checks the end against its own clock (the one tests fake), not the browser's.
+MORE_COOKIE = "cards_more"
 Back = Literal["topic", "cards"]
 # After an undo the page shows that card again first: "<deck>/<card id>".
 Undone = Annotated[str | None, Query(max_length=201, description="A card whose grade was undone.")]
@@ -78,21 +84,24 @@ async def flashcards(
     settings: SettingsDep,
     now: NowDep,
     graded: GradedId = None,
-    more: More = 0,
+    more: More = None,
     undone: Undone = None,
 ):
     """The next card: due ones first, then new ones up to the daily limit. Space flips it, keys
     1-4 grade it (Again, Hard, Good, Easy) once flipped."""
     topic = _topic(catalog, topic_id)
-    limit = settings.new_cards_per_day * (1 + more)
+    zone = zones.of(request)
+    batches = _more(request, more, now, zone)
+    limit = settings.new_cards_per_day * (1 + batches)
     if user is not None and user.id is not None:
-        deck = await run_reads(session, modes.deck, session, user.id, topic, now, limit)
+        deck = await run_reads(session, modes.deck, session, user.id, topic, now, limit, zone)
     else:  # a visitor: every card is new; grading the first signs them in as a guest
         deck = modes.Deck([], list(topic.cards[:limit]), len(topic.cards))
     deck = deck.first(undone)
-    context = await _context(request, session, catalog, user, deck, now, graded, more, "topic")
+    context = await _context(request, session, catalog, user, deck, now, graded, batches, "topic")
     context["new_batch"] = settings.new_cards_per_day
-    return _render(request, "flashcards.html", {**context, "topic": topic})
+    page = _render(request, "flashcards.html", {**context, "topic": topic})
+    return _keep_more(page, more, now, zone)
 
 
 @router.get("/cards", response_class=HTMLResponse)
@@ -104,18 +113,62 @@ async def daily_queue(
     settings: SettingsDep,
     now: NowDep,
     graded: GradedId = None,
-    more: More = 0,
+    more: More = None,
     undone: Undone = None,
 ):
     """Today's cards from every topic: the due ones, then new ones up to the daily limit."""
     assert user.id is not None
-    limit = settings.new_cards_per_day * (1 + more)
-    deck = await run_reads(session, modes.daily_queue, session, user.id, catalog, now, limit)
+    zone = zones.of(request)
+    batches = _more(request, more, now, zone)
+    limit = settings.new_cards_per_day * (1 + batches)
+    queue = modes.daily_queue
+    deck = await run_reads(session, queue, session, user.id, catalog, now, limit, zone)
     deck = deck.first(undone)
-    context = await _context(request, session, catalog, user, deck, now, graded, more, "cards")
+    context = await _context(request, session, catalog, user, deck, now, graded, batches, "cards")
     context["new_batch"] = settings.new_cards_per_day
     topics = {topic.id: topic for topic in catalog.topics()}
-    return _render(request, "cards.html", {**context, "topics": topics})
+    page = _render(request, "cards.html", {**context, "topics": topics})
+    return _keep_more(page, more, now, zone)
+
+
+@router.get("/cards/count", response_class=HTMLResponse)
+async def cards_count(
+    request: Request,
+    catalog: CatalogDep,
+    user: OptionalUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    now: NowDep,
+) -> Response:
+    """The nav's count of cards due now, as /cards counts them (loaded after the page)."""
+    count = 0
+    if user is not None and user.id is not None:
+        zone = zones.of(request)
+        limit = settings.new_cards_per_day
+        queue = modes.daily_queue
+        deck = await run_reads(session, queue, session, user.id, catalog, now, limit, zone)
+        count = len(deck.due)
+    return _render(request, "_cards_count.html", {"count": count})
+
+
+def _more(request: Request, asked: int | None, now: datetime, zone: tzinfo) -> int:
+    """Today's extra batches of new cards: the page's own, else those kept until the day ends."""
+    if asked is not None:
+        return asked
+    kept, _, until = request.cookies.get(MORE_COOKIE, "").partition(".")
+    if not (kept.isdigit() and until.isdigit()) or now.timestamp() >= int(until):
+        return 0  # none asked for, or asked for on a day that is over
+    return min(int(kept), MORE_MAX)
+
+
+def _keep_more(page: Response, asked: int | None, now: datetime, zone: tzinfo) -> Response:
+    """Keep the batches a "Study more" link asked for until the learner's midnight."""
+    if asked:
+        end = rules.end_of_day(now, zone)
+        seconds = int((end - now).total_seconds())
+        value = f"{asked}.{int(end.timestamp())}"
+        page.set_cookie(MORE_COOKIE, value, max_age=seconds, httponly=True, samesite="lax")
+    return page
 
 
 async def _context(
@@ -144,6 +197,7 @@ async def _context(
         "more_max": MORE_MAX,
         "back": back,
         "comes_back": _when(deck.comes_back, now),
+        "learn_ahead_s": int(modes.CARDS_LEARN_AHEAD.total_seconds()),
     }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -39,6 +39,7 @@ from app.kinds import kind_of, order
 from app.modes import MODES
 from app.modes import service as modes
 from app.modes.models import ModeAnswer
+from app.progress import zone as zones
 from app.review import service as review
 
 router = APIRouter()
@@ -203,7 +204,14 @@ async def topic_page(
     progress = None
     if user is not None and user.id is not None:
         progress = await run_reads(
-            session, _progress, session, user.id, topic, now, settings.new_cards_per_day
+            session,
+            _progress,
+            session,
+            user.id,
+            topic,
+            now,
+            settings.new_cards_per_day,
+            zones.of(request),
         )
     picker = [
         {"mode": mode, "href": mode.href(topic), "state": mode.state(topic, progress)}
@@ -218,10 +226,15 @@ async def topic_page(
 
 
 def _progress(
-    session: Session, user_id: int, topic: TopicView, now: datetime, new_per_day: int
+    session: Session,
+    user_id: int,
+    topic: TopicView,
+    now: datetime,
+    new_per_day: int,
+    zone: tzinfo,
 ) -> modes.TopicProgress:
     standings = attempts.standings(reads.Reader.within(session), user_id)
-    return modes.topic_progress(session, user_id, topic, now, new_per_day, standings)
+    return modes.topic_progress(session, user_id, topic, now, new_per_day, standings, zone)
 
 
 # Practice ------------------------------------------------------------------------------------

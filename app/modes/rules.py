@@ -4,6 +4,9 @@ Cards and items carry a `fact:` slug naming the one fact they ask about; several
 same fact in other words (a card and a set's item, or two topics' cards before they are merged).
 A quick quiz, a review session and a flashcard day ask each fact at most once.
 
+And where a learner's day starts and ends (their zone's midnights): the new-card limit and
+"Study more" last one such day.
+
 Pure: the standard library and the catalog's entries.
 """
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, time, timedelta, tzinfo
 
 from app.challenges.catalog import Entry
 
@@ -63,3 +67,15 @@ def draw_quiz(pool: Sequence[Entry], size: int, rng: random.Random) -> list[Entr
         if fact_of(entry) not in chosen or chosen[fact_of(entry) or ""] is entry
     ]
     return rng.sample(distinct, min(size, len(distinct)))
+
+
+def start_of_day(now: datetime, zone: tzinfo) -> datetime:
+    """The instant (UTC) the learner's day began: the last midnight in their zone."""
+    local = now.astimezone(zone)
+    return datetime.combine(local.date(), time(0), tzinfo=zone).astimezone(UTC)
+
+
+def end_of_day(now: datetime, zone: tzinfo) -> datetime:
+    """The instant (UTC) the learner's day ends: the next midnight in their zone."""
+    tomorrow = now.astimezone(zone).date() + timedelta(days=1)
+    return datetime.combine(tomorrow, time(0), tzinfo=zone).astimezone(UTC)

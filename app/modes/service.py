@@ -11,7 +11,7 @@ import json
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, time, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 
 from sqlalchemy import func, update
 from sqlalchemy.exc import IntegrityError
@@ -30,6 +30,10 @@ QUIZ_MAX = 10  # a quiz asks up to this many (5-10 when the topic has enough)
 # A card due within this much of now counts as due: FSRS's first learning step is one minute,
 # so a miss ("Again") is in the queue at once and comes back within the same session.
 LEARN_AHEAD = timedelta(minutes=1)
+# When nothing else is left, flashcards due within this much come now rather than after a wait
+# (Anki's "learn ahead limit", 20 minutes by default): a "Again" or "Hard" card is studied
+# at the end of the session instead of leaving the learner at "come back in 1 minute".
+CARDS_LEARN_AHEAD = timedelta(minutes=20)
 
 
 def card_key(entry: Entry) -> review.CardKey:
@@ -289,21 +293,34 @@ class Deck:
         return self if picked is None else replace(self, pinned=picked)
 
 
-def deck(session: Session, user_id: int, topic: TopicView, now: datetime, new_per_day: int) -> Deck:
+def deck(
+    session: Session,
+    user_id: int,
+    topic: TopicView,
+    now: datetime,
+    new_per_day: int,
+    zone: tzinfo = UTC,
+) -> Deck:
     """The topic's due cards and today's new ones, no fact twice: a due card's fact is not
     asked again by another due card, and a new card whose fact the learner already studies
     (under another card) is not new to them. A card in a learning step is not due before its
-    step is over: "Again" brings it back after a minute, behind the cards due before it."""
-    return _deck(session, user_id, topic.cards, now, new_per_day, topic.id)
+    step is over: "Again" brings it back after a minute, behind the cards due before it.
+    New cards come within the day's one limit, counted over every topic (as /cards counts it)."""
+    return _deck(session, user_id, topic.cards, now, new_per_day, topic.id, zone)
 
 
 def daily_queue(
-    session: Session, user_id: int, catalog: Catalog, now: datetime, new_per_day: int
+    session: Session,
+    user_id: int,
+    catalog: Catalog,
+    now: datetime,
+    new_per_day: int,
+    zone: tzinfo = UTC,
 ) -> Deck:
     """Every topic's flashcards in one queue: the due ones, most overdue first, then new ones
     in course order up to the day's new-card limit (counted over every deck)."""
     cards = [entry for topic in catalog.topics() for entry in topic.cards]
-    return _deck(session, user_id, cards, now, new_per_day, None)
+    return _deck(session, user_id, cards, now, new_per_day, None, zone)
 
 
 def _deck(
@@ -313,9 +330,11 @@ def _deck(
     now: datetime,
     new_per_day: int,
     topic_id: str | None,
+    zone: tzinfo,
 ) -> Deck:
     by_key = {(entry.deck, entry.item.id): entry for entry in cards}
-    today = review.reviewed_since(session, user_id, CardSource.FLASHCARD, _midnight(now), topic_id)
+    midnight = _midnight(now, zone)
+    today = review.reviewed_since(session, user_id, CardSource.FLASHCARD, midnight, topic_id)
     asked = _facts_asked(by_key.get((row.deck_id, row.card_id)) for row in today)
     due_rows = review.due_cards(session, user_id, now, CardSource.FLASHCARD, topic_id, 1000)
     due = rules.one_per_fact(
@@ -330,9 +349,21 @@ def _deck(
         (entry for entry in cards if (entry.deck, entry.item.id) not in known),
         asked=[fact for fact in studied if fact is not None],
     )
-    left = max(0, new_per_day - review.new_cards_today(session, user_id, topic_id, now))
-    later = review.next_due(session, user_id, now, CardSource.FLASHCARD, topic_id)
-    return Deck(due, unseen[:left], len(unseen), later.due if later else None)
+    # One limit: new cards first seen since the learner's midnight in any topic.
+    left = max(0, new_per_day - review.new_cards_since(session, user_id, midnight))
+    new = unseen[:left]
+    until = now
+    if not due and not new:  # learn ahead, as Anki does when nothing else is left
+        until = now + CARDS_LEARN_AHEAD
+        ahead = review.due_cards(session, user_id, until, CardSource.FLASHCARD, topic_id, 1000)
+        due = rules.one_per_fact(
+            rules.not_asked_elsewhere(
+                (by_key[key] for row in ahead if (key := (row.deck_id, row.card_id)) in by_key),
+                asked,
+            )
+        )
+    later = review.next_due(session, user_id, until, CardSource.FLASHCARD, topic_id)
+    return Deck(due, new, len(unseen), later.due if later else None)
 
 
 def card_of(session: Session, user_id: int, entry: Entry) -> ReviewCard | None:
@@ -362,15 +393,15 @@ def review_due(
     topic is no longer in the course (the Review page says so rather than hide them)."""
     rows = review.due_cards(session, user_id, now + LEARN_AHEAD, CardSource.ITEM, limit=limit)
     found = [catalog.entry(row.deck_id, row.card_id) for row in rows]
-    today = review.reviewed_since(session, user_id, CardSource.ITEM, _midnight(now))
+    today = review.reviewed_since(session, user_id, CardSource.ITEM, _midnight(now, UTC))
     asked = _facts_asked(catalog.entry(row.deck_id, row.card_id) for row in today)
     due = [entry for entry in found if entry is not None]
     return rules.one_per_fact(rules.not_asked_elsewhere(due, asked)), len(found) - len(due)
 
 
-def _midnight(now: datetime) -> datetime:
-    """The start of the learner's day (UTC), as the new-card limit counts it."""
-    return datetime.combine(now.date(), time(0), tzinfo=now.tzinfo)
+def _midnight(now: datetime, zone: tzinfo) -> datetime:
+    """The start of the learner's day in their zone, as an instant (UTC)."""
+    return rules.start_of_day(now, zone)
 
 
 def _facts_asked(entries: Iterable[Entry | None]) -> dict[str, set[tuple[str, str]]]:
@@ -401,6 +432,7 @@ def topic_progress(
     now: datetime,
     new_per_day: int,
     standings: Mapping[str, object],
+    zone: tzinfo = UTC,
 ) -> TopicProgress:
     """Read the learner's standing in every mode of one topic."""
     right = right_in_practice(session, user_id, topic.id)
@@ -413,7 +445,7 @@ def topic_progress(
             if facts.set.id in standings
         },
         practice_right=sum((e.deck, e.item.id) in right for e in topic.practice),
-        deck=deck(session, user_id, topic, now, new_per_day) if topic.cards else None,
+        deck=deck(session, user_id, topic, now, new_per_day, zone) if topic.cards else None,
         review_due=due_items,
         quiz_best=best_quiz(session, user_id, topic.id),
         explain_best=explain_best(session, user_id, topic.id),

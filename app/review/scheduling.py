@@ -103,7 +103,10 @@ def relative(moment: datetime, now: datetime) -> str:
     for size, unit in ((86400 * 365, "year"), (86400 * 30, "month"), (86400, "day"),
                        (3600, "hour"), (60, "minute")):  # fmt: skip
         if seconds >= size or unit == "minute":
-            count = max(1, round(seconds / size))
+            # Minutes round up, as the grade buttons' interval_label does: Hard's 5.5 minutes
+            # read "6 min" on its button and must not read "in 5 minutes" after it.
+            whole = math.ceil(seconds / size - 1e-9) if unit == "minute" else round(seconds / size)
+            count = max(1, whole)
             return f"in {count} {unit}{'s' if count != 1 else ''}"
     raise AssertionError("unreachable")
 

@@ -234,6 +234,18 @@ def new_cards_today(session: Session, user_id: int, deck_id: str | None, now: da
     return int(session.exec(query).one())
 
 
+def new_cards_since(session: Session, user_id: int, since: datetime) -> int:
+    """How many flashcards of any topic the learner first saw at or after `since` (the start
+    of their day): the one new-card limit, for /cards and every topic's deck alike."""
+    query = select(func.count()).select_from(ReviewCard)
+    query = query.where(
+        ReviewCard.user_id == user_id,
+        ReviewCard.source == CardSource.FLASHCARD,
+        col(ReviewCard.created_at) >= since,
+    )
+    return int(session.exec(query).one())
+
+
 def _card(session: Session, user_id: int, key: CardKey) -> ReviewCard | None:
     return session.exec(_CARD, params=_card_params(user_id, key)).first()
 

@@ -18,6 +18,9 @@ document.addEventListener("keydown", (event) => {
   if (event.key === " " || event.code === "Space") {
     event.preventDefault(); // no scroll, and no click on a focused button
     back.open = !back.open;
+    // The answer in view (the grade bar is docked at the window's bottom): Anki shows the
+    // back where the front was; here the page moves only when the answer starts below the fold.
+    if (back.open) back.querySelector("summary").scrollIntoView({ block: "nearest" });
     return;
   }
   if (!back.open) return; // graded only once the answer was seen
@@ -39,7 +42,9 @@ function relativeWords(when, now) {
   const words = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
   for (const [unit, size] of relativeUnits) {
     if (seconds >= size || unit === "minute") {
-      return words.format(Math.max(1, Math.round(seconds / size)), unit);
+      // Minutes round up, as the grade buttons do (Hard's 5.5 minutes is "6 min" on both).
+      const whole = unit === "minute" ? Math.ceil(seconds / size - 1e-9) : Math.round(seconds / size);
+      return words.format(Math.max(1, whole), unit);
     }
   }
 }
@@ -51,4 +56,13 @@ for (const element of document.querySelectorAll("time[data-relative]")) {
   }).format(when);
   element.textContent = `${relativeWords(when, Date.now())} (${local})`;
   element.title = when.toLocaleString();
+}
+
+// "All done for now": the page comes back by itself once the next card is within the
+// learn-ahead limit (the server then shows it), as Anki's deck does; not for a card days away.
+for (const element of document.querySelectorAll("time[data-reload-ahead]")) {
+  const ahead = Number(element.dataset.reloadAhead) * 1000;
+  const wait = new Date(element.getAttribute("datetime")) - ahead - Date.now();
+  // At least a minute: a browser clock ahead of the server must not reload in a loop.
+  if (wait < 86400 * 1000) setTimeout(() => location.reload(), Math.max(wait + 1000, 60 * 1000));
 }

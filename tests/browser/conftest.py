@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 
 from app import migrations
 from app.config import ROOT
@@ -31,8 +32,8 @@ def live_database_url(live_folder: Path) -> str:
 
 
 @pytest.fixture(scope="session")
-def live_server(live_folder: Path, live_database_url: str, executor_url: str) -> Iterator[str]:
-    """Serve the real challenges plus test sets, with a real executor, from a background thread."""
+def live_app(live_folder: Path, live_database_url: str, executor_url: str) -> FastAPI:
+    """The live server's app: a test may fake its clock (dependency_overrides[get_now])."""
     folder = live_folder
     challenges = folder / "challenges"
     shutil.copytree(ROOT / "challenges", challenges)
@@ -46,8 +47,13 @@ def live_server(live_folder: Path, live_database_url: str, executor_url: str) ->
     shutil.copytree(FIXTURES / "lesson-pool", challenges / "lesson-pool")
     url = live_database_url
     migrations.upgrade(url)
-    app = create_app(make_settings(url, challenges_dir=challenges, executor_url=executor_url))
-    with serving(app) as base_url:
+    return create_app(make_settings(url, challenges_dir=challenges, executor_url=executor_url))
+
+
+@pytest.fixture(scope="session")
+def live_server(live_app: FastAPI) -> Iterator[str]:
+    """Serve the real challenges plus test sets, with a real executor, from a background thread."""
+    with serving(live_app) as base_url:
         yield base_url
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from sqlmodel import Session
@@ -99,15 +100,58 @@ def test_the_daily_queue_takes_due_cards_from_every_topic_then_new_ones_to_the_l
     # Two new cards seen today already: two more, in course order, across topics.
     assert keys(queue.new) == ["drill/what-is-rank", "drill/who-is-rank-zero"]
     assert queue.unseen == 4
-    # Studying more raises the limit; a topic's own deck counts its own new cards only.
+    # Studying more raises the limit.
     more = modes.daily_queue(session, learner, catalog, clock(), new_per_day=8)
     assert keys(more.new) == [
         "drill/what-is-rank", "drill/who-is-rank-zero", "second/what-is-rank",
         "second/what-is-world-size",
     ]  # fmt: skip
-    assert keys(modes.deck(session, learner, drill, clock(), new_per_day=2).new) == [
+    # One limit: a topic's deck counts the new cards seen today in every topic, as /cards does.
+    assert keys(modes.deck(session, learner, drill, clock(), new_per_day=2).new) == []
+    assert keys(modes.deck(session, learner, drill, clock(), new_per_day=3).new) == [
         "drill/what-is-rank"
     ]
+
+
+def test_a_topic_deck_and_the_daily_queue_count_one_new_card_limit(
+    session: Session, learner: int, catalog: Catalog, clock
+) -> None:
+    second = catalog.topic("second")
+    drill = catalog.topic("drill")
+    assert second is not None and drill is not None
+    for card in second.cards[:2]:
+        review.grade(session, learner, modes.card_key(card), Grade.GOOD, "flashcards", clock())
+    queue = modes.daily_queue(session, learner, catalog, clock(), new_per_day=3)
+    deck = modes.deck(session, learner, drill, clock(), new_per_day=3)
+    assert len(queue.new) == len(deck.new) == 1
+
+
+def test_learning_cards_due_within_twenty_minutes_come_when_nothing_else_is_left(
+    session: Session, learner: int, drill: TopicView, clock
+) -> None:
+    for card in drill.cards:
+        review.grade(session, learner, modes.card_key(card), Grade.HARD, "flashcards", clock())
+    deck = modes.deck(session, learner, drill, clock(), new_per_day=10)
+    # Hard's first step is 5.5 minutes: within the learn-ahead limit, so no "come back later".
+    assert keys(deck.due) == keys(list(drill.cards)) and deck.next is not None
+    for card in drill.cards:
+        review.grade(session, learner, modes.card_key(card), Grade.EASY, "flashcards", clock())
+    done = modes.deck(session, learner, drill, clock(), new_per_day=10)
+    assert done.next is None and done.comes_back is not None
+    assert done.comes_back > clock() + modes.CARDS_LEARN_AHEAD
+
+
+def test_the_new_card_limit_counts_the_learners_day_in_their_zone(
+    session: Session, learner: int, drill: TopicView, clock
+) -> None:
+    los_angeles = ZoneInfo("America/Los_Angeles")
+    evening = datetime(2026, 11, 28, 20, 0, tzinfo=los_angeles).astimezone(UTC)  # Sunday in UTC
+    review.grade(session, learner, modes.card_key(drill.cards[0]), Grade.EASY, "flashcards",
+                 evening)  # fmt: skip
+    later = evening + timedelta(hours=3)  # 23:00 in Los Angeles: the same day there
+    assert len(modes.deck(session, learner, drill, later, 1, los_angeles).new) == 0
+    next_morning = evening + timedelta(hours=12)
+    assert len(modes.deck(session, learner, drill, next_morning, 1, los_angeles).new) == 1
 
 
 def test_an_undone_card_is_shown_first(

@@ -116,6 +116,14 @@ def test_a_due_time_in_words(later: timedelta, words: str) -> None:
     assert relative(NOW + later, NOW) == words
 
 
+def test_hards_note_after_the_grade_says_what_its_button_said() -> None:
+    due = preview(CardState.new(NOW), NOW)[Grade.HARD]
+    button = interval_label(due - NOW)
+    assert button == "6 min"  # FSRS: halfway between the 1- and 10-minute steps, 5.5 minutes
+    # The note is written a moment after the grade: it still says the button's number.
+    assert relative(due, NOW + timedelta(seconds=2)) == "in 6 minutes"
+
+
 def test_again_in_the_learning_steps_comes_back_after_its_step_on_the_fake_clock(clock) -> None:
     card = review(CardState.new(clock()), Grade.AGAIN, clock())
     clock.advance(59)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, tzinfo
 
 # No 0/O, 1/I/L: a code read aloud in a lecture hall or copied from a slide is typed right.
 _CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -101,3 +101,20 @@ def roster_rows(rows: list[dict[str, str]]) -> tuple[list[RosterRow], list[str]]
             )
         )
     return good, errors
+
+
+def due_phrase(due_at: datetime, now: datetime, zone: tzinfo) -> str:
+    """When an assignment is due, in the learner's zone: "due Friday 17:00" within a week,
+    "due today"/"due tomorrow" close by, the date further off, "was due ..." once past."""
+    due, today = due_at.astimezone(zone), now.astimezone(zone)
+    days = (due.date() - today.date()).days
+    clock = f"{due:%H:%M}"
+    if due_at < now:
+        return f"was due {due:%a %d %b} {clock}"
+    if days == 0:
+        return f"due today {clock}"
+    if days == 1:
+        return f"due tomorrow {clock}"
+    if days < 7:
+        return f"due {due:%A} {clock}"
+    return f"due {due:%a %d %b %Y} {clock}"

@@ -113,6 +113,7 @@ def test_an_assignment_is_due_friday_and_refuses_starts_outside_its_window_and_l
     assign(teacher, url, open_at="2026-11-22T10:00", attempt_limit=1)
     sign_up(ana, "ana", database_url)
     join(ana, code)
+    assert 'href="/me/classes"' in ana.get("/me/progress").text
     assert "due Friday 17:00" in ana.get("/me/classes").text
     refused = ana.post("/sets/test-basics/start", follow_redirects=False)
     assert refused.status_code == 409 and "opens on" in refused.text

@@ -302,13 +302,23 @@ def start_check(
     extension = extension_of(session, assignment, user_id)
     started = _attempts(session, assignment, user_id)
     if any(attempt.finished_at is None for attempt in started):  # resuming is not starting
-        return multiplier if extension is None else extension.time_multiplier
+        return _more_time(multiplier, extension)
     refusal = rules.start_refusal(
         window_for(assignment, extension), now, len(started), assignment.attempt_limit
     )
     if refusal is not None:
         raise Conflict(refusal)
-    return multiplier if extension is None else extension.time_multiplier
+    return _more_time(multiplier, extension)
+
+
+def _more_time(account: float | None, extension: Extension | None) -> float | None:
+    """The more generous of the account's accommodation and the assignment's extension (None:
+    untimed), so an extension that only moves dates never takes an accommodation away."""
+    if extension is None:
+        return account
+    if account is None or extension.time_multiplier is None:
+        return None
+    return max(account, extension.time_multiplier)
 
 
 def assignment_score(session: Session, assignment: Assignment, user: User) -> float | None:

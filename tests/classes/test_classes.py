@@ -9,8 +9,10 @@ import re
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlmodel import Session
 
-from app.accounts.models import Role
+from app.accounts.models import Role, TimeAccommodation, User
+from app.db import make_engine
 from tests.support.accounts import sign_up, user_id
 from tests.support.learner import Learner
 
@@ -175,3 +177,30 @@ def test_a_learner_may_not_manage_a_class(people):
     sign_up(ana, "ana", database_url)
     assert ana.get(url).status_code == 403
     assert ana.get(f"{url}/gradebook.csv").status_code == 403
+
+
+def test_an_extension_of_dates_only_keeps_the_accounts_time_accommodation(people, clock):
+    teacher, ana, _ben, _app, database_url = people
+    url, code = create_class(teacher)
+    assign(teacher, url)
+    sign_up(ana, "ana", database_url)
+    join(ana, code)
+    ana_id = user_id(database_url, "ana")
+    set_accommodation(database_url, ana_id, TimeAccommodation.EXTENDED_2)
+    assignment_id = re.search(r"/assignments/(\d+)/extensions", teacher.get(url).text)
+    assert assignment_id
+    dates_only = {"user_id": ana_id, "due_at": "2026-11-30T17:00"}  # the form's "Time ×" is 1
+    teacher.post(f"{url}/assignments/{assignment_id[1]}/extensions", dates_only)
+    attempt = ana.start("test-basics")
+    assert ana.get(f"/api{attempt}/q/1").json()["seconds_left"] == 120  # still 60 s × 2
+
+
+def set_accommodation(database_url: str, user: int, accommodation: TimeAccommodation) -> None:
+    engine = make_engine(database_url)
+    with Session(engine) as session:
+        person = session.get(User, user)
+        assert person is not None
+        person.time_accommodation = accommodation
+        session.add(person)
+        session.commit()
+    engine.dispose()

@@ -33,6 +33,7 @@ from app.bodies import BodyLimits
 from app.bus_client import QueueCollector, RedisExecutorClient
 from app.challenges import routes as challenge_routes
 from app.challenges.catalog import Catalog
+from app.classes import routes as class_routes
 from app.config import Settings
 from app.db import WriteLockTimeout, dispose, make_engine, thread_connections, write_lanes
 from app.deps import CSRF_COOKIE, PageRoute, use_csrf_seed, wants_json
@@ -131,6 +132,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         progress_routes,
         staff_routes,
         staff_verify_routes,
+        class_routes,
         run_routes,
         analytics_routes,
         mode_routes,

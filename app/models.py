@@ -2,6 +2,7 @@
 
 from app.accounts.models import User, WebSession
 from app.attempts.models import ItemAttempt, SetAttempt, Submission
+from app.classes.models import Assignment, Extension, Klass, Membership
 from app.labs.models import LabRun, LabStepState
 from app.lessons.models import LessonProgress
 from app.modes.models import ModeAnswer, Quiz
@@ -10,11 +11,15 @@ from app.review.models import ReviewCard, ReviewLog
 from app.verification.models import VerificationRecord
 
 __all__ = [
+    "Assignment",
     "ContentVersion",
+    "Extension",
     "ItemAttempt",
+    "Klass",
     "LabRun",
     "LabStepState",
     "LessonProgress",
+    "Membership",
     "ModeAnswer",
     "Quiz",
     "ReviewCard",

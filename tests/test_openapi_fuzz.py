@@ -56,6 +56,11 @@ def seed_an_admin_with_attempts(app, database_url: str) -> dict[str, Any]:
         admin.answer(attempt, 1, "B")
         quiz = admin.post("/topics/collectives/quiz", follow_redirects=False)
         assert quiz.status_code == 303, quiz.text
+        made = admin.post("/staff/classes", {"title": "Fuzz"}, follow_redirects=False)
+        class_url = made.headers["location"]
+        dates = {"open_at": "2026-11-22T08:00", "due_at": "2026-11-29T08:00"}
+        given = admin.post(f"{class_url}/assignments", {"set_id": "test-basics", **dates})
+        assert given.status_code == 200, given.text  # the class page, redirected to
     return {
         "user_id": user_id(database_url, "fuzz-admin"),
         "set_id": "test-basics",
@@ -71,6 +76,8 @@ def seed_an_admin_with_attempts(app, database_url: str) -> dict[str, Any]:
         "question_id": "no-such-question",
         "example_id": "no-such-example",  # the test topic has no lesson: 404s to reach
         "run_id": 1,
+        "class_id": int(class_url.rsplit("/", 1)[1]),
+        "assignment_id": 1,  # the class's one assignment, the database's first
     }
 
 

@@ -26,6 +26,7 @@ from app.attempts import service as attempts
 from app.attempts.models import ItemAttempt, SetAttempt
 from app.challenges.catalog import Catalog
 from app.challenges.schema import EXECUTABLE_KINDS
+from app.classes import service as classes
 from app.config import Settings
 from app.db import end_read, run_reads, write_session
 from app.deps import (
@@ -141,6 +142,8 @@ async def start(page: Page, form: FormData, set_id: str) -> Response:
         assert learner.id is not None
         multiplier = learner.time_accommodation.multiplier
         opened = max(now, clock())  # the clock starts now, not when the request came
+        if token is None:  # a class's assignment: its window, attempt limit and extension
+            multiplier = classes.start_check(session, learner.id, set_id, opened, multiplier)
         found = attempts.start_or_resume(
             session,
             learner.id,

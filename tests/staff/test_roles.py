@@ -19,12 +19,14 @@ INSTRUCTOR_PAGES = [
     "/staff/sets/test-runs/verify",
     "/staff/sets/test-runs/items/all-reduce/verify",
     "/staff/topics/collectives/preview",
+    "/staff/classes",
 ]
 INSTRUCTOR_POSTS = [
     "/staff/content/reload",
     "/staff/content/publish",
     "/staff/sets/test-runs/verify",
     "/staff/sets/test-runs/items/all-reduce/verify",
+    "/staff/classes",
 ]
 ADMIN_PAGES = ["/admin/users"]
 
@@ -87,6 +89,14 @@ def test_every_staff_route_is_covered_by_these_tests(app):
         "GET /staff/labs/{lab_id}/verify",
         "GET /admin/users",
         "POST /admin/users/{user_id}",
+        # Classes: tests/classes/test_classes.py (a learner refused a class's pages there too).
+        "GET /staff/classes",
+        "POST /staff/classes",
+        "GET /staff/classes/{class_id}",
+        "POST /staff/classes/{class_id}/roster",
+        "POST /staff/classes/{class_id}/assignments",
+        "POST /staff/classes/{class_id}/assignments/{assignment_id}/extensions",
+        "GET /staff/classes/{class_id}/gradebook.csv",
     }
     # The dashboards (/admin, /admin/sets, /admin/learners, /admin/export) are covered by
     # tests/analytics/test_routes.py.

@@ -1,0 +1,1 @@
+"""Classes (sections): rosters, assignments with dates, per-learner extensions, gradebook CSV."""

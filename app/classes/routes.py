@@ -1,0 +1,239 @@
+"""Class pages: instructors create classes, upload rosters, set assignments and extensions and
+download the gradebook; learners join with a code and see what is due."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from app.accounts.models import User
+from app.challenges.catalog import Catalog
+from app.classes import rules, service
+from app.classes.models import Assignment, Klass
+from app.deps import CatalogDep, CsrfDep, CurrentUser, NowDep, RowId, SessionDep, StaffUser
+from app.errors import BadRequest, NotFound
+from app.progress import zone as zones
+
+router = APIRouter()
+MAX_ROSTER_BYTES = 1_000_000  # 200 learners' rows are ~10 kB
+Text = Annotated[str, Form(max_length=200)]
+OptionalText = Annotated[str | None, Form(max_length=200)]
+
+
+def _moment(raw: str | None, request: Request, what: str) -> datetime | None:
+    """A date and time typed in the person's own zone (datetime-local), stored UTC."""
+    if not raw:
+        return None
+    try:
+        typed = datetime.fromisoformat(raw)
+    except ValueError as error:
+        raise BadRequest(
+            f"The {what} date {raw!r} is not a date and time (YYYY-MM-DDTHH:MM)."
+        ) from error
+    if typed.tzinfo is None:
+        typed = typed.replace(tzinfo=zones.of(request))
+    return typed
+
+
+def _required(raw: str | None, request: Request, what: str) -> datetime:
+    moment = _moment(raw, request, what)
+    if moment is None:
+        raise BadRequest(f"The assignment needs a {what} date.")
+    return moment
+
+
+def _page(
+    request: Request,
+    staff: User,
+    session: SessionDep,
+    klass: Klass,
+    catalog: Catalog,
+    roster: service.RosterResult | None = None,
+):
+    assert klass.id is not None
+    given = service.assignments(session, klass.id)
+    return request.app.state.templates.TemplateResponse(
+        request,
+        "classes/class.html",
+        {
+            "klass": klass,
+            "members": service.members(session, klass.id),
+            "assignments": given,
+            "sets": sorted(catalog.sets.values(), key=lambda loaded: loaded.challenge_set.title),
+            "roster": roster,
+        },
+        status_code=400 if roster is not None and roster.errors else 200,
+    )
+
+
+@router.get("/staff/classes", response_class=HTMLResponse)
+def classes_page(request: Request, staff: StaffUser, session: SessionDep):
+    """The instructor's classes and a form to create one."""
+    return request.app.state.templates.TemplateResponse(
+        request, "classes/list.html", {"classes": service.classes_of(session, staff)}
+    )
+
+
+@router.post("/staff/classes", dependencies=[CsrfDep])
+def create_class(staff: StaffUser, session: SessionDep, now: NowDep, title: Text):
+    """Create a class; its page shows the code learners join with."""
+    klass = service.create_class(session, title, staff, now)
+    return RedirectResponse(f"/staff/classes/{klass.id}", status_code=303)
+
+
+@router.get("/staff/classes/{class_id}", response_class=HTMLResponse)
+def class_page(
+    request: Request, class_id: RowId, staff: StaffUser, session: SessionDep, catalog: CatalogDep
+):
+    """A class: its join code, roster, assignments with their extensions, gradebook links."""
+    klass = service.class_for_staff(session, class_id, staff)
+    return _page(request, staff, session, klass, catalog)
+
+
+@router.post("/staff/classes/{class_id}/roster", dependencies=[CsrfDep])
+def upload_roster(
+    request: Request,
+    class_id: RowId,
+    staff: StaffUser,
+    session: SessionDep,
+    catalog: CatalogDep,
+    now: NowDep,
+    roster: Annotated[UploadFile, File()],
+):
+    """Add a roster CSV's learners (a bad row: every error listed, nobody added)."""
+    data = roster.file.read(MAX_ROSTER_BYTES + 1)  # a sync route: its writes run on a worker thread
+    if len(data) > MAX_ROSTER_BYTES:
+        raise BadRequest("The roster is over 1 MB; split it.")
+    try:
+        text = data.decode("utf-8-sig")  # Excel writes a byte-order mark
+    except UnicodeDecodeError as error:
+        raise BadRequest("The roster must be a UTF-8 CSV file.") from error
+    klass = service.class_for_staff(session, class_id, staff)
+    result = service.upload_roster(session, klass, text, now)
+    return _page(
+        request,
+        staff,
+        session,
+        klass,
+        catalog,
+        roster=result,
+    )
+
+
+@router.post("/staff/classes/{class_id}/assignments", dependencies=[CsrfDep])
+def add_assignment(
+    request: Request,
+    class_id: RowId,
+    staff: StaffUser,
+    session: SessionDep,
+    catalog: CatalogDep,
+    set_id: Text,
+    open_at: Text,
+    due_at: Text,
+    close_at: OptionalText = None,
+    attempt_limit: Annotated[int | None, Form(ge=1, le=100)] = None,
+    late_penalty: Annotated[float, Form(ge=0, le=100)] = 0.0,
+):
+    """Give a set to the class: opens, due, closes (default: due), attempt limit, late rule."""
+    klass = service.class_for_staff(session, class_id, staff)
+    loaded = catalog.get(set_id)
+    if loaded is None:
+        raise BadRequest(f"No challenge set {set_id!r}.")
+    due = _required(due_at, request, "due")
+    window = rules.Window(
+        _required(open_at, request, "open"), due, _moment(close_at, request, "close") or due
+    )
+    service.add_assignment(
+        session, klass, set_id, loaded.challenge_set.title, window, attempt_limit, late_penalty
+    )
+    return RedirectResponse(f"/staff/classes/{klass.id}", status_code=303)
+
+
+@router.post(
+    "/staff/classes/{class_id}/assignments/{assignment_id}/extensions", dependencies=[CsrfDep]
+)
+def grant_extension(
+    request: Request,
+    class_id: RowId,
+    assignment_id: RowId,
+    staff: StaffUser,
+    session: SessionDep,
+    user_id: Annotated[int, Form(ge=1)],
+    time_multiplier: Annotated[str, Form(pattern=r"^(untimed|\d+(\.\d+)?)$")] = "1",
+    due_at: OptionalText = None,
+    close_at: OptionalText = None,
+):
+    """Give one learner extra time and/or later dates for one assignment."""
+    klass = service.class_for_staff(session, class_id, staff)
+    assignment = session.get(Assignment, assignment_id)
+    if assignment is None or assignment.class_id != klass.id:
+        raise NotFound("No such assignment in this class.")
+    multiplier = None if time_multiplier == "untimed" else float(time_multiplier)
+    service.grant_extension(
+        session,
+        assignment,
+        user_id,
+        multiplier,
+        _moment(due_at, request, "extended due"),
+        _moment(close_at, request, "extended close"),
+    )
+    return RedirectResponse(f"/staff/classes/{klass.id}", status_code=303)
+
+
+@router.get("/staff/classes/{class_id}/gradebook.csv")
+def gradebook(class_id: RowId, staff: StaffUser, session: SessionDep, flavour: str = "canvas"):
+    """The class's scores as a CSV for Canvas's (default) or Moodle's grade import."""
+    klass = service.class_for_staff(session, class_id, staff)
+    text = service.gradebook_csv(session, klass, flavour)
+    name = f"ranklab-class-{klass.id}-{flavour}.csv"
+    return Response(
+        text,
+        media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
+@router.get("/join", response_class=HTMLResponse)
+def join_page(request: Request, user: CurrentUser, code: str = ""):
+    """The form a learner types a class code into (a link may fill it in)."""
+    return request.app.state.templates.TemplateResponse(
+        request, "classes/join.html", {"code": code[:16], "error": None}
+    )
+
+
+@router.post("/join", dependencies=[CsrfDep])
+def join(
+    user: CurrentUser, session: SessionDep, now: NowDep, code: Annotated[str, Form(max_length=40)]
+):
+    """Join a class with its code (a guest too: the membership stays when they sign up)."""
+    klass = service.class_by_code(session, code)
+    service.join(session, user, klass, "code", now)
+    return RedirectResponse("/me/classes", status_code=303)
+
+
+@router.get("/me/classes", response_class=HTMLResponse)
+def my_classes(request: Request, user: CurrentUser, session: SessionDep, now: NowDep):
+    """The learner's classes and assignments: when each is due (in their zone) and its score."""
+    zone = zones.of(request)
+    rows = []
+    for klass in service.classes_of(session, user):
+        assert klass.id is not None
+        for assignment in service.assignments(session, klass.id):
+            assert user.id is not None
+            window = service.window_for(
+                assignment, service.extension_of(session, assignment, user.id)
+            )
+            rows.append(
+                {
+                    "klass": klass,
+                    "assignment": assignment,
+                    "due": rules.due_phrase(window.due_at, now, zone),
+                    "score": service.assignment_score(session, assignment, user),
+                }
+            )
+    return request.app.state.templates.TemplateResponse(
+        request, "classes/mine.html", {"rows": rows, "classes": service.classes_of(session, user)}
+    )

@@ -1,7 +1,7 @@
 """classes: sections, memberships, assignments with dates and per-learner extensions
 
 Revision ID: c1a55e5_classes
-Revises: e7d41b9c2a65
+Revises: variant_first_sight_35
 Create Date: 2026-11-29 07:40:00.000000
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 import app.db
 
 revision: str = "c1a55e5_classes"
-down_revision: str | None = "e7d41b9c2a65"
+down_revision: str | None = "variant_first_sight_35"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -116,7 +116,7 @@ def test_validate_prints_warnings_at_the_option_and_counts_them_apart_from_error
     # as errors (app.challenges.course_rules); the claim warning stays a warning beside them.
     assert main(["validate", str(folder)]) == 1
     output = capsys.readouterr()
-    assert output.out.rstrip().endswith("3 error(s), 1 warning(s)")
+    assert output.out.rstrip().endswith("4 error(s), 1 warning(s)")
     assert f"{set_file}:{line}:9: warning: option B" in output.err
     assert f"set.yaml:{line}:9: warning: option B" in output.err
 

@@ -169,7 +169,12 @@ def _executor_client(settings: Settings) -> ExecutorClient:
             readers_per_run=settings.sse_readers_per_run,
             readers=settings.sse_readers,
         )
-        if settings.queue_url not in _queue_collectors:  # one per bus: its series are unique
+        if settings.queue_url not in _queue_collectors:
+            # One bus's series at a time: they have the same names whatever the bus, so an app
+            # made for another bus in this process (tests do) takes the place of the last one.
+            for known in _queue_collectors.values():
+                metrics.unregister_collector(known)
+            _queue_collectors.clear()
             _queue_collectors[settings.queue_url] = QueueCollector(client)
             metrics.register_collector(_queue_collectors[settings.queue_url])
         return client

@@ -32,12 +32,19 @@ from bench_class import serve, stop
 
 _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 _BUSY: Counter[str] = Counter()  # 503s (busy: sent again), per path
+_DROPPED: Counter[str] = Counter()  # connections dropped before a response (sent again)
 
 
 async def _post(client: httpx.AsyncClient, path: str, form: dict[str, str]) -> httpx.Response:
-    """POST as the busy page does: a 503 is sent again after its Retry-After."""
+    """POST as the busy page does: a 503 is sent again after its Retry-After; a connection the
+    server dropped (uvicorn under load) is counted and sent again, as a person would."""
     while True:
-        page = await client.post(path, data=form)
+        try:
+            page = await client.post(path, data=form)
+        except httpx.TransportError as error:
+            _DROPPED[f"{path} {type(error).__name__}"] += 1
+            await asyncio.sleep(1)
+            continue
         if page.status_code != 503:
             return page
         _BUSY[path] += 1
@@ -45,8 +52,14 @@ async def _post(client: httpx.AsyncClient, path: str, form: dict[str, str]) -> h
 
 
 async def _form(client: httpx.AsyncClient, path: str) -> str:
-    page = await client.get(path)
-    return _CSRF.search(page.text)[1]  # type: ignore[index]
+    while True:
+        try:
+            page = await client.get(path)
+        except httpx.TransportError as error:
+            _DROPPED[f"GET {path} {type(error).__name__}"] += 1
+            await asyncio.sleep(1)
+            continue
+        return _CSRF.search(page.text)[1]  # type: ignore[index]
 
 
 async def learner(url: str, number: int, start_s: float, statuses: Counter[str]) -> None:
@@ -116,6 +129,7 @@ def main() -> int:
     for step, count in sorted(statuses.items()):
         print(f"  {step}: {count}")
     print(f"busy (503, sent again after Retry-After): {dict(_BUSY)}")
+    print(f"connections dropped before a response (sent again): {dict(_DROPPED)}")
     refused = sum(count for step, count in statuses.items() if step.endswith(" 429"))
     print(f"refused (429): {refused}")
     print(f"a guesser from the same address, then: {guesses} wrong passwords before a 429")

@@ -13,7 +13,16 @@ from app.accounts.models import User
 from app.challenges.catalog import Catalog
 from app.classes import rules, service
 from app.classes.models import Assignment, Klass
-from app.deps import CatalogDep, CsrfDep, CurrentUser, NowDep, RowId, SessionDep, StaffUser
+from app.deps import (
+    MAX_ROW_ID,
+    CatalogDep,
+    CsrfDep,
+    CurrentUser,
+    NowDep,
+    RowId,
+    SessionDep,
+    StaffUser,
+)
 from app.errors import BadRequest, NotFound
 from app.progress import zone as zones
 
@@ -161,7 +170,7 @@ def grant_extension(
     assignment_id: RowId,
     staff: StaffUser,
     session: SessionDep,
-    user_id: Annotated[int, Form(ge=1)],
+    user_id: Annotated[int, Form(ge=1, le=MAX_ROW_ID)],
     time_multiplier: Annotated[str, Form(pattern=r"^(untimed|\d+(\.\d+)?)$")] = "1",
     due_at: OptionalText = None,
     close_at: OptionalText = None,

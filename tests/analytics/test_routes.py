@@ -18,6 +18,7 @@ from tests.support.learner import Learner
 ROUTES = [
     "/admin",
     "/admin/sets/test-analysis",
+    "/admin/misconceptions",
     "/admin/learners",
     "/admin/learners/1",
     "/admin/export/attempts.csv",

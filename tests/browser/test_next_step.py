@@ -19,6 +19,7 @@ from app.accounts.models import User
 from app.challenges.catalog import Catalog
 from app.db import make_engine
 from app.lessons import service as lessons
+from app.lessons.rules import CheckTries
 from app.modes import service as modes
 from app.review import service as review
 from app.review.scheduling import Grade
@@ -43,7 +44,7 @@ def first_topic_done_but_its_set_and_a_later_card(
     with Session(engine, expire_on_commit=False) as session:
         user = session.exec(select(User).where(User.username == username)).one()
         assert user.id is not None
-        lessons.record_check(session, user.id, FIRST, {}, True, now)
+        lessons.record_check(session, user.id, FIRST, CheckTries(tries=1).dumps(), True, now)
         for entry in topic.practice:
             modes.record_answer(session, user.id, entry, "practice", "x", True, now)
         for entry in topic.cards:

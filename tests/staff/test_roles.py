@@ -98,9 +98,9 @@ def test_every_staff_route_is_covered_by_these_tests(app):
         "POST /staff/classes/{class_id}/assignments/{assignment_id}/extensions",
         "GET /staff/classes/{class_id}/gradebook.csv",
     }
-    # The dashboards (/admin, /admin/sets, /admin/learners, /admin/export) are covered by
-    # tests/analytics/test_routes.py.
-    dashboards = ("/admin/sets", "/admin/learners", "/admin/export")
+    # The dashboards (/admin, /admin/sets, /admin/misconceptions, /admin/learners,
+    # /admin/export) are covered by tests/analytics/test_routes.py.
+    dashboards = ("/admin/sets", "/admin/misconceptions", "/admin/learners", "/admin/export")
     mine = {
         route
         for route in staff_routes(app)

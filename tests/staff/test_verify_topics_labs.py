@@ -45,8 +45,8 @@ items:
     title: Why print per rank
     prompt: Explain why each rank prints its own line.
     concepts:
-      - {name: separate processes, phrasings: [process]}
-    model_answer: MODEL-ANSWER each rank is a process.
+      - {name: separate processes, phrasings: [each rank is a separate process]}
+    model_answer: MODEL-ANSWER each rank is a separate process.
     explanation: Each rank is a separate process.
 proofs:
   - id: says-bye

@@ -184,6 +184,8 @@ def test_an_item_needing_gpus_is_reported_not_passed_or_failed(executor_url, tmp
     )
     for snippet in (ROOT / "challenges/multi-gpu-master").glob("*.py"):
         shutil.copy(snippet, tmp_path)
+    # Its distractors name beliefs from the course's catalogue.
+    shutil.copy(ROOT / "challenges/misconceptions.yaml", tmp_path)
     result = verify(set_file, executor_url)
     assert result.returncode == 0, result.stdout
     assert "GPU " in result.stdout and "needs 2 GPU(s); this executor has 0" in result.stdout

@@ -41,7 +41,7 @@ def take_test_runs(page) -> tuple[str, int]:
 
 
 def test_a_class_from_creation_to_the_gradebook(page, browser, live_server, live_database_url):
-    sign_up_as_instructor(page, live_database_url)
+    sign_up_as_instructor(page, live_database_url, "class-teacher")
     page.goto("/staff/classes")
     page.get_by_label("New class title").fill("Distributed 101")
     page.get_by_role("button", name="Create class").click()

@@ -17,13 +17,14 @@ from tests.support.accounts import set_role
 pytestmark = pytest.mark.browser
 
 
-def sign_up_as_instructor(page, database_url: str) -> None:
+def sign_up_as_instructor(page, database_url: str, username: str = "browser-teacher") -> None:
+    """Register (each test its own name: the live server is shared) and become an instructor."""
     page.goto("/register")
-    page.get_by_label("Username").fill("browser-teacher")
+    page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill("teaches-ddp")
     page.get_by_test_id("register").click()
     page.wait_for_url(re.compile(r"/me/progress$"))
-    set_role(database_url, "browser-teacher", Role.INSTRUCTOR)
+    set_role(database_url, username, Role.INSTRUCTOR)
 
 
 def test_an_instructor_previews_and_verifies_a_set_against_real_runs(page, live_database_url):

@@ -8,12 +8,15 @@ rank = dist.get_rank()
 batch = torch.full((4, 1), 10.0 * (rank + 1))  # rank 0 sees 10s, rank 1 sees 20s
 
 
-def running_means(forward_without_grad):
+def running_means(how):
     model = DDP(nn.BatchNorm1d(1))  # default buffer settings; momentum 0.1
     for step in range(2):
-        if forward_without_grad:
+        if how == "no_grad":
             with torch.no_grad():  # a training-mode forward that builds no graph
                 model(batch)
+        elif how == "no_sync":
+            with model.no_sync():  # a training forward and backward that skip the all-reduce
+                model(batch).sum().backward()
         else:
             model(batch).sum().backward()
     means = [None] * dist.get_world_size()
@@ -21,8 +24,9 @@ def running_means(forward_without_grad):
     return means
 
 
-with_grad, without_grad = running_means(False), running_means(True)
+with_grad, without_grad, unsynced = (running_means(how) for how in ("grad", "no_grad", "no_sync"))
 if rank == 0:
     print("with grad:", with_grad)
     print("under no_grad:", without_grad)
+    print("inside no_sync:", unsynced)
 dist.destroy_process_group()

@@ -9,8 +9,11 @@ rank = dist.get_rank()
 model = DDP(nn.Linear(1, 1, bias=False))
 with torch.no_grad():
     model.module.weight.fill_(0.0)
-x = torch.tensor([[3.0]]) if rank == 0 else torch.tensor([[5.0]])
-model(x).sum().backward()  # local gradient: 3 on rank 0, 5 on rank 1
-norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+X0 = 3.0  # rank 0's input, so its local gradient
+X1 = 5.0  # rank 1's input, so its local gradient
+MAX_NORM = 1.0
+x = torch.tensor([[X0]]) if rank == 0 else torch.tensor([[X1]])
+model(x).sum().backward()
+norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=MAX_NORM)
 print(f"norm {norm.item():.1f}, grad after clipping {model.module.weight.grad.item():.4f}")
 dist.destroy_process_group()

@@ -13,10 +13,13 @@ def counting_backend(gm, example_inputs):  # a "compiler" that only counts the g
     return gm.forward
 
 
+LAYERS = 4
+
+
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
-        self.layers = nn.ModuleList(nn.Linear(512, 512) for _ in range(4))  # 1 MiB each
+        self.layers = nn.ModuleList(nn.Linear(512, 512) for _ in range(LAYERS))  # 1 MiB each
 
     def forward(self, x):
         for layer in self.layers:

@@ -7,7 +7,9 @@ dist.init_process_group("gloo")  # launched with 2 ranks
 rank = dist.get_rank()
 torch.manual_seed(0)
 
-model = nn.Sequential(nn.Linear(8, 6), nn.ReLU(), nn.Linear(6, 4))  # 82 parameters in all
+IN = 8
+HIDDEN = 6
+model = nn.Sequential(nn.Linear(IN, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, 4))  # 82 parameters here
 ddp_model = DDP(model)
 
 held = sum(p.numel() for p in ddp_model.parameters())

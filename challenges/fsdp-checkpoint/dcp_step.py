@@ -8,7 +8,8 @@ dist.init_process_group("gloo")
 torch.manual_seed(0)
 model = nn.Linear(8, 6)
 fully_shard(model)
-dcp.save({"model": model.state_dict(), "step": 120}, checkpoint_id="/tmp/ckpt")
+STEP = 120  # the step the job had reached when it saved
+dcp.save({"model": model.state_dict(), "step": STEP}, checkpoint_id="/tmp/ckpt")
 
 state = {"model": model.state_dict(), "step": 0}  # what a restarted job would pass in
 dcp.load(state, checkpoint_id="/tmp/ckpt")

@@ -6,7 +6,8 @@ from torch.distributed.fsdp import fully_shard
 
 dist.init_process_group("gloo")
 torch.manual_seed(0)
-model = nn.Linear(8, 6)
+OUT = 6
+model = nn.Linear(8, OUT)
 fully_shard(model)
 options = StateDictOptions(full_state_dict=True, cpu_offload=True)
 state = get_model_state_dict(model, options=options)  # a collective: every rank calls it

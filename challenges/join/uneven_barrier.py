@@ -9,7 +9,8 @@ torch.manual_seed(0)
 model = DDP(nn.Linear(2, 1))
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 
-batches = 3 if rank == 0 else 2  # rank 0 got one more batch
+SHARED = 2  # batches on every rank
+batches = SHARED + 1 if rank == 0 else SHARED  # rank 0 got one more batch
 for step in range(batches):
     opt.zero_grad()
     model(torch.ones(4, 2)).sum().backward()

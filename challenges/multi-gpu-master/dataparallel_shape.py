@@ -1,11 +1,14 @@
 import torch
 import torch.nn as nn
 
+BATCH = 16
+FEATURES = 10
+
 
 class SimpleModel(nn.Module):
     def __init__(self):
         super().__init__()
-        self.linear = nn.Linear(10, 5)
+        self.linear = nn.Linear(FEATURES, 5)
 
     def forward(self, x):
         print("forward sees", tuple(x.shape), flush=True)
@@ -14,5 +17,5 @@ class SimpleModel(nn.Module):
 
 model = nn.DataParallel(SimpleModel())  # a machine with no GPU
 print("device_ids", model.device_ids, flush=True)
-output = model(torch.randn(16, 10))
+output = model(torch.randn(BATCH, FEATURES))
 print("output", tuple(output.shape), flush=True)

@@ -11,9 +11,10 @@ with torch.no_grad():
     layer.weight.fill_(1.0)
 model = DDP(layer)
 
-# rank 0's micro-batches are x = 1 then 2; rank 1's are x = 3 then 4.
+# rank r's micro-batches are x = START + 2r then START + 2r + 1.
 # The loss is w * x, so each backward adds x to the local gradient.
-micro_batches = [torch.tensor([[1.0 + 2 * rank]]), torch.tensor([[2.0 + 2 * rank]])]
+START = 1.0
+micro_batches = [torch.tensor([[START + 2 * rank]]), torch.tensor([[START + 2 * rank + 1]])]
 
 with model.no_sync():
     model(micro_batches[0]).sum().backward()

@@ -19,10 +19,11 @@ def counting_hook(state, bucket):  # DDP's own all-reduce, counted
 
 
 model.register_comm_hook(None, counting_hook)
-accum = 4
-for i in range(8):  # 8 micro-batches, an optimizer step every 4
-    last = (i + 1) % accum == 0
+MICRO_BATCHES = 8
+ACCUM = 4
+for i in range(MICRO_BATCHES):  # an optimizer step every ACCUM micro-batches
+    last = (i + 1) % ACCUM == 0
     with contextlib.nullcontext() if last else model.no_sync():
-        (model(torch.randn(2, 4)).sum() / accum).backward()
+        (model(torch.randn(2, 4)).sum() / ACCUM).backward()
 print(f"all-reduces: {all_reduces}")
 dist.destroy_process_group()

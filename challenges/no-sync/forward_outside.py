@@ -17,9 +17,10 @@ def counting_hook(state, bucket):  # DDP's own all-reduce, counted
 
 
 model.register_comm_hook(None, counting_hook)
-for i in range(3):  # two accumulation micro-batches, then the synced one
+MICRO_BATCHES = 3
+for i in range(MICRO_BATCHES):  # accumulation micro-batches, then the synced one
     loss = model(torch.randn(2, 4)).sum()  # forward outside the context
-    if i < 2:
+    if i < MICRO_BATCHES - 1:
         with model.no_sync():
             loss.backward()
     else:

@@ -22,10 +22,11 @@ rank = dist.get_rank()
 torch.manual_seed(0)
 model = DDP(WithAux(), static_graph=True)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
+WITH_AUX = 1  # the first WITH_AUX steps add the auxiliary loss, the later ones do not
 try:
-    for step in range(4):
+    for step in range(WITH_AUX + 3):
         opt.zero_grad()
-        model(torch.randn(8, 4), with_aux=(step % 2 == 0)).backward()  # aux loss every other step
+        model(torch.randn(8, 4), with_aux=(step < WITH_AUX)).backward()
         opt.step()
         print(f"rank {rank}: step {step} done", flush=True)
 except RuntimeError as error:

@@ -18,8 +18,9 @@ class MaybeAux(nn.Module):
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 torch.manual_seed(0)
+ROWS = 8
 model = DDP(MaybeAux(), find_unused_parameters=True)
-model(torch.ones(8, 4), use_aux=(rank == 0)).sum().backward()  # aux only on rank 0
+model(torch.ones(ROWS, 4), use_aux=(rank == 0)).sum().backward()  # aux only on rank 0
 print(f"rank {rank}: aux_head.bias.grad = {model.module.aux_head.bias.grad}")
 print(f"rank {rank}: main_head.bias.grad = {model.module.main_head.bias.grad}")
 dist.destroy_process_group()

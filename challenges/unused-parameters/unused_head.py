@@ -4,10 +4,13 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 
+DEPTH = 1  # Linear layers in the body
+
+
 class TwoHeads(nn.Module):
     def __init__(self):
         super().__init__()
-        self.body = nn.Linear(4, 4)
+        self.body = nn.Sequential(*(nn.Linear(4, 4) for _ in range(DEPTH)))
         self.main_head = nn.Linear(4, 1)
         self.aux_head = nn.Linear(4, 1)  # defined, but not used in forward
 

@@ -1,8 +1,8 @@
 """Check the rules a course must meet to ship, beyond loading: no guesser earns a badge one time
 in a hundred, every entry a quiz draws from names its fact, every cheat-sheet line says what it
-rests on, no lesson example gives away a set item of its topic, and "pick the longest option"
-beats no set. `ranklab validate` reports them at the file; the suite's tests call the same
-functions.
+rests on, no lesson example gives away a set item of its topic, "pick the longest option"
+beats no set, and no lesson check is passed by trying the other options. `ranklab validate`
+reports them at the file; the suite's tests call the same functions.
 
 They are not load errors: a draft that breaks one still previews and serves (the fixtures of the
 tests break them freely); `ranklab validate` and the shipped-content tests hold the course to them.
@@ -356,6 +356,43 @@ def key_length_problems(report: LoadReport) -> list[LoadError]:
     return found
 
 
+def lesson_check_problems(report: LoadReport) -> list[LoadError]:
+    """Lesson checks that a retry passes by picking the other options (issue 37): a pool no
+    larger than a try asks, at the check's first question, and a wrong option with no
+    `feedback:`, at the option."""
+    found = []
+    for topic in report.topics:
+        lesson = topic.topic.lesson
+        if lesson is None:
+            continue
+        first = topic.lesson_at.get(lesson.check[0].id, topic.id_at)
+        if len(lesson.check) <= lesson.asks:
+            found.append(
+                LoadError(
+                    topic.path,
+                    *first,
+                    f"this lesson's check has {len(lesson.check)} questions and a try asks "
+                    f"{lesson.asks}: a retry would ask the same ones again, so picking the other "
+                    "options passes it; give more questions than a try asks (`check_asks: 2` "
+                    "or `3`)",
+                )
+            )
+        for question in lesson.check:
+            for option in question.options:
+                if option.id in question.answer_ids or option.feedback:
+                    continue
+                found.append(
+                    LoadError(
+                        topic.path,
+                        *topic.lesson_at.get(f"{question.id}/{option.id}", first),
+                        f"wrong option {option.id} of check question {question.id!r} has no "
+                        "feedback: a wrong pick shows it, so say why that belief is wrong "
+                        "(without naming the key)",
+                    )
+                )
+    return found
+
+
 def problems(report: LoadReport) -> list[LoadError]:
     """Every course rule the loaded content breaks, sorted by place."""
     found = [error for loaded in report.sets for error in guessing_problems(loaded)]
@@ -364,4 +401,5 @@ def problems(report: LoadReport) -> list[LoadError]:
     found += lesson_problems(report)
     found += deprecated_phrasing_problems(report)
     found += key_length_problems(report)
+    found += lesson_check_problems(report)
     return sorted(found)

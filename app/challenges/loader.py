@@ -102,7 +102,9 @@ class LoadedTopic:
     claims: list[cheatsheet.Claim] = field(default_factory=list)  # the cheat sheet's claims
     fact_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # entry id -> `fact:`
     lesson_code: dict[str, str] = field(default_factory=dict)  # lesson example id -> code
-    lesson_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # example/check -> `id:`
+    lesson_at: dict[str, tuple[int, int]] = field(
+        default_factory=dict
+    )  # example/check/option -> `id:`
     requires_at: list[tuple[int, int]] = field(default_factory=list)  # each `requires:` entry
     id_at: tuple[int, int] = (1, 1)  # where its `id:` value is written
     entry_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # card/item id -> `id:`
@@ -474,6 +476,10 @@ def load_topic_file(path: Path, shown: str) -> tuple[LoadedTopic | None, list[Lo
             loaded.lesson_at[question.id] = _value_position(
                 document, ("lesson", "check", index, "id")
             )
+            for number, option in enumerate(question.options):  # "question/option": no slug
+                loaded.lesson_at[f"{question.id}/{option.id}"] = _value_position(
+                    document, ("lesson", "check", index, "options", number, "id")
+                )
     loaded.requires_at = [
         _position(document, ("requires", index)) for index in range(len(topic.requires))
     ]

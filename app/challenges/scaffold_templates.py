@@ -325,7 +325,15 @@ lesson:
           output:
             all: "value 6.0\n"
           after: Rank 1 held 6.0, and broadcast copied it to rank 0.
-  # The closing check: 2 or 3 choice questions; passing it completes the lesson.
+  # The closing check: a pool of questions, of which a try asks `check_asks` (2 or 3); passing
+  # one try completes the lesson. A wrong pick shows its option's feedback and a link to the
+  # section named in `reread:`; a retry draws questions not missed yet, so the pool must be
+  # larger than a try, and every wrong option needs feedback (validate checks both).
+  check_asks: 2
+  reread:
+    where-the-sum-goes: all-reduce
+    who-calls-a-collective: broadcast
+    what-broadcast-leaves: broadcast
   check:
     - id: where-the-sum-goes
       kind: choice
@@ -335,8 +343,12 @@ lesson:
       prompt: Where does `dist.all_reduce(t)` put the sum?
       options:
         - {id: A, text: "Into `t`, on every rank"}
-        - {id: B, text: "Into its return value, on rank 0"}
-        - {id: C, text: "Into `t`, on rank 0 only"}
+        - id: B
+          text: "Into its return value, on rank 0"
+          feedback: The call returns `None`; nothing comes back from it to read.
+        - id: C
+          text: "Into `t`, on rank 0 only"
+          feedback: Rank 0 is not special to `all_reduce`; one rank's result is what `reduce` aims for.
       answer: A
       explanation: In place, into `t`, on every rank.
     - id: who-calls-a-collective
@@ -347,10 +359,30 @@ lesson:
       prompt: Which ranks call `dist.broadcast(t, src=1)`?
       options:
         - {id: A, text: Every rank}
-        - {id: B, text: Rank 1 only}
-        - {id: C, text: Every rank but rank 1}
+        - id: B
+          text: Rank 1 only
+          feedback: A collective that one rank calls alone never completes; the receivers call it too.
+        - id: C
+          text: Every rank but rank 1
+          feedback: The source takes part in the call as well; `src` only says whose tensor is sent.
       answer: A
       explanation: A collective is called by every rank; `src` only says whose tensor is copied.
+    - id: what-broadcast-leaves
+      kind: choice
+      category: Conceptual
+      difficulty: beginner
+      title: What a receiver holds
+      prompt: After `dist.broadcast(t, src=1)`, what does `t` hold on rank 0?
+      options:
+        - {id: A, text: "Rank 1's tensor"}
+        - id: B
+          text: "Its own tensor"
+          feedback: A receiving rank's tensor is overwritten; what it held before is gone.
+        - id: C
+          text: "The two added"
+          feedback: "`broadcast` copies; adding the ranks' tensors is what `all_reduce` does."
+      answer: A
+      explanation: "`broadcast` copies rank `src`'s tensor into `t` on every other rank."
 
 proofs:
   - id: sum-on-every-rank

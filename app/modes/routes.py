@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, tzinfo
+from functools import partial
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -386,9 +387,11 @@ async def review_page(
     carries its deck's version, so a Reload meanwhile neither changes its key nor loses it."""
     assert user.id is not None
     seed = _seed(settings, "review", user.id)
+    zone = zones.of(request)
     state = await run_reads(
-        session, _review_state, session, catalog, settings, user.id, now, last, topic, seed, v, k
-    )
+        session, _review_state, session, catalog, settings, user.id, now, zone, last, topic, seed,
+        v, k,
+    )  # fmt: skip
     per_topic: dict[str, int] = {}
     for entry in state.queue:
         per_topic[entry.topic] = per_topic.get(entry.topic, 0) + 1
@@ -436,6 +439,7 @@ def _review_state(
     settings: Settings,
     user_id: int,
     now: datetime,
+    zone: tzinfo,
     last: int | None,
     topic: str | None,
     seed: str,
@@ -444,7 +448,7 @@ def _review_state(
 ) -> _ReviewState:
     """Read the Review page's state; the answer just given is shown by the version it was
     judged by (`version`), though a Reload published another since."""
-    queue, skipped = modes.review_due(session, user_id, now, catalog)
+    queue, skipped = modes.review_due(session, user_id, now, catalog, zone=zone)
     if topic is not None:
         queue = [entry for entry in queue if entry.topic == topic]
     shown = None
@@ -483,7 +487,8 @@ async def review_count(
     """The nav's count of due mistakes (loaded after the page, so pages stay fast)."""
     count = 0
     if user is not None and user.id is not None:
-        queue = await run_reads(session, modes.review_queue, session, user.id, now, catalog)
+        queue_in_zone = partial(modes.review_queue, zone=zones.of(request))
+        queue = await run_reads(session, queue_in_zone, session, user.id, now, catalog)
         count = len(queue)
     return _render(request, "_review_count.html", {"count": count})
 

@@ -379,21 +379,33 @@ def card_of(session: Session, user_id: int, entry: Entry) -> ReviewCard | None:
 
 
 def review_queue(
-    session: Session, user_id: int, now: datetime, catalog: Catalog, limit: int = 200
+    session: Session,
+    user_id: int,
+    now: datetime,
+    catalog: Catalog,
+    limit: int = 200,
+    zone: tzinfo = UTC,
 ) -> list[Entry]:
     """The learner's missed items due for review, across topics, most overdue first (items no
-    longer served are left out), each fact once: its most overdue item."""
-    return review_due(session, user_id, now, catalog, limit)[0]
+    longer served are left out), each fact once: its most overdue item, and none whose fact
+    was asked since the start of the learner's day in their zone."""
+    return review_due(session, user_id, now, catalog, limit, zone)[0]
 
 
 def review_due(
-    session: Session, user_id: int, now: datetime, catalog: Catalog, limit: int = 200
+    session: Session,
+    user_id: int,
+    now: datetime,
+    catalog: Catalog,
+    limit: int = 200,
+    zone: tzinfo = UTC,
 ) -> tuple[list[Entry], int]:
     """As review_queue(), and how many due cards were left out because their item, set or
     topic is no longer in the course (the Review page says so rather than hide them)."""
     rows = review.due_cards(session, user_id, now + LEARN_AHEAD, CardSource.ITEM, limit=limit)
     found = [catalog.entry(row.deck_id, row.card_id) for row in rows]
-    today = review.reviewed_since(session, user_id, CardSource.ITEM, _midnight(now, UTC))
+    # "Asked today" is the learner's day, as for flashcards: not the UTC day (issue 37).
+    today = review.reviewed_since(session, user_id, CardSource.ITEM, _midnight(now, zone))
     asked = _facts_asked(catalog.entry(row.deck_id, row.card_id) for row in today)
     due = [entry for entry in found if entry is not None]
     return rules.one_per_fact(rules.not_asked_elsewhere(due, asked)), len(found) - len(due)

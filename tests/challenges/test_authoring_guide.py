@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
+from app.challenges import course_rules
 from app.challenges.loader import load_path
 from app.challenges.schema import NumericItem, Outcome, RankExpectation, RankOutcome
 from app.config import ROOT
@@ -106,7 +107,9 @@ def test_the_guides_lesson_example_validates(tmp_path: Path):
     assert lesson is not None and [q.id for q in lesson.check] == [
         "check-all-reduce-result",
         "check-who-calls",
+        "check-what-it-adds",
     ]
+    assert course_rules.lesson_check_problems(report) == []  # a pool, feedback on every miss
     assert topic.lesson_code == {"all-reduce-in-place": "import torch.distributed as dist\n"}
 
 

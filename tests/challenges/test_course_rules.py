@@ -249,8 +249,39 @@ def test_validate_refuses_an_explain_phrasing_that_credits_a_deprecated_launcher
     ]
 
 
+# A lesson check a retry passes by picking the other options (issue 37).
+def test_validate_refuses_a_check_whose_retry_asks_the_same_questions(course, capsys):
+    topic_file = course / "demo" / "topic.yaml"
+    edit(topic_file, "  check_asks: 2\n", "")
+    code, errors = validate(course, capsys)
+    assert code == 1
+    assert errors == [
+        f"{topic_file}:{line_of(topic_file, '- id: where-the-sum-goes')}:11: this lesson's check "
+        "has 3 questions and a try asks 3: a retry would ask the same ones again, so picking "
+        "the other options passes it; give more questions than a try asks (`check_asks: 2` or "
+        "`3`)"
+    ]
+
+
+def test_validate_refuses_a_wrong_check_option_without_feedback_at_the_option(course, capsys):
+    topic_file = course / "demo" / "topic.yaml"
+    edit(
+        topic_file,
+        "          feedback: The call returns `None`; nothing comes back from it to read.\n",
+        "",
+    )
+    code, errors = validate(course, capsys)
+    assert code == 1
+    option = line_of(topic_file, 'text: "Into its return value, on rank 0"') - 1
+    assert errors == [
+        f"{topic_file}:{option}:15: wrong option B of check question 'where-the-sum-goes' has no "
+        "feedback: a wrong pick shows it, so say why that belief is wrong (without naming the key)"
+    ]
+
+
 def test_the_shipped_course_gives_nothing_away_and_keys_the_longest_option_near_chance():
     shipped = load_path(ROOT / "challenges")
     assert course_rules.lesson_problems(shipped) == []
     assert course_rules.key_length_problems(shipped) == []
     assert course_rules.deprecated_phrasing_problems(shipped) == []
+    assert course_rules.lesson_check_problems(shipped) == []

@@ -136,6 +136,14 @@ def test_the_shipped_catalogue_is_sound_and_every_entry_is_named_by_a_distractor
         for option in getattr(item, "options", [])
         if option.misconception is not None
     }
+    named |= {  # a lesson check's distractors name beliefs too (issue 37)
+        option.misconception
+        for topic in report.topics
+        if topic.topic.lesson is not None
+        for question in topic.topic.lesson.check
+        for option in question.options
+        if option.misconception is not None
+    }
     assert named == set(report.misconceptions)
     for entry in report.misconceptions.values():
         assert entry.belief.endswith(".") and entry.belief.count(". ") == 0, entry.id

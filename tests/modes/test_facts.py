@@ -11,7 +11,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlmodel import Session
+from fastapi.testclient import TestClient
+from sqlmodel import Session, func, select
 
 from app.accounts.models import User
 from app.challenges import course_rules
@@ -25,6 +26,7 @@ from app.review import service as review
 from app.review.scheduling import Grade
 from tests.conftest import FIXTURES
 from tests.support.content import edit
+from tests.support.learner import Learner
 
 YESTERDAY = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
 TODAY = YESTERDAY + timedelta(days=1)
@@ -144,6 +146,42 @@ def test_a_review_session_asks_a_fact_once_and_a_miss_of_the_same_item_comes_bac
         modes.review_queue(session, learner, TODAY + timedelta(hours=1), catalog)
     )
     assert ids(modes.review_queue(session, learner, TOMORROW, catalog)) == ["all-reduce-sum"]
+
+
+# Saturday 28 November 2026 in Los Angeles (PST, UTC-8): 15:00 is still Saturday in UTC, 19:30
+# is already Sunday there (tests/browser/test_clock.py's evening).
+SATURDAY_AFTERNOON_IN_LOS_ANGELES = datetime(2026, 11, 28, 23, 0, tzinfo=UTC)
+SATURDAY_EVENING_IN_LOS_ANGELES = datetime(2026, 11, 29, 3, 30, tzinfo=UTC)
+
+
+def test_review_counts_asked_today_from_the_learners_midnight_not_utcs(
+    app_factory, database_url: str, clock, catalog: Catalog, tmp_path: Path
+) -> None:
+    """Issue 37: a learner in Los Angeles who reviewed a fact at 15:00 is not asked it again by
+    its twin at 19:30 the same Saturday, though UTC has turned over to Sunday since."""
+    clock.now = SATURDAY_EVENING_IN_LOS_ANGELES
+    with TestClient(app_factory(database_url, challenges_dir=tmp_path / "challenges")) as client:
+        person = Learner(client)
+        person.start_as_guest()
+        engine = make_engine(database_url)
+        with write_session(engine) as db:
+            user_id = db.exec(select(func.max(User.id))).one()
+            world_size = catalog.entry("modes-drill", "world-size")
+            all_reduce = catalog.entry("modes-drill", "all-reduce-sum")
+            assert user_id is not None and world_size is not None and all_reduce is not None
+            friday = SATURDAY_AFTERNOON_IN_LOS_ANGELES - timedelta(days=1)
+            for entry in (world_size, all_reduce):
+                modes.feed_review(db, user_id, entry, False, False, "practice", friday)
+            modes.feed_review(
+                db, user_id, world_size, True, False, "review", SATURDAY_AFTERNOON_IN_LOS_ANGELES
+            )
+        engine.dispose()
+        client.cookies.set("tz", "America/Los_Angeles")
+        in_los_angeles = person.get("/review").text
+        client.cookies.set("tz", "UTC")
+        in_utc = person.get("/review").text
+    assert "Sum of ranks" not in in_los_angeles  # its fact was asked this (Saturday) afternoon
+    assert "Sum of ranks" in in_utc  # in UTC that afternoon was yesterday
 
 
 def test_no_shipped_quiz_asks_one_fact_twice() -> None:

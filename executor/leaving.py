@@ -9,6 +9,7 @@ import contextlib
 import os
 import socket
 import stat
+import sys
 import time
 
 # gloo names its threads (torch 2.13, observed): a process group's transport loop, started
@@ -25,11 +26,21 @@ POLL_S = 0.005
 
 def leave(sandboxed: bool) -> None:
     """Wait (bounded) until no peer process is still joining a gloo group, then FIN."""
-    if joining(os.getpid()) is not None:  # this rank is in a live gloo group
+    if _in_a_group() and joining(os.getpid()) is not None:
         deadline = time.monotonic() + JOIN_WAIT_S
         while _peer_joining(sandboxed) and time.monotonic() < deadline:
             time.sleep(POLL_S)
     end_connections()
+
+
+def _in_a_group() -> bool:
+    """Whether the snippet left its process groups up. destroy_process_group() closes their
+    connections at once, under torchrun too: then there is no exit to wait for."""
+    distributed = sys.modules.get("torch.distributed")
+    try:
+        return bool(distributed is not None and distributed.is_initialized())
+    except Exception:  # a snippet may have replaced anything in the module
+        return True
 
 
 def joining(pid: int) -> bool | None:

@@ -14,7 +14,6 @@ import json
 import os
 import random
 import socket
-import stat
 import sys
 import threading
 import time
@@ -24,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from executor import sandbox, stacks
+from executor import leaving, sandbox, stacks
 from executor.limits import RunBudget
 
 SNIPPET_NAME = "snippet.py"
@@ -171,32 +170,11 @@ def run_rank(launch: RankLaunch) -> NoReturn:
     }
     with contextlib.suppress(OSError):
         os.write(RESULT_FD, (json.dumps(record) + "\n").encode())
-    _end_connections()
+    # As a torchrun worker's slower exit does in practice: a peer still connecting its mesh
+    # to this rank must not find the connection closed (leaving.py).
+    leaving.leave(sandboxed=launch.plan is not None)
     # os._exit, not sys.exit: tearing down gloo threads in a forked rank deadlocks (trap 4).
     os._exit(exit_code)
-
-
-def _end_connections() -> None:
-    """Send FIN on every TCP connection the rank still holds, before its exit closes them.
-
-    A socket closed with bytes unread in it resets the connection (RST) instead of closing it,
-    and a peer blocked in a collective then reads "Connection reset by peer" where, under
-    torchrun, it reads "Connection closed by peer": there a failing worker takes its time to
-    exit (traceback, finalisation) while gloo's loop thread drains what peers sent, and here
-    os._exit comes at once. A FIN sent first is what the peer reads (end of stream): its
-    receive ends in "closed", whatever reset follows on the same connection.
-    """
-    for name in os.listdir("/proc/self/fd"):
-        with contextlib.suppress(OSError, ValueError):
-            fd = int(name)
-            if not stat.S_ISSOCK(os.fstat(fd).st_mode):
-                continue
-            with socket.socket(fileno=os.dup(fd)) as connection:
-                if connection.type == socket.SOCK_STREAM and connection.family in (
-                    socket.AF_INET,
-                    socket.AF_INET6,
-                ):
-                    connection.shutdown(socket.SHUT_WR)
 
 
 def forget_perturbation() -> None:

@@ -90,7 +90,9 @@ class RunInit:
         signal.signal(STOP_SIGNAL, self._on_stop)
         signal.signal(DUMP_REQUEST_SIGNAL, self._on_dump_request)
         signal.signal(LOOK_REQUEST_SIGNAL, self._on_look_request)
-        store_pid, store_channel = store.fork(self.plan, setup.port)
+        limits = setup.ctx.limits
+        store_budget = run_budget(limits.max_nproc, limits.max_timeout_s, limits)
+        store_pid, store_channel = store.fork(self.plan, setup.port, store_budget)
         self.store_pid = store_pid
         with os.fdopen(setup.request_r, "rb") as source:
             payload = source.read()
@@ -102,12 +104,11 @@ class RunInit:
         budget = run_budget(budget_ranks(order["nproc"], launcher), order["timeout_s"],
                             setup.ctx.limits, order["backend"], len(setup.gpus))  # fmt: skip
         script = _write_script(order["code"], sandboxed=self.plan is not None)
-        # `python snippet.py` has no launcher's store: closing the channel ends it unstarted.
-        started_store = (
-            store.start(store_pid, store_channel, budget, order["timeout_s"])
-            if launcher == "torchrun"
-            else None
-        )
+        if launcher == "torchrun":
+            started_store = store.started(store_pid, store_channel, order["timeout_s"])
+        else:
+            started_store = None
+            store.discard(store_pid)  # `python snippet.py` has no launcher's store
         store_channel.close()
         self._say({"started": True})  # siblings may start their ranks now
         pids: dict[int, int] = {}

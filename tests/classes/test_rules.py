@@ -70,7 +70,6 @@ def test_among_groups_the_latest_dates_and_the_largest_multiplier_count():
         1.5, NOW + timedelta(days=9), NOW + timedelta(days=10), "group accessibility, lab B"
     )
     assert found is not None and found.from_groups
-    assert rules.allowance(None, [allow(None, None, None, "a"), allow(3.0, None, None, "b")])
     untimed = rules.allowance(None, [allow(None, None, None, "a"), allow(3.0, None, None, "b")])
     assert untimed is not None and untimed.time_multiplier is None
 

@@ -157,6 +157,10 @@ def add_assignment(
         topic = catalog.topic(topic_id)
         if topic is None:
             raise BadRequest(f"No topic {topic_id!r}.")
+        if attempt_limit is not None:  # its dates refuse no start either: nothing to count
+            raise BadRequest(
+                "A topic assignment has no attempt limit: assign one of its sets for that."
+            )
         title, set_id = f"{topic.title} (topic)", ""
     else:
         loaded = catalog.get(set_id)

@@ -164,6 +164,10 @@ def test_an_unknown_topic_or_group_is_a_clear_error(people):
     form = {"set_id": "topic:nope", "open_at": "2026-11-22T08:00", "due_at": "2026-11-27T17:00"}
     refused = teacher.post(f"{url}/assignments", form)
     assert refused.status_code == 400 and "No topic 'nope'" in html.unescape(refused.text)
+    limited = teacher.post(
+        f"{url}/assignments", {**form, "set_id": "topic:collectives", "attempt_limit": 2}
+    )
+    assert limited.status_code == 400 and "no attempt limit" in limited.text
     assign(teacher, url)
     view = assignment_url(teacher, url)
     missing = teacher.post(f"{view}/group-extensions", {"group_id": 999})

@@ -172,3 +172,21 @@ def test_an_unknown_topic_or_group_is_a_clear_error(people):
     view = assignment_url(teacher, url)
     missing = teacher.post(f"{view}/group-extensions", {"group_id": 999})
     assert missing.status_code == 404 and "No such group" in missing.text
+
+
+def test_a_learner_joins_a_group_later_once_however_often_added(people):
+    teacher, ana, _ben, _cy, database_url = people
+    url, code = create_class(teacher)
+    group = make_group(teacher, url, "lab section B")
+    enrol(teacher, code, database_url, (ana, "ana"))
+    for _ in range(2):
+        added = teacher.post(
+            f"{url}/groups/{group}/members",
+            {"user_id": user_id(database_url, "ana")},
+            follow_redirects=False,
+        )
+        assert added.status_code == 303, added.text
+    listed = re.search(
+        r'data-group-name="lab section B"><strong>[^<]+</strong>: ([^<\n]*)', teacher.get(url).text
+    )
+    assert listed and listed[1].strip() == "ana"

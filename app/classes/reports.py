@@ -271,3 +271,39 @@ def by_topic(found: Mapping[str, Due], catalog: Catalog) -> dict[str, Due]:
             if topic.id not in result or _sooner(due, result[topic.id]):
                 result[topic.id] = due
     return result
+
+
+@dataclass(frozen=True)
+class AttemptReview:
+    """One finished attempt as the instructor reviews it: its results page's score, the late
+    factor for when it finished, and each question's outcome and tries."""
+
+    attempt_id: int
+    set_id: str
+    finished_at: datetime
+    percent: float
+    late_factor: float
+    questions: list[tuple[int, str, str, int]]  # (number, title, status, tries)
+
+
+def attempt_reviews(
+    session: Session, catalog: Catalog, assignment: Assignment, user_id: int
+) -> list[AttemptReview]:
+    """The learner's finished attempts that count toward the assignment, oldest first."""
+    window = service.window_for(assignment, service.allowance_for(session, assignment, user_id))
+    topic = catalog.topic(assignment.topic_id) if assignment.topic_id else None
+    set_ids = [f.set.id for f in topic.sets] if topic is not None else [assignment.set_id]
+    reviews = []
+    for set_id in set_ids:
+        for attempt, percent in service.finished_scores(session, assignment, user_id, set_id):
+            assert attempt.id is not None and attempt.finished_at is not None
+            questions = []
+            for row in service.attempt_items(session, attempt.id):
+                found = catalog.item(set_id, row.item_id, attempt.content_version)
+                title = found[1].title if found is not None else row.item_id
+                questions.append((row.position + 1, title, row.status.value, row.attempts_used))
+            factor = rules.late_factor(window, attempt.finished_at, assignment.late_penalty_per_day)
+            reviews.append(
+                AttemptReview(attempt.id, set_id, attempt.finished_at, percent, factor, questions)
+            )
+    return sorted(reviews, key=lambda review: review.finished_at)

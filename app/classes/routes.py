@@ -319,6 +319,41 @@ def assignment_page(
     )
 
 
+@router.get(
+    "/staff/classes/{class_id}/assignments/{assignment_id}/learners/{user_id}",
+    response_class=HTMLResponse,
+)
+def learner_results(
+    request: Request,
+    class_id: RowId,
+    assignment_id: RowId,
+    user_id: RowId,
+    staff: StaffUser,
+    session: SessionDep,
+    catalog: CatalogDep,
+    now: NowDep,
+):
+    """One learner's results for one assignment: each counted attempt's score (their results
+    page's), its late factor, and each question's outcome and tries."""
+    klass = service.class_for_staff(session, class_id, staff)
+    assignment = _assignment(session, klass, assignment_id)
+    member = service.membership(session, klass.id or 0, user_id)
+    learner = session.get(User, user_id)
+    if member is None or member.role != "learner" or learner is None:
+        raise NotFound("No such learner in this class.")
+    return request.app.state.templates.TemplateResponse(
+        request,
+        "classes/learner.html",
+        {
+            "klass": klass,
+            "assignment": assignment,
+            "row": reports.learner_row(session, catalog, assignment, member, learner, now),
+            "reviews": reports.attempt_reviews(session, catalog, assignment, user_id),
+            "rule": reports.score_rule(assignment),
+        },
+    )
+
+
 @router.get("/staff/classes/{class_id}/assignments/{assignment_id}/view.csv")
 def assignment_csv(
     request: Request,

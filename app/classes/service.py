@@ -427,6 +427,16 @@ def topic_standing(
     return TopicStanding(parts, attempts)
 
 
+def attempt_items(session: Session, attempt_id: int) -> list[ItemAttempt]:
+    """An attempt's questions in order."""
+    statement = (
+        select(ItemAttempt)
+        .where(ItemAttempt.set_attempt_id == attempt_id)
+        .order_by(col(ItemAttempt.position))
+    )
+    return list(session.exec(statement).all())
+
+
 def finished_scores(
     session: Session, assignment: Assignment, user_id: int, set_id: str
 ) -> list[tuple[SetAttempt, float]]:
@@ -434,11 +444,9 @@ def finished_scores(
     percentage its results page shows."""
     found: list[tuple[SetAttempt, float]] = []
     for attempt in attempts_since_open(session, assignment, user_id, set_id):
-        if attempt.finished_at is None:
+        if attempt.finished_at is None or attempt.id is None:
             continue
-        items = session.exec(
-            select(ItemAttempt).where(ItemAttempt.set_attempt_id == attempt.id)
-        ).all()
+        items = attempt_items(session, attempt.id)
         found.append(
             (attempt, attempt_rules.score((row.status, row.attempts_used) for row in items).percent)
         )

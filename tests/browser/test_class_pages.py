@@ -1,7 +1,7 @@
 """Classes in a real browser: due dates in the learner's own zone on home, a set, its topic and
 progress; the instructor's per-assignment view; and the class pages (instructor's class page,
-per-assignment view, join, My classes) with no serious or critical axe violation and no
-sideways scroll at 1280 and 390 px."""
+per-assignment view, a learner's results, join, My classes) with no serious or critical axe
+violation and no sideways scroll at 1280 and 390 px."""
 
 from __future__ import annotations
 
@@ -63,7 +63,10 @@ def a_class(browser, live_server, live_database_url) -> Iterator[dict]:
     page.get_by_role("button", name="Create group").click()
     expect(page.get_by_test_id("group")).to_contain_text("dues-learner")
     view_url = page.get_by_test_id("assignment-view").get_attribute("href")
+    page.goto(view_url or "")
+    learner_url = page.get_by_test_id("learner-results").get_attribute("href")
     yield {
+        "learner results": learner_url,
         "class": class_url,
         "view": view_url,
         "due": due,
@@ -132,6 +135,7 @@ WIDER_THAN = """width => [...document.querySelectorAll("body *")]
 CLASS_PAGES = [
     ("class, instructor's page", "teacher", "class"),
     ("class, per-assignment view", "teacher", "view"),
+    ("class, a learner's results", "teacher", "learner results"),
     ("class, join", "learner", "/join"),
     ("class, my classes", "learner", "/me/classes"),
 ]

@@ -133,6 +133,13 @@ def test_the_assignment_view_shows_each_status_and_the_results_pages_score(peopl
     assert {r["username"]: r for r in csv.DictReader(io.StringIO(gradebook))}["ben"][
         "Test basics"
     ] == rows["ben"]["Score"]  # the view, the gradebook and the results page agree
+    page = teacher.get(view).text
+    ben_link = re.search(r'href="([^"]+/learners/\d+)" data-testid="learner-results">ben<', page)
+    assert ben_link, page
+    review = teacher.get(ben_link[1]).text  # his results, as the instructor sees them
+    assert f'data-testid="attempt-score">{late}%<' in review and "late factor ×0.9" in review
+    assert review.count('data-testid="question-row"') == 2
+    assert ana.get(ben_link[1]).status_code == 403  # a learner may not look
     clock.advance(4 * 86400)  # after the close
     after = [(row["Username"], row["Status"]) for row in view_rows(teacher, view)]
     assert after == [("cyd", "missing after close"), ("ben", "late"), ("ana", "submitted on time")]

@@ -61,6 +61,8 @@ def seed_an_admin_with_attempts(app, database_url: str) -> dict[str, Any]:
         dates = {"open_at": "2026-11-22T08:00", "due_at": "2026-11-29T08:00"}
         given = admin.post(f"{class_url}/assignments", {"set_id": "test-basics", **dates})
         assert given.status_code == 200, given.text  # the class page, redirected to
+        grouped = admin.post(f"{class_url}/groups", {"name": "Fuzz group"})
+        assert grouped.status_code == 200, grouped.text
     return {
         "user_id": user_id(database_url, "fuzz-admin"),
         "set_id": "test-basics",
@@ -78,6 +80,7 @@ def seed_an_admin_with_attempts(app, database_url: str) -> dict[str, Any]:
         "run_id": 1,
         "class_id": int(class_url.rsplit("/", 1)[1]),
         "assignment_id": 1,  # the class's one assignment, the database's first
+        "group_id": 1,  # the class's one group (no members: the admin is its instructor)
     }
 
 

@@ -27,16 +27,17 @@ GRACE_S = 3.0
 # hot pages read through app.reads, with no transaction: the user and their rows, nothing else.
 # Home's course path reads each mode's table once, grouped: the sets' standings, the untimed
 # answers, the quizzes, the review cards, the lab steps and the lessons (never a query per
-# topic).
+# topic). Home, a set and progress add one: the assignments of the learner's classes, for their
+# due dates (two more, the extensions, only for a learner in a class: app.classes.reports.dues).
 PAGES = {
-    "/": 7,
-    "/sets/test-basics": 2,
+    "/": 8,
+    "/sets/test-basics": 3,
     "/attempts/{current}/q/1": 2,
     # The results' 4, each question's first pick (its misconceptions), the questions first shown
     # elsewhere (not counted toward the badge), and the path's six for its one next step (as
     # home reads them).
     "/attempts/{finished}/results": 12,
-    "/me/progress": 9,  # the path's six, the attempts, the activity calendar
+    "/me/progress": 10,  # the path's six, the attempts, the activity calendar, the due dates
     # Admin pages: each a GROUP BY, plus one per score total: every finished attempt's questions
     # by (status, tries), scored by the results page's own rule (app.analytics.service).
     "/admin": 10,  # the overview's totals, days, sets

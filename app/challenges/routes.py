@@ -7,10 +7,12 @@ from fastapi.responses import HTMLResponse, Response
 
 from app import reads
 from app.attempts import service as attempts
-from app.deps import CatalogDep, OptionalUser, Page, SlugId, page_route
+from app.classes import reports as classes
+from app.deps import CatalogDep, NowDep, OptionalUser, Page, SlugId, page_route
 from app.errors import NotFound
 from app.progress import rules as path_rules
 from app.progress import service as progress
+from app.progress import zone as zones
 
 router = APIRouter()
 
@@ -23,9 +25,11 @@ async def home(page: Page) -> Response:
     """The course path with the learner's state in each topic, and the one next step ("Start
     here" on a first visit, "Continue" after); staff also see broken files."""
     user, catalog = page.user, page.catalog
-    standing = None
+    standing, dues = None, dict[str, classes.Due]()
     if user and user.id:
         standing = await reads.read(page.engine, progress.read_standing, user.id, page.now)
+        zone = zones.of(page.request)
+        dues = await reads.read(page.engine, classes.dues, user.id, page.now, zone)
     path = progress.path_of(catalog, standing)
     done, total = path_rules.completion(path)
     return page.render(
@@ -37,20 +41,25 @@ async def home(page: Page) -> Response:
             "done": done,
             "total": total,
             "errors": catalog.errors if user and user.is_staff else [],
+            "topic_dues": classes.by_topic(dues, catalog),
         },
     )
 
 
 @router.get("/sets/{set_id}", response_class=HTMLResponse)
-async def set_page(request: Request, set_id: SlugId, catalog: CatalogDep, user: OptionalUser):
-    """Introduce a set: what it covers, how long it takes, the badge, and a start button."""
+async def set_page(
+    request: Request, set_id: SlugId, catalog: CatalogDep, user: OptionalUser, now: NowDep
+):
+    """Introduce a set: what it covers, how long it takes, the badge, when a class of the
+    learner's has it due, and a start button."""
     facts = catalog.facts_of(set_id)
     if facts is None:
         raise NotFound(f"No challenge set {set_id!r}.")
-    standing = None
+    standing, dues = None, dict[str, classes.Due]()
     if user and user.id:
         engine = request.app.state.engine
         standing = await reads.read(engine, attempts.standing, user.id, set_id)
+        dues = await reads.read(engine, classes.dues, user.id, now, zones.of(request))
     return request.app.state.templates.TemplateResponse(
         request,
         "set.html",
@@ -62,5 +71,6 @@ async def set_page(request: Request, set_id: SlugId, catalog: CatalogDep, user: 
             "difficulty_mix": facts.difficulty_mix,
             "standing": standing,
             "unproven": catalog.is_unproven("set", set_id),
+            "due": dues.get(f"set:{set_id}"),
         },
     )

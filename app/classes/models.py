@@ -47,13 +47,15 @@ class Membership(SQLModel, table=True):
 
 
 class Assignment(SQLModel, table=True):
-    """A set given to a class with its dates, an attempt limit and a late rule."""
+    """A set (or a whole topic) given to a class with its dates, an attempt limit and a late
+    rule."""
 
     __tablename__ = "class_assignment"
 
     id: int | None = Field(default=None, primary_key=True)
     class_id: int = Field(foreign_key="class_section.id", index=True)
-    set_id: str = Field(max_length=100, index=True)
+    set_id: str = Field(max_length=100, index=True)  # "" for a topic assignment
+    topic_id: str | None = Field(default=None, max_length=100)  # a topic assignment's topic
     title: str = Field(max_length=200)
     open_at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
     due_at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
@@ -71,6 +73,42 @@ class Extension(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     assignment_id: int = Field(foreign_key="class_assignment.id", index=True)
     user_id: int = Field(foreign_key="user_account.id", index=True)
+    time_multiplier: float | None = Field(default=1.0)  # None: untimed
+    due_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    close_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+
+
+class ClassGroup(SQLModel, table=True):
+    """A named group of a class's learners ("accessibility ×1.5", "lab section B")."""
+
+    __tablename__ = "class_group"
+    __table_args__ = (UniqueConstraint("class_id", "name"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    class_id: int = Field(foreign_key="class_section.id", index=True)
+    name: str = Field(max_length=100)
+
+
+class GroupMember(SQLModel, table=True):
+    """A learner in a group."""
+
+    __tablename__ = "class_group_member"
+    __table_args__ = (UniqueConstraint("group_id", "user_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    group_id: int = Field(foreign_key="class_group.id", index=True)
+    user_id: int = Field(foreign_key="user_account.id", index=True)
+
+
+class GroupExtension(SQLModel, table=True):
+    """A group's exception for one assignment; a learner's own extension wins over it."""
+
+    __tablename__ = "class_group_extension"
+    __table_args__ = (UniqueConstraint("assignment_id", "group_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    assignment_id: int = Field(foreign_key="class_assignment.id", index=True)
+    group_id: int = Field(foreign_key="class_group.id", index=True)
     time_multiplier: float | None = Field(default=1.0)  # None: untimed
     due_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     close_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))

@@ -8,11 +8,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import Field
 
 from app.accounts.models import User
 from app.challenges.catalog import Catalog
-from app.classes import rules, service
-from app.classes.models import Assignment, Klass
+from app.classes import reports, rules, service
+from app.classes.models import Assignment, ClassGroup, Klass
 from app.deps import (
     MAX_ROW_ID,
     CatalogDep,
@@ -72,6 +73,8 @@ def _page(
             "members": service.members(session, klass.id),
             "assignments": given,
             "sets": sorted(catalog.sets.values(), key=lambda loaded: loaded.challenge_set.title),
+            "topics": catalog.topics(),
+            "groups": service.groups(session, klass.id),
             "roster": roster,
         },
         status_code=400 if roster is not None and roster.errors else 200,
@@ -146,17 +149,30 @@ def add_assignment(
     attempt_limit: Annotated[int | None, Form(ge=1, le=100)] = None,
     late_penalty: Annotated[float, Form(ge=0, le=100)] = 0.0,
 ):
-    """Give a set to the class: opens, due, closes (default: due), attempt limit, late rule."""
+    """Give a set (or "topic:<id>", a whole topic) to the class: opens, due, closes (default:
+    due), attempt limit, late rule."""
     klass = service.class_for_staff(session, class_id, staff)
-    loaded = catalog.get(set_id)
-    if loaded is None:
-        raise BadRequest(f"No challenge set {set_id!r}.")
+    topic_id = set_id.removeprefix("topic:") if set_id.startswith("topic:") else None
+    if topic_id is not None:
+        topic = catalog.topic(topic_id)
+        if topic is None:
+            raise BadRequest(f"No topic {topic_id!r}.")
+        if attempt_limit is not None:  # its dates refuse no start either: nothing to count
+            raise BadRequest(
+                "A topic assignment has no attempt limit: assign one of its sets for that."
+            )
+        title, set_id = f"{topic.title} (topic)", ""
+    else:
+        loaded = catalog.get(set_id)
+        if loaded is None:
+            raise BadRequest(f"No challenge set {set_id!r}.")
+        title = loaded.challenge_set.title
     due = _required(due_at, request, "due")
     window = rules.Window(
         _required(open_at, request, "open"), due, _moment(close_at, request, "close") or due
     )
     service.add_assignment(
-        session, klass, set_id, loaded.challenge_set.title, window, attempt_limit, late_penalty
+        session, klass, set_id, title, window, attempt_limit, late_penalty, topic_id
     )
     return RedirectResponse(f"/staff/classes/{klass.id}", status_code=303)
 
@@ -192,11 +208,186 @@ def grant_extension(
     return RedirectResponse(f"/staff/classes/{klass.id}", status_code=303)
 
 
+def _assignment(session: SessionDep, klass: Klass, assignment_id: int) -> Assignment:
+    assignment = session.get(Assignment, assignment_id)
+    if assignment is None or assignment.class_id != klass.id:
+        raise NotFound("No such assignment in this class.")
+    return assignment
+
+
+def _group(session: SessionDep, klass: Klass, group_id: int) -> ClassGroup:
+    group = session.get(ClassGroup, group_id)
+    if group is None or group.class_id != klass.id:
+        raise NotFound("No such group in this class.")
+    return group
+
+
+def _multiplier(raw: str) -> float | None:
+    return None if raw == "untimed" else float(raw)
+
+
+Multiplier = Annotated[str, Form(pattern=r"^(untimed|\d+(\.\d+)?)$")]
+UserIds = Annotated[list[Annotated[int, Field(ge=1, le=MAX_ROW_ID)]], Form(max_length=1000)]
+
+
+@router.post("/staff/classes/{class_id}/groups", dependencies=[CsrfDep])
+def create_group(
+    class_id: RowId,
+    staff: StaffUser,
+    session: SessionDep,
+    name: Annotated[str, Form(max_length=100)],
+    user_id: UserIds | None = None,
+):
+    """Make a group of the class's learners (e.g. "accessibility ×1.5", "lab section B")."""
+    klass = service.class_for_staff(session, class_id, staff)
+    service.create_group(session, klass, name, user_id or [])
+    return RedirectResponse(f"/staff/classes/{klass.id}#groups", status_code=303)
+
+
+@router.post("/staff/classes/{class_id}/groups/{group_id}/members", dependencies=[CsrfDep])
+def add_to_group(
+    class_id: RowId,
+    group_id: RowId,
+    staff: StaffUser,
+    session: SessionDep,
+    user_id: Annotated[int, Form(ge=1, le=MAX_ROW_ID)],
+):
+    """Put one more of the class's learners in a group."""
+    klass = service.class_for_staff(session, class_id, staff)
+    service.add_to_group(session, _group(session, klass, group_id), user_id)
+    return RedirectResponse(f"/staff/classes/{klass.id}#groups", status_code=303)
+
+
+@router.post(
+    "/staff/classes/{class_id}/assignments/{assignment_id}/group-extensions",
+    dependencies=[CsrfDep],
+)
+def grant_group_extension(
+    request: Request,
+    class_id: RowId,
+    assignment_id: RowId,
+    staff: StaffUser,
+    session: SessionDep,
+    group_id: Annotated[int, Form(ge=1, le=MAX_ROW_ID)],
+    time_multiplier: Multiplier = "1",
+    due_at: OptionalText = None,
+    close_at: OptionalText = None,
+):
+    """Give a group extra time and/or later dates for one assignment (a learner's own
+    extension wins over it)."""
+    klass = service.class_for_staff(session, class_id, staff)
+    assignment = _assignment(session, klass, assignment_id)
+    service.grant_group_extension(
+        session,
+        assignment,
+        _group(session, klass, group_id),
+        _multiplier(time_multiplier),
+        _moment(due_at, request, "extended due"),
+        _moment(close_at, request, "extended close"),
+    )
+    return RedirectResponse(
+        f"/staff/classes/{klass.id}/assignments/{assignment.id}", status_code=303
+    )
+
+
+@router.get("/staff/classes/{class_id}/assignments/{assignment_id}", response_class=HTMLResponse)
+def assignment_page(
+    request: Request,
+    class_id: RowId,
+    assignment_id: RowId,
+    staff: StaffUser,
+    session: SessionDep,
+    catalog: CatalogDep,
+    now: NowDep,
+):
+    """One assignment: each learner's status, attempts, score, late factor and extension."""
+    klass = service.class_for_staff(session, class_id, staff)
+    assignment = _assignment(session, klass, assignment_id)
+    zone = zones.of(request)
+    rows = reports.assignment_rows(session, catalog, assignment, now)
+    return request.app.state.templates.TemplateResponse(
+        request,
+        "classes/assignment.html",
+        {
+            "klass": klass,
+            "assignment": assignment,
+            "rows": rows,
+            "extensions": [reports.allowance_text(row.allowance, zone) for row in rows],
+            "rule": reports.score_rule(assignment),
+            "groups": service.groups(session, klass.id or 0),
+        },
+    )
+
+
+@router.get(
+    "/staff/classes/{class_id}/assignments/{assignment_id}/learners/{user_id}",
+    response_class=HTMLResponse,
+)
+def learner_results(
+    request: Request,
+    class_id: RowId,
+    assignment_id: RowId,
+    user_id: RowId,
+    staff: StaffUser,
+    session: SessionDep,
+    catalog: CatalogDep,
+    now: NowDep,
+):
+    """One learner's results for one assignment: each counted attempt's score (their results
+    page's), its late factor, and each question's outcome and tries."""
+    klass = service.class_for_staff(session, class_id, staff)
+    assignment = _assignment(session, klass, assignment_id)
+    member = service.membership(session, klass.id or 0, user_id)
+    learner = session.get(User, user_id)
+    if member is None or member.role != "learner" or learner is None:
+        raise NotFound("No such learner in this class.")
+    return request.app.state.templates.TemplateResponse(
+        request,
+        "classes/learner.html",
+        {
+            "klass": klass,
+            "assignment": assignment,
+            "row": reports.learner_row(session, catalog, assignment, member, learner, now),
+            "reviews": reports.attempt_reviews(session, catalog, assignment, user_id),
+            "rule": reports.score_rule(assignment),
+        },
+    )
+
+
+@router.get("/staff/classes/{class_id}/assignments/{assignment_id}/view.csv")
+def assignment_csv(
+    request: Request,
+    class_id: RowId,
+    assignment_id: RowId,
+    staff: StaffUser,
+    session: SessionDep,
+    catalog: CatalogDep,
+    now: NowDep,
+):
+    """The per-assignment view as CSV (the same rows and numbers)."""
+    klass = service.class_for_staff(session, class_id, staff)
+    assignment = _assignment(session, klass, assignment_id)
+    rows = reports.assignment_rows(session, catalog, assignment, now)
+    text = reports.assignment_csv(rows, assignment, zones.of(request))
+    name = f"ranklab-class-{klass.id}-assignment-{assignment.id}.csv"
+    return Response(
+        text,
+        media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
 @router.get("/staff/classes/{class_id}/gradebook.csv")
-def gradebook(class_id: RowId, staff: StaffUser, session: SessionDep, flavour: str = "canvas"):
+def gradebook(
+    class_id: RowId,
+    staff: StaffUser,
+    session: SessionDep,
+    catalog: CatalogDep,
+    flavour: str = "canvas",
+):
     """The class's scores as a CSV for Canvas's (default) or Moodle's grade import."""
     klass = service.class_for_staff(session, class_id, staff)
-    text = service.gradebook_csv(session, klass, flavour)
+    text = service.gradebook_csv(session, klass, flavour, catalog)
     name = f"ranklab-class-{klass.id}-{flavour}.csv"
     return Response(
         text,
@@ -224,7 +415,9 @@ def join(
 
 
 @router.get("/me/classes", response_class=HTMLResponse)
-def my_classes(request: Request, user: CurrentUser, session: SessionDep, now: NowDep):
+def my_classes(
+    request: Request, user: CurrentUser, session: SessionDep, catalog: CatalogDep, now: NowDep
+):
     """The learner's classes and assignments: when each is due (in their zone) and its score."""
     zone = zones.of(request)
     rows = []
@@ -233,14 +426,16 @@ def my_classes(request: Request, user: CurrentUser, session: SessionDep, now: No
         for assignment in service.assignments(session, klass.id):
             assert user.id is not None
             window = service.window_for(
-                assignment, service.extension_of(session, assignment, user.id)
+                assignment, service.allowance_for(session, assignment, user.id)
             )
             rows.append(
                 {
                     "klass": klass,
                     "assignment": assignment,
-                    "due": rules.due_phrase(window.due_at, now, zone),
-                    "score": service.assignment_score(session, assignment, user),
+                    "due": rules.due_text(window, now, zone),
+                    "state": rules.due_state(window, now).value,
+                    "score": service.assignment_score(session, assignment, user, catalog),
+                    "rule": reports.score_rule(assignment),
                 }
             )
     return request.app.state.templates.TemplateResponse(

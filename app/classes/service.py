@@ -16,10 +16,21 @@ from sqlmodel import Session, col, select
 from app.accounts.models import User
 from app.attempts import rules as attempt_rules
 from app.attempts.models import ItemAttempt, SetAttempt
+from app.challenges.catalog import Catalog
 from app.classes import rules
-from app.classes.models import Assignment, Extension, Klass, Membership
+from app.classes.models import (
+    Assignment,
+    ClassGroup,
+    Extension,
+    GroupExtension,
+    GroupMember,
+    Klass,
+    Membership,
+)
 from app.db import begin_write
 from app.errors import BadRequest, Conflict, Forbidden, NotFound
+from app.labs.models import LabStepState
+from app.lessons.models import CHECK, LessonProgress
 
 _hasher = PasswordHasher()
 
@@ -186,8 +197,10 @@ def add_assignment(
     window: rules.Window,
     attempt_limit: int | None,
     late_penalty_per_day: float,
+    topic_id: str | None = None,
 ) -> Assignment:
-    """Give a set to the class with its dates, attempt limit and late rule."""
+    """Give a set (or, with topic_id and set_id "", a whole topic) to the class with its
+    dates, attempt limit and late rule."""
     if not window.open_at <= window.due_at <= window.close_at:
         raise BadRequest("The dates must come in order: opens, then due, then closes.")
     if attempt_limit is not None and attempt_limit < 1:
@@ -205,6 +218,7 @@ def add_assignment(
         close_at=window.close_at,
         attempt_limit=attempt_limit,
         late_penalty_per_day=late_penalty_per_day,
+        topic_id=topic_id,
     )
     session.add(assignment)
     session.commit()
@@ -261,7 +275,9 @@ def extension_of(session: Session, assignment: Assignment, user_id: int) -> Exte
     return session.exec(statement).first()
 
 
-def window_for(assignment: Assignment, extension: Extension | None) -> rules.Window:
+def window_for(
+    assignment: Assignment, extension: Extension | rules.Allowance | None
+) -> rules.Window:
     """The assignment's dates as one learner has them."""
     due = extension.due_at if extension and extension.due_at else assignment.due_at
     close = extension.close_at if extension and extension.close_at else assignment.close_at
@@ -281,10 +297,13 @@ def assignment_for(session: Session, user_id: int, set_id: str) -> Assignment | 
     return session.exec(statement).first()
 
 
-def _attempts(session: Session, assignment: Assignment, user_id: int) -> list[SetAttempt]:
+def attempts_since_open(
+    session: Session, assignment: Assignment, user_id: int, set_id: str | None = None
+) -> list[SetAttempt]:
+    """The learner's timed attempts at the set (the assignment's by default) since it opened."""
     statement = (
         select(SetAttempt)
-        .where(SetAttempt.user_id == user_id, SetAttempt.set_id == assignment.set_id)
+        .where(SetAttempt.user_id == user_id, SetAttempt.set_id == (set_id or assignment.set_id))
         .where(col(SetAttempt.started_at) >= assignment.open_at)
         .order_by(col(SetAttempt.id))
     )
@@ -299,42 +318,34 @@ def start_check(
     assignment = assignment_for(session, user_id, set_id)
     if assignment is None:
         return multiplier
-    extension = extension_of(session, assignment, user_id)
-    started = _attempts(session, assignment, user_id)
+    granted = allowance_for(session, assignment, user_id)
+    started = attempts_since_open(session, assignment, user_id)
     if any(attempt.finished_at is None for attempt in started):  # resuming is not starting
-        return _more_time(multiplier, extension)
+        return rules.more_time(multiplier, granted)
     refusal = rules.start_refusal(
-        window_for(assignment, extension), now, len(started), assignment.attempt_limit
+        window_for(assignment, granted), now, len(started), assignment.attempt_limit
     )
     if refusal is not None:
         raise Conflict(refusal)
-    return _more_time(multiplier, extension)
+    return rules.more_time(multiplier, granted)
 
 
-def _more_time(account: float | None, extension: Extension | None) -> float | None:
-    """The more generous of the account's accommodation and the assignment's extension (None:
-    untimed), so an extension that only moves dates never takes an accommodation away."""
-    if extension is None:
-        return account
-    if account is None or extension.time_multiplier is None:
-        return None
-    return max(account, extension.time_multiplier)
-
-
-def assignment_score(session: Session, assignment: Assignment, user: User) -> float | None:
+def assignment_score(
+    session: Session, assignment: Assignment, user: User, catalog: Catalog | None = None
+) -> float | None:
     """The one score a results page shows for the assignment: the best finished attempt's
     percentage under the late rule (None: no finished attempt). The late factor uses the
-    learner's own dates (an extension moves them)."""
+    learner's own dates (their extension, or their groups', moves them). A topic assignment's
+    score is rules.TOPIC_SCORE_WORDS; it needs the catalog (what the topic has)."""
     assert user.id is not None
-    window = window_for(assignment, extension_of(session, assignment, user.id))
+    window = window_for(assignment, allowance_for(session, assignment, user.id))
+    if assignment.topic_id is not None:
+        if catalog is None:
+            raise ValueError("a topic assignment's score needs the catalog")
+        return topic_standing(session, catalog, assignment, user.id, window).score
     best: float | None = None
-    for attempt in _attempts(session, assignment, user.id):
-        if attempt.finished_at is None:
-            continue
-        items = session.exec(
-            select(ItemAttempt).where(ItemAttempt.set_attempt_id == attempt.id)
-        ).all()
-        percent = attempt_rules.score((row.status, row.attempts_used) for row in items).percent
+    for attempt, percent in finished_scores(session, assignment, user.id, assignment.set_id):
+        assert attempt.finished_at is not None
         counted = percent * rules.late_factor(
             window, attempt.finished_at, assignment.late_penalty_per_day
         )
@@ -342,11 +353,217 @@ def assignment_score(session: Session, assignment: Assignment, user: User) -> fl
     return best
 
 
+@dataclass(frozen=True)
+class TopicStanding:
+    """A learner's work on a topic assignment: its scored parts and their timed attempts."""
+
+    parts: list[rules.TopicPart]
+    attempts: list[SetAttempt]
+
+    @property
+    def score(self) -> float | None:
+        """The topic's score (rules.TOPIC_SCORE_WORDS)."""
+        return rules.topic_score(self.parts)
+
+
+def topic_standing(
+    session: Session, catalog: Catalog, assignment: Assignment, user_id: int, window: rules.Window
+) -> TopicStanding:
+    """Score each part of the assignment's topic from the learner's work since it opened."""
+    topic = catalog.topic(assignment.topic_id or "")
+    if topic is None:
+        return TopicStanding([], [])
+    opened, penalty = assignment.open_at, assignment.late_penalty_per_day
+
+    def late(moment: datetime) -> float:
+        return rules.late_factor(window, moment, penalty)
+
+    parts: list[rules.TopicPart] = []
+    if topic.loaded_topic is not None and topic.loaded_topic.topic.lesson is not None:
+        rows = session.exec(
+            select(LessonProgress).where(
+                LessonProgress.user_id == user_id, LessonProgress.topic_id == topic.id
+            )
+        ).all()
+        passed = next(
+            (r.completed_at for r in rows if r.step == CHECK and r.completed_at is not None), None
+        )
+        passed = passed if passed is not None and passed >= opened else None
+        started = any(row.answered_at >= opened for row in rows)
+        score = 100.0 * late(passed) if passed else 0.0
+        parts.append(rules.TopicPart("Lesson", score, started, passed))
+    if topic.labs:
+        wanted = {(loaded.lab.id, step.id) for loaded in topic.labs for step in loaded.lab.steps}
+        states = [
+            state
+            for state in session.exec(
+                select(LabStepState).where(
+                    LabStepState.user_id == user_id,
+                    col(LabStepState.lab_id).in_({lab for lab, _ in wanted}),
+                )
+            ).all()
+            if (state.lab_id, state.step_id) in wanted
+        ]
+        passes = [s.passed_at for s in states if s.passed_at is not None and s.passed_at >= opened]
+        score = 100.0 * sum(late(moment) for moment in passes) / len(wanted)
+        started = any(state.updated_at >= opened for state in states)
+        complete = max(passes) if len(passes) == len(wanted) else None
+        parts.append(rules.TopicPart("Labs", score, started, complete))
+    attempts: list[SetAttempt] = []
+    for facts in topic.sets:
+        tried = attempts_since_open(session, assignment, user_id, facts.set.id)
+        attempts.extend(tried)
+        scored = finished_scores(session, assignment, user_id, facts.set.id)
+        best = max(
+            (
+                percent * late(attempt.finished_at)
+                for attempt, percent in scored
+                if attempt.finished_at
+            ),
+            default=0.0,
+        )
+        first = min((a.finished_at for a, _ in scored if a.finished_at), default=None)
+        parts.append(rules.TopicPart(facts.set.title, best, bool(tried), first))
+    return TopicStanding(parts, attempts)
+
+
+def attempt_items(session: Session, attempt_id: int) -> list[ItemAttempt]:
+    """An attempt's questions in order."""
+    statement = (
+        select(ItemAttempt)
+        .where(ItemAttempt.set_attempt_id == attempt_id)
+        .order_by(col(ItemAttempt.position))
+    )
+    return list(session.exec(statement).all())
+
+
+def finished_scores(
+    session: Session, assignment: Assignment, user_id: int, set_id: str
+) -> list[tuple[SetAttempt, float]]:
+    """The learner's finished attempts at the set since the assignment opened, each with the
+    percentage its results page shows."""
+    found: list[tuple[SetAttempt, float]] = []
+    for attempt in attempts_since_open(session, assignment, user_id, set_id):
+        if attempt.finished_at is None or attempt.id is None:
+            continue
+        items = attempt_items(session, attempt.id)
+        found.append(
+            (attempt, attempt_rules.score((row.status, row.attempts_used) for row in items).percent)
+        )
+    return found
+
+
+def allowance_for(session: Session, assignment: Assignment, user_id: int) -> rules.Allowance | None:
+    """The learner's exception for the assignment: their own extension, else their groups'."""
+    own = extension_of(session, assignment, user_id)
+    statement = (
+        select(GroupExtension, ClassGroup)
+        .join(ClassGroup, col(ClassGroup.id) == col(GroupExtension.group_id))
+        .join(GroupMember, col(GroupMember.group_id) == col(ClassGroup.id))
+        .where(GroupExtension.assignment_id == assignment.id, GroupMember.user_id == user_id)
+    )
+    return rules.allowance(
+        None if own is None else _allowance(own, "own"),
+        [_allowance(given, group.name) for given, group in session.exec(statement).all()],
+    )
+
+
+def _allowance(given: Extension | GroupExtension, source: str) -> rules.Allowance:
+    return rules.Allowance(given.time_multiplier, given.due_at, given.close_at, source)
+
+
+def create_group(session: Session, klass: Klass, name: str, user_ids: list[int]) -> ClassGroup:
+    """Make a named group of the class's learners."""
+    name = name.strip()
+    if not 1 <= len(name) <= 100:
+        raise BadRequest("A group needs a name of 1 to 100 characters.")
+    assert klass.id is not None
+    for user_id in user_ids:
+        if membership(session, klass.id, user_id) is None:
+            raise BadRequest("Everyone in a group must be in this class.")
+    begin_write(session)
+    group = ClassGroup(class_id=klass.id, name=name)
+    session.add(group)
+    try:
+        session.flush()
+    except IntegrityError as error:
+        session.rollback()
+        raise Conflict(f"This class has a group called {name!r} already.") from error
+    assert group.id is not None
+    for user_id in sorted(set(user_ids)):
+        session.add(GroupMember(group_id=group.id, user_id=user_id))
+    session.commit()
+    return group
+
+
+def add_to_group(session: Session, group: ClassGroup, user_id: int) -> None:
+    """Put one of the class's learners in the group (idempotent)."""
+    if membership(session, group.class_id, user_id) is None:
+        raise BadRequest("That learner is not in this class.")
+    begin_write(session)
+    statement = select(GroupMember).where(
+        GroupMember.group_id == group.id, GroupMember.user_id == user_id
+    )
+    if session.exec(statement).first() is None:
+        assert group.id is not None
+        session.add(GroupMember(group_id=group.id, user_id=user_id))
+        session.commit()
+
+
+def groups(session: Session, class_id: int) -> list[tuple[ClassGroup, list[User]]]:
+    """The class's groups by name, each with its members."""
+    found = session.exec(
+        select(ClassGroup).where(ClassGroup.class_id == class_id).order_by(col(ClassGroup.name))
+    ).all()
+    result = []
+    for group in found:
+        people = session.exec(
+            select(User)
+            .join(GroupMember, col(GroupMember.user_id) == col(User.id))
+            .where(GroupMember.group_id == group.id)
+            .order_by(col(User.id))
+        ).all()
+        result.append((group, list(people)))
+    return result
+
+
+def grant_group_extension(
+    session: Session,
+    assignment: Assignment,
+    group: ClassGroup,
+    time_multiplier: float | None,
+    due_at: datetime | None,
+    close_at: datetime | None,
+) -> GroupExtension:
+    """Give a group extra time per question and/or later dates for one assignment."""
+    if group.class_id != assignment.class_id:
+        raise BadRequest("That group is not in this class.")
+    if time_multiplier is not None and not 1 <= time_multiplier <= 10:
+        raise BadRequest("The time multiplier must be from 1 to 10 (or untimed).")
+    window = window_for(assignment, rules.Allowance(time_multiplier, due_at, close_at, "group"))
+    if not window.open_at <= window.due_at <= window.close_at:
+        raise BadRequest("The extended dates must come in order: due, then closes.")
+    assert assignment.id is not None and group.id is not None
+    begin_write(session)
+    statement = select(GroupExtension).where(
+        GroupExtension.assignment_id == assignment.id, GroupExtension.group_id == group.id
+    )
+    given = session.exec(statement).first() or GroupExtension(
+        assignment_id=assignment.id, group_id=group.id
+    )
+    given.time_multiplier, given.due_at, given.close_at = time_multiplier, due_at, close_at
+    session.add(given)
+    session.commit()
+    return given
+
+
 def _learners(session: Session, class_id: int) -> list[tuple[Membership, User]]:
     return [(m, u) for m, u in members(session, class_id) if m.role == "learner"]
 
 
-def gradebook_csv(session: Session, klass: Klass, flavour: str) -> str:
+def gradebook_csv(
+    session: Session, klass: Klass, flavour: str, catalog: Catalog | None = None
+) -> str:
     """The class's scores as CSV for Canvas's or Moodle's grade import (one row a learner)."""
     assert klass.id is not None
     given = assignments(session, klass.id)
@@ -360,7 +577,7 @@ def gradebook_csv(session: Session, klass: Klass, flavour: str) -> str:
         )
         writer.writerow(["Points Possible", "", "", "", ""] + ["100"] * len(given))
         for member, user in learners:
-            scores = [_shown(assignment_score(session, a, user)) for a in given]
+            scores = [shown(assignment_score(session, a, user, catalog)) for a in given]
             writer.writerow(
                 [
                     member.name or user.display_name,
@@ -374,7 +591,7 @@ def gradebook_csv(session: Session, klass: Klass, flavour: str) -> str:
     elif flavour == "moodle":
         writer.writerow(["email", "idnumber", "username"] + [a.title for a in given])
         for member, user in learners:
-            scores = [_shown(assignment_score(session, a, user)) for a in given]
+            scores = [shown(assignment_score(session, a, user, catalog)) for a in given]
             writer.writerow(
                 [member.email or "", member.student_id or "", user.username or "", *scores]
             )
@@ -383,7 +600,7 @@ def gradebook_csv(session: Session, klass: Klass, flavour: str) -> str:
     return out.getvalue()
 
 
-def _shown(score: float | None) -> str:
+def shown(score: float | None) -> str:
     """A score as the gradebook writes it: whole when whole, else to one decimal place."""
     if score is None:
         return ""

@@ -20,6 +20,7 @@ from app.attempts import rules, sightings
 from app.attempts import service as attempts
 from app.attempts.rules import ItemStatus
 from app.challenges.catalog import Catalog, Entry, TopicView
+from app.classes import reports as classes
 from app.config import Settings
 from app.db import begin_write, run_reads, run_writes
 from app.deps import (
@@ -214,6 +215,10 @@ async def topic_page(
             settings.new_cards_per_day,
             zones.of(request),
         )
+    dues: dict[str, classes.Due] = {}
+    if user is not None and user.id is not None:
+        engine = request.app.state.engine
+        dues = await reads.read(engine, classes.dues, user.id, now, zones.of(request))
     picker = [
         {"mode": mode, "href": mode.href(topic), "state": mode.state(topic, progress)}
         for mode in MODES
@@ -222,7 +227,12 @@ async def topic_page(
     return _render(
         request,
         "topic.html",
-        {"topic": topic, "picker": picker, "standing": progress.sets if progress else {}},
+        {
+            "topic": topic,
+            "picker": picker,
+            "standing": progress.sets if progress else {},
+            "due": classes.by_topic(dues, catalog).get(topic.id),
+        },
     )
 
 

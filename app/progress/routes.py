@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse
 from app import reads
 from app.attempts import service as attempts
 from app.attempts.models import SetAttempt
+from app.classes import reports as classes
 from app.deps import Page, page_route
 from app.progress import rules
 from app.progress import service as progress
@@ -30,6 +31,7 @@ async def progress_page(page: Page) -> HTMLResponse:
     standing, history, days = await reads.read(
         page.engine, _everything, user.id, page.now, today, zone
     )
+    dues = await reads.read(page.engine, classes.dues, user.id, page.now, zone)
     path = progress.path_of(page.catalog, standing)
     done, total = rules.completion(path)
     badges = []
@@ -57,6 +59,7 @@ async def progress_page(page: Page) -> HTMLResponse:
             "next_step": rules.next_step(path, progress.open_attempt(page.catalog, standing)),
             "history": history,
             "badges": badges,
+            "topic_dues": classes.by_topic(dues, page.catalog),
         },
     )
     assert isinstance(response, HTMLResponse)

@@ -1,7 +1,7 @@
 import torch.distributed as dist
 from torch.utils.data import DistributedSampler
 
-SIZE = 12  # samples in the dataset
+SIZE = 10  # samples in the dataset
 
 dist.init_process_group("gloo")
 dataset = list(range(SIZE))  # any object with __len__ works; the sampler yields indices

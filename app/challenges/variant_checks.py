@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.challenges import checks, expressions, variants
-from app.challenges.base import ChoiceBase, ItemBase, Parameterised
+from app.challenges.base import RANK_TEMPLATE, ChoiceBase, ItemBase, Outcome, Parameterised
 
 Location = tuple[Any, ...]
 
@@ -46,6 +46,12 @@ def item_errors(
             if name not in known:
                 errors.append((where, f"as_if names {name!r}, not a parameter or derived name"))
             errors += [(where, message) for message in _expression_errors(source_text, known)]
+    for where, key in _variant_rank_keys(item):
+        match = RANK_TEMPLATE.match(key)
+        if match is not None:
+            errors += [
+                (where, f"rank key {key!r}: {m}") for m in _expression_errors(match.group(1), known)
+            ]
     answer_from = getattr(item, "answer_from", None)
     if answer_from is not None:
         errors += [(("answer_from",), m) for m in _expression_errors(answer_from, known)]
@@ -83,6 +89,22 @@ def _assignment_errors(
             )
 
 
+def _variant_rank_keys(item: ItemBase) -> Iterator[tuple[Location, str]]:
+    """Every rank key of the item's outcomes, with where it is written."""
+    places: list[tuple[Location, object]] = [(("failure",), getattr(item, "failure", None))]
+    options = getattr(item, "options", None) or []
+    keyed = [option.outcome for option in options if option.id in getattr(item, "answer_ids", ())]
+    places += [
+        (("options", index, "outcome"), option.outcome)
+        for index, option in enumerate(options)
+        if not (option.as_if and option.outcome in keyed)  # the key's, copied: said there
+    ]
+    for where, outcome in places:
+        if isinstance(outcome, Outcome):
+            for key in outcome.ranks:
+                yield (*where, "ranks", key), key
+
+
 def _expression_errors(source: str, known: set[str]) -> Iterator[str]:
     try:
         unknown = sorted(expressions.names(source) - known)
@@ -97,6 +119,9 @@ def _variant_errors(item: ItemBase) -> Iterator[tuple[Location, str]]:
     for variant in variants.variants_of(item):
         try:
             rendered = variants.render_params(item, variant.params)
+        except variants.RankKeyError as error:
+            yield error.where, f"variant {variant.label}: {error}"
+            continue
         except (ValidationError, ValueError, KeyError, TypeError) as error:
             yield ("params",), f"variant {variant.label}: {_brief(error)}"
             continue

@@ -300,6 +300,16 @@ class Option(Strict):
         'parameters, e.g. {nproc: "nproc - 1"} or {total: "total / nproc"}; text and outcome '
         "may then be left out (app.challenges.variants).",
     )
+    as_if_outcome: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        exclude_if=lambda value: value is None,
+        description="On an item with params: this distractor's outcome is the key's as a named "
+        "misconception changes it, in every variant: only-rank-N (N may be {SRC}), "
+        "every-rank-like-N, rank-order or unchanged-input (app.challenges.outcome_transforms); "
+        "give the text, leave the outcome out.",
+    )
     # Left out of dumps (exclude): where an option is shown changes no proof, so pinning one
     # keeps its item's content hash, and verify's record of it, as they were.
     pin: Literal["first", "last"] | None = Field(
@@ -386,6 +396,11 @@ class ChoiceBase(ItemBase):
             return data
         options = []
         for option in data["options"]:
+            if isinstance(option, dict) and option.get("as_if_outcome") and "outcome" in option:
+                raise ValueError(
+                    f"option {option.get('id')}: as_if_outcome derives the outcome from the "
+                    "key's: leave outcome out"
+                )
             if isinstance(option, dict) and option.get("as_if"):
                 copied = {name: template[name] for name in ("text", "outcome")
                           if name in template and name not in option}  # fmt: skip

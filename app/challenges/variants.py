@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.challenges import expressions
+from app.challenges import expressions, outcome_transforms
 from app.challenges.base import OTHERS, RANK_TEMPLATE, ItemBase, Parameterised
 
 # More combinations than this and a deterministic sample of this many is taken (seeded by the
@@ -109,12 +109,16 @@ def _derived(item: ItemBase, values: dict[str, object]) -> dict[str, object]:
     return env
 
 
-class RankKeyError(ValueError):
-    """A rank key that renders to no rank of its variant, or to a rank named twice."""
+class RenderError(ValueError):
+    """Part of an item that does not render in one variant, with where it is written."""
 
     def __init__(self, where: tuple[Any, ...], message: str) -> None:
         super().__init__(message)
-        self.where = where  # the key's place within the item, e.g. ("failure", "ranks", "{SRC}")
+        self.where = where  # its place within the item, e.g. ("failure", "ranks", "{SRC}")
+
+
+class RankKeyError(RenderError):
+    """A rank key that renders to no rank of its variant, or to a rank named twice."""
 
 
 def render(item: ItemBase, key: str) -> ItemBase:
@@ -140,12 +144,16 @@ def render_params(item: ItemBase, params: Mapping[str, object]) -> ItemBase:
     if isinstance(data.get("failure"), dict):
         data["failure"] = render_outcome_ranks(data["failure"], env, nproc, ("failure",))
     if "options" in data:
-        data["options"] = [
-            _render_option(item, option, written, params, env, nproc, index)
-            for index, (option, written) in enumerate(
-                zip(data["options"], getattr(item, "options"), strict=True)  # noqa: B009
-            )
-        ]
+        data["options"] = _transformed(
+            item,
+            [
+                _render_option(item, option, written, params, env, nproc, index)
+                for index, (option, written) in enumerate(
+                    zip(data["options"], getattr(item, "options"), strict=True)  # noqa: B009
+                )
+            ],
+            nproc,
+        )
     if RESERVED in params and isinstance(data.get("launch"), dict):
         data["launch"] = {**data["launch"], "nproc": params[RESERVED]}
     rewritten = {k: v for k, v in params.items() if k != RESERVED}
@@ -170,8 +178,11 @@ def _render_option(
     nproc: int,
     index: int,
 ) -> dict[str, Any]:
+    transform = option.pop("as_if_outcome", None)
     option = _fill_option(item, option, written, params, env)
     believed = option.pop("_believed", env)
+    if transform is not None:  # named as the misconception's values name it ("only-rank-{SRC}")
+        option["_transform"] = fill(transform, believed)
     if isinstance(option.get("outcome"), dict):
         where = ("options", index, "outcome")
         option["outcome"] = render_outcome_ranks(option["outcome"], believed, nproc, where)
@@ -202,6 +213,25 @@ def _fill_option(
         option["_believed"] = believed  # its rank keys name ranks as the misconception does
         return option
     return {name: fill(value, env) if name != "pin" else value for name, value in option.items()}
+
+
+def _transformed(item: ItemBase, options: list[dict[str, Any]], nproc: int) -> list[dict[str, Any]]:
+    """Each `as_if_outcome:` distractor given the outcome its misconception makes of the
+    key's (or, with `as_if:`, of the key's under the misconception's values)."""
+    key = next((o for o in options if o["id"] == getattr(item, "answer", None)), None)
+    for index, option in enumerate(options):
+        name = option.pop("_transform", None)
+        if name is None:
+            continue
+        where = ("options", index, "as_if_outcome")
+        base = option.get("outcome") or (key or {}).get("outcome")
+        if not isinstance(base, dict):
+            raise RenderError(where, "as_if_outcome needs one key with an outcome to derive from")
+        try:
+            option["outcome"] = outcome_transforms.apply(name, base, nproc)
+        except outcome_transforms.TransformError as error:
+            raise RenderError(where, str(error)) from None
+    return options
 
 
 def _rank_count(item: ItemBase, params: Mapping[str, object]) -> int:

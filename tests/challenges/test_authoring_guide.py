@@ -157,10 +157,23 @@ def test_the_guides_rank_keys_example_validates_and_names_each_variants_ranks(tm
     found = {variant.label: variant.key for variant in variants.variants_of(item)}
     assert list(found) == ["nproc=3, SRC=1", "nproc=3, SRC=2", "nproc=4, SRC=1", "nproc=4, SRC=2"]
     rendered = variants.render(item, found["nproc=4, SRC=2"])
-    key, believed = (
+    key, believed, _ordered = (
         {rank: claim.stdout for rank, claim in option.outcome.ranks.items()}
         for option in rendered.options
     )
     assert key == {"0": "replaced\n", "1": "replaced\n", "2": "kept\n", "3": "replaced\n"}
     assert believed == {"0": "kept\n", "1": "replaced\n", "2": "replaced\n", "3": "replaced\n"}
     assert rendered.options[1].text == "Rank 0 prints `kept`; every other rank prints `replaced`"
+    assert rendered.options[2].outcome.order_varies is False  # the key's, in one order
+
+
+def test_the_guides_transforms_example_validates(tmp_path: Path):
+    guide = (ROOT / "docs" / "authoring.md").read_text()
+    example = re.search(r"```yaml\n# variant-transforms-example.*?\n(.*?)```", guide, re.DOTALL)
+    assert example is not None
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    head = "own_topic: true\nid: demo\ntitle: Demo\ntopic: Demo\ndescription: d\n"
+    (folder / "set.yaml").write_text(head + "badge: {name: B}\nitems:\n" + example[1])
+    report = load_path(tmp_path)
+    assert report.errors == []

@@ -13,10 +13,8 @@ class SimpleModel(nn.Module):
         return self.linear(x)
 
 
-SEED = 0
-
 dist.init_process_group("gloo")  # env:// rendezvous, as torchrun sets it up
-torch.manual_seed(SEED)          # same initial weights on every rank
+torch.manual_seed(0)             # same initial weights on every rank
 
 model = SimpleModel()            # stays on the CPU: gloo, no device_ids
 ddp_model = DDP(model)

@@ -207,12 +207,28 @@ class RankExpectation(Strict):
         return None
 
 
+OTHERS = "others"  # in an item with params: every rank its outcome does not name
+RANK_TEMPLATE = re.compile(r"^\{([^{}]+)\}$")  # "{SRC}", "{nproc - 1}": a rank per variant
+
+
+def is_rank_key(key: str) -> bool:
+    """Whether a rank key is "all", a rank number, "others" or a "{expression}"."""
+    return key in ("all", OTHERS) or key.isdigit() or RANK_TEMPLATE.match(key) is not None
+
+
+def is_variant_rank_key(key: str) -> bool:
+    """Whether a rank key is only known per variant ("others" or a "{expression}")."""
+    return key == OTHERS or RANK_TEMPLATE.match(key) is not None
+
+
 class Outcome(Strict):
     """An observable result of running a snippet, used by `ranklab verify` to prove a key."""
 
     ranks: dict[str, RankExpectation] = Field(
         default_factory=dict,
-        description='Expectations keyed by rank number as a string ("0", "1") or "all".',
+        description='Expectations keyed by rank number as a string ("0", "1") or "all". '
+        'In an item with params, also "{expression}" (e.g. "{SRC}", "{nproc - 1}"), rendered '
+        'to a rank number per variant, and "others": every rank the outcome does not name.',
     )
     hangs: bool | None = Field(
         default=None,
@@ -231,10 +247,14 @@ class Outcome(Strict):
     def rank_keys_are_numbers_or_all(
         cls, ranks: dict[str, RankExpectation]
     ) -> dict[str, RankExpectation]:
-        """Refuse rank keys other than "all" or a non-negative integer."""
+        """Refuse rank keys other than "all", a non-negative integer, or (for an item with
+        params, checked where the item is) "others" or a "{expression}"."""
         for key in ranks:
-            if key != "all" and not key.isdigit():
-                raise ValueError(f'rank key {key!r} must be "all" or a rank number')
+            if not is_rank_key(key):
+                raise ValueError(
+                    f'rank key {key!r} must be "all", a rank number, or (with params) '
+                    '"others" or "{expression}"'
+                )
         return ranks
 
     @model_validator(mode="after")
@@ -279,6 +299,16 @@ class Option(Strict):
         "as they would be if a misconception held, each name given an expression of the "
         'parameters, e.g. {nproc: "nproc - 1"} or {total: "total / nproc"}; text and outcome '
         "may then be left out (app.challenges.variants).",
+    )
+    as_if_outcome: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        exclude_if=lambda value: value is None,
+        description="On an item with params: this distractor's outcome is the key's as a named "
+        "misconception changes it, in every variant: only-rank-N (N may be {SRC}), "
+        "every-rank-like-N, rank-order or unchanged-input (app.challenges.outcome_transforms); "
+        "give the text, leave the outcome out.",
     )
     # Left out of dumps (exclude): where an option is shown changes no proof, so pinning one
     # keeps its item's content hash, and verify's record of it, as they were.
@@ -366,6 +396,11 @@ class ChoiceBase(ItemBase):
             return data
         options = []
         for option in data["options"]:
+            if isinstance(option, dict) and option.get("as_if_outcome") and "outcome" in option:
+                raise ValueError(
+                    f"option {option.get('id')}: as_if_outcome derives the outcome from the "
+                    "key's: leave outcome out"
+                )
             if isinstance(option, dict) and option.get("as_if"):
                 copied = {name: template[name] for name in ("text", "outcome")
                           if name in template and name not in option}  # fmt: skip

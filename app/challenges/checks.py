@@ -13,7 +13,14 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from app.challenges.base import InlineProof, Launch, Launcher, Outcome
+from app.challenges.base import (
+    InlineProof,
+    Launch,
+    Launcher,
+    Outcome,
+    is_rank_key,
+    is_variant_rank_key,
+)
 from app.challenges.plain_errors import did_you_mean
 
 Location = tuple[Any, ...]
@@ -39,7 +46,7 @@ _SCHEMA_WORDS = (
     "proof id(s)",
     "step ids must be unique",
     "question ids must be unique",
-    'must be "all" or a rank number',
+    'must be "all", a rank number',
 )
 
 
@@ -116,11 +123,12 @@ def _rank_keys(node: dict[Any, Any], location: Location) -> Iterator[tuple[Locat
     if not isinstance(ranks, dict):
         return
     for key in ranks:
-        if str(key) != "all" and not str(key).isdigit():
+        if not is_rank_key(str(key)):
             yield (
                 (*location, "ranks", key),
                 f'rank key {str(key)!r} is not a rank: use "all" or a rank number such as "0"'
-                f"{did_you_mean(str(key), ['all'])}",
+                ' (in an item with params also "others" or "{expression}")'
+                f"{did_you_mean(str(key), ['all', 'others'])}",
             )
 
 
@@ -142,19 +150,28 @@ def rank_errors(model: Any) -> list[tuple[Location, str]]:
 
 def _ranks_in(model: Any, location: Location) -> Iterator[tuple[Location, str]]:
     launch = getattr(model, "launch", None)
-    rank_counts = (getattr(model, "params", None) or {}).get("nproc")
+    params = getattr(model, "params", None) or {}
+    rank_counts = params.get("nproc")
     if isinstance(launch, Launch) and rank_counts:
         # A parameterised rank count: each variant is checked with its own (variant_checks).
         launch = launch.model_copy(update={"nproc": max(rank_counts)})
+    outcomes = [
+        ((*location, field), getattr(model, field, None)) for field in ("outcome", "failure")
+    ]
+    outcomes += [
+        ((*location, "options", index, "outcome"), option.outcome)
+        for index, option in enumerate(getattr(model, "options", None) or [])
+    ]
+    if not params:  # an item with params has its variant rank keys checked per variant
+        for where, outcome in outcomes:
+            yield from _variant_keys_refused(outcome, where)
     if isinstance(launch, Launch):
-        for field in ("outcome", "failure", "expect"):
-            yield from _outcome_ranks(getattr(model, field, None), launch, (*location, field))
-        for index, option in enumerate(getattr(model, "options", None) or []):
-            where = (*location, "options", index, "outcome")
-            yield from _outcome_ranks(option.outcome, launch, where)
+        for where, outcome in [*outcomes, ((*location, "expect"), getattr(model, "expect", None))]:
+            yield from _outcome_ranks(outcome, launch, where)
         offered = getattr(model, "rank_choices", None) or []  # a lab step's picker
         for index, check in enumerate(getattr(model, "checks", None) or []):
             where = (*location, "checks", index, "expect")
+            yield from _variant_keys_refused(check.expect, where)
             yield from _check_ranks(check.expect, check.nproc or offered, where)
     proof = getattr(model, "proof", None)
     if isinstance(proof, InlineProof):
@@ -172,7 +189,7 @@ def _outcome_ranks(
     choices = getattr(launch, "choices", None) or [launch.nproc]
     nproc = max(choices)
     for key in outcome.ranks:
-        if key == "all":
+        if key == "all" or is_variant_rank_key(key):
             continue
         where = (*location, "ranks", key)
         if launch.launcher is Launcher.PYTHON and int(key) != 0:
@@ -196,12 +213,25 @@ def _check_ranks(
     the fewest ranks among them."""
     fewest = min(counts, default=1)
     for key in outcome.ranks:
-        if key != "all" and int(key) >= fewest:
+        if key.isdigit() and int(key) >= fewest:
             yield (
                 (*location, "ranks", key),
                 f"rank {key} does not exist on {fewest} rank{'s' if fewest > 1 else ''} "
                 f"({_numbered(fewest)}), which this check is judged at: name a lower rank, or "
                 "give the check `nproc:` the rank counts it is for",
+            )
+
+
+def _variant_keys_refused(outcome: Any, location: Location) -> Iterator[tuple[Location, str]]:
+    """A rank key known only per variant ("others", "{SRC}") where there are no variants."""
+    if not isinstance(outcome, Outcome):
+        return
+    for key in outcome.ranks:
+        if is_variant_rank_key(key):
+            yield (
+                (*location, "ranks", key),
+                f"rank key {key!r} is rendered per variant: it needs the item's `params:`; "
+                'here name the rank ("0", "1") or all',
             )
 
 

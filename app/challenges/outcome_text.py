@@ -63,7 +63,8 @@ def rank_claims(expectation: RankExpectation) -> list[str]:
 
 
 def _rank_order(key: str) -> tuple[int, int]:
-    return (0, -1) if key == "all" else (1, int(key))
+    # A key known only per variant ("others", "{SRC}") sorts after the numbered ranks.
+    return (0, -1) if key == "all" else (1, int(key)) if key.isdigit() else (2, 0)
 
 
 def outcome(claimed: Outcome) -> list[str]:
@@ -74,7 +75,7 @@ def outcome(claimed: Outcome) -> list[str]:
     elif claimed.hangs is False:
         lines.append("the run ends, no rank blocked")
     for key in sorted(claimed.ranks, key=_rank_order):
-        who = "every rank" if key == "all" else f"rank {key}"
+        who = {"all": "every rank", "others": "every other rank"}.get(key, f"rank {key}")
         lines.append(f"{who} " + ", ".join(rank_claims(claimed.ranks[key])))
     if claimed.order_varies is True:
         lines.append("which rank prints first may vary between runs")

@@ -7,13 +7,14 @@ Pure: the standard library, pydantic and the schema modules.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from pydantic import ValidationError
 
-from app.challenges import checks, expressions, variants
-from app.challenges.base import ChoiceBase, ItemBase, Parameterised
+from app.challenges import checks, expressions, outcome_transforms, variants
+from app.challenges.base import RANK_TEMPLATE, ChoiceBase, ItemBase, Outcome, Parameterised
 
 Location = tuple[Any, ...]
 
@@ -24,8 +25,9 @@ def item_errors(
     """Every problem of one parameterised item, with where in the item it is written; [] for
     a plain item. `snippet_name` names the snippet in messages (its file, or "the code")."""
     if not isinstance(item, Parameterised) or not item.params:
-        return []
+        return list(_transforms_without_params(item))
     errors = list(_assignment_errors(item, source, snippet_name, "code"))
+    errors += _transform_errors(item)
     if fixed_source is not None:
         errors += _assignment_errors(item, fixed_source, "the fixed code", "fixed_code")
     known = set(item.params)
@@ -46,6 +48,12 @@ def item_errors(
             if name not in known:
                 errors.append((where, f"as_if names {name!r}, not a parameter or derived name"))
             errors += [(where, message) for message in _expression_errors(source_text, known)]
+    for where, key in _variant_rank_keys(item):
+        match = RANK_TEMPLATE.match(key)
+        if match is not None:
+            errors += [
+                (where, f"rank key {key!r}: {m}") for m in _expression_errors(match.group(1), known)
+            ]
     answer_from = getattr(item, "answer_from", None)
     if answer_from is not None:
         errors += [(("answer_from",), m) for m in _expression_errors(answer_from, known)]
@@ -83,6 +91,51 @@ def _assignment_errors(
             )
 
 
+def _transforms_without_params(item: ItemBase) -> Iterator[tuple[Location, str]]:
+    for index, option in enumerate(getattr(item, "options", None) or []):
+        if option.as_if_outcome is not None:
+            yield (
+                ("options", index, "as_if_outcome"),
+                "as_if_outcome derives a distractor in each variant: it needs the item's "
+                "`params:`; here write the distractor's outcome",
+            )
+
+
+def _transform_errors(item: ItemBase) -> Iterator[tuple[Location, str]]:
+    """A transform name that names none (its placeholders read as rank 0), on a key, or on an
+    item with several keys."""
+    keys: frozenset[str] = getattr(item, "answer_ids", frozenset())
+    for index, option in enumerate(getattr(item, "options", None) or []):
+        if option.as_if_outcome is None:
+            continue
+        where = ("options", index, "as_if_outcome")
+        if option.id in keys:
+            yield where, "as_if_outcome is for a distractor: a key's outcome is what verify proves"
+        elif len(keys) != 1:
+            yield where, "as_if_outcome derives from the one key: this item has several"
+        try:
+            name = option.as_if_outcome
+            outcome_transforms.parse(re.sub(r"\{[^{}]*\}", "0", name), shown=name)
+        except outcome_transforms.TransformError as error:
+            yield where, str(error)
+
+
+def _variant_rank_keys(item: ItemBase) -> Iterator[tuple[Location, str]]:
+    """Every rank key of the item's outcomes, with where it is written."""
+    places: list[tuple[Location, object]] = [(("failure",), getattr(item, "failure", None))]
+    options = getattr(item, "options", None) or []
+    keyed = [option.outcome for option in options if option.id in getattr(item, "answer_ids", ())]
+    places += [
+        (("options", index, "outcome"), option.outcome)
+        for index, option in enumerate(options)
+        if not (option.as_if and option.outcome in keyed)  # the key's, copied: said there
+    ]
+    for where, outcome in places:
+        if isinstance(outcome, Outcome):
+            for key in outcome.ranks:
+                yield (*where, "ranks", key), key
+
+
 def _expression_errors(source: str, known: set[str]) -> Iterator[str]:
     try:
         unknown = sorted(expressions.names(source) - known)
@@ -97,6 +150,9 @@ def _variant_errors(item: ItemBase) -> Iterator[tuple[Location, str]]:
     for variant in variants.variants_of(item):
         try:
             rendered = variants.render_params(item, variant.params)
+        except variants.RenderError as error:
+            yield error.where, f"variant {variant.label}: {error}"
+            continue
         except (ValidationError, ValueError, KeyError, TypeError) as error:
             yield ("params",), f"variant {variant.label}: {_brief(error)}"
             continue

@@ -20,8 +20,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.challenges import expressions
-from app.challenges.base import ItemBase, Parameterised
+from app.challenges import expressions, outcome_transforms
+from app.challenges.base import OTHERS, RANK_TEMPLATE, ItemBase, Parameterised
 
 # More combinations than this and a deterministic sample of this many is taken (seeded by the
 # item id), so verify time stays bounded: variants differ only in constants.
@@ -109,6 +109,18 @@ def _derived(item: ItemBase, values: dict[str, object]) -> dict[str, object]:
     return env
 
 
+class RenderError(ValueError):
+    """Part of an item that does not render in one variant, with where it is written."""
+
+    def __init__(self, where: tuple[Any, ...], message: str) -> None:
+        super().__init__(message)
+        self.where = where  # its place within the item, e.g. ("failure", "ranks", "{SRC}")
+
+
+class RankKeyError(RenderError):
+    """A rank key that renders to no rank of its variant, or to a rank named twice."""
+
+
 def render(item: ItemBase, key: str) -> ItemBase:
     """The concrete item of one variant: code with the parameters' assignments rewritten,
     launch.nproc, texts, options and outcomes filled in. render(item, "") is item; KeyError
@@ -128,11 +140,20 @@ def render_params(item: ItemBase, params: Mapping[str, object]) -> ItemBase:
     for name in TEXT_FIELDS:
         if data.get(name) is not None and name != "options":
             data[name] = fill(data[name], env)
+    nproc = _rank_count(item, params)
+    if isinstance(data.get("failure"), dict):
+        data["failure"] = render_outcome_ranks(data["failure"], env, nproc, ("failure",))
     if "options" in data:
-        data["options"] = [
-            _render_option(item, option, written, params, env)
-            for option, written in zip(data["options"], getattr(item, "options"), strict=True)  # noqa: B009
-        ]
+        data["options"] = _transformed(
+            item,
+            [
+                _render_option(item, option, written, params, env, nproc, index)
+                for index, (option, written) in enumerate(
+                    zip(data["options"], getattr(item, "options"), strict=True)  # noqa: B009
+                )
+            ],
+            nproc,
+        )
     if RESERVED in params and isinstance(data.get("launch"), dict):
         data["launch"] = {**data["launch"], "nproc": params[RESERVED]}
     rewritten = {k: v for k, v in params.items() if k != RESERVED}
@@ -154,6 +175,26 @@ def _render_option(
     written: Any,
     params: Mapping[str, object],
     env: Mapping[str, object],
+    nproc: int,
+    index: int,
+) -> dict[str, Any]:
+    transform = option.pop("as_if_outcome", None)
+    option = _fill_option(item, option, written, params, env)
+    believed = option.pop("_believed", env)
+    if transform is not None:  # named as the misconception's values name it ("only-rank-{SRC}")
+        option["_transform"] = fill(transform, believed)
+    if isinstance(option.get("outcome"), dict):
+        where = ("options", index, "outcome")
+        option["outcome"] = render_outcome_ranks(option["outcome"], believed, nproc, where)
+    return option
+
+
+def _fill_option(
+    item: ItemBase,
+    option: dict[str, Any],
+    written: Any,
+    params: Mapping[str, object],
+    env: Mapping[str, object],
 ) -> dict[str, Any]:
     option = dict(option)
     option["pin"] = written.pin  # excluded from dumps; keep it
@@ -169,8 +210,92 @@ def _render_option(
                 option[name] = fill(option[name], believed)
         if option.get("feedback") is not None:
             option["feedback"] = fill(option["feedback"], env)
+        option["_believed"] = believed  # its rank keys name ranks as the misconception does
         return option
     return {name: fill(value, env) if name != "pin" else value for name, value in option.items()}
+
+
+def _transformed(item: ItemBase, options: list[dict[str, Any]], nproc: int) -> list[dict[str, Any]]:
+    """Each `as_if_outcome:` distractor given the outcome its misconception makes of the
+    key's (or, with `as_if:`, of the key's under the misconception's values)."""
+    key = next((o for o in options if o["id"] == getattr(item, "answer", None)), None)
+    for index, option in enumerate(options):
+        name = option.pop("_transform", None)
+        if name is None:
+            continue
+        where = ("options", index, "as_if_outcome")
+        base = option.get("outcome") or (key or {}).get("outcome")
+        if not isinstance(base, dict):
+            raise RenderError(where, "as_if_outcome needs one key with an outcome to derive from")
+        try:
+            option["outcome"] = outcome_transforms.apply(name, base, nproc)
+        except outcome_transforms.TransformError as error:
+            raise RenderError(where, str(error)) from None
+    return options
+
+
+def _rank_count(item: ItemBase, params: Mapping[str, object]) -> int:
+    launch = getattr(item, "launch", None)
+    return int(params.get(RESERVED, getattr(launch, "nproc", 1)))  # type: ignore[call-overload]
+
+
+def render_outcome_ranks(
+    outcome: dict[str, Any], env: Mapping[str, object], nproc: int, where: tuple[Any, ...]
+) -> dict[str, Any]:
+    """An outcome (as a dict) with its rank keys rendered for one variant: each `{expression}`
+    evaluated to a rank number below nproc, and `others` given to every rank not named (so
+    `others` with "{SRC}" on 3 ranks and SRC=1 claims ranks 0 and 2). RankKeyError for a key
+    rendering outside 0..nproc-1, onto a rank named already, or `others` naming no rank."""
+    ranks = outcome.get("ranks")
+    if not isinstance(ranks, dict) or not any(
+        key == OTHERS or RANK_TEMPLATE.match(key) for key in ranks
+    ):
+        return outcome
+    rendered: dict[str, Any] = {}
+    named_by: dict[str, str] = {}
+    for key, claim in ranks.items():
+        if key == OTHERS:
+            continue
+        number = rank_number(key, env, nproc, (*where, "ranks", key))
+        if number in rendered:
+            raise RankKeyError(
+                (*where, "ranks", key),
+                f"rank key {key!r} names rank {number}, as {named_by[number]!r} does in this "
+                "variant: claim each rank once",
+            )
+        rendered[number], named_by[number] = claim, key
+    if OTHERS in ranks:
+        rest = [str(rank) for rank in range(nproc) if str(rank) not in rendered]
+        if "all" in rendered or not rest:
+            raise RankKeyError(
+                (*where, "ranks", OTHERS),
+                f"`others` names no rank: the outcome names every one of the {nproc} ranks"
+                + (" (all)" if "all" in rendered else ""),
+            )
+        rendered.update({rank: ranks[OTHERS] for rank in rest})
+    return {**outcome, "ranks": dict(sorted(rendered.items(), key=_rank_sort))}
+
+
+def rank_number(key: str, env: Mapping[str, object], nproc: int, where: tuple[Any, ...]) -> str:
+    """A rank key as one variant reads it: "all" and numbers as written, `{expression}` the
+    rank it evaluates to (RankKeyError unless an integer in 0..nproc-1)."""
+    match = RANK_TEMPLATE.match(key)
+    if match is None:
+        return key
+    value = expressions.evaluate(match.group(1), env)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RankKeyError(where, f"rank key {key!r} renders to {value!r}, not a rank number")
+    if not 0 <= value < nproc:
+        raise RankKeyError(
+            where,
+            f"rank key {key!r} renders to rank {value}, which does not exist: this variant starts "
+            f"{nproc} rank{'s' if nproc > 1 else ''} (0 to {nproc - 1})",
+        )
+    return str(value)
+
+
+def _rank_sort(entry: tuple[str, Any]) -> tuple[int, int]:
+    return (0, -1) if entry[0] == "all" else (1, int(entry[0]))
 
 
 def fill(value: Any, env: Mapping[str, object]) -> Any:

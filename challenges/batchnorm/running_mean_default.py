@@ -3,13 +3,16 @@ import torch.nn as nn
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+HIGH = 20.0  # rank 1's batch value; rank 0's is 10
+STEPS = 2  # training steps
+
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 
 model = DDP(nn.BatchNorm1d(1))  # default buffer settings; momentum 0.1
-batch = torch.full((4, 1), 10.0 * (rank + 1))  # rank 0 sees 10s, rank 1 sees 20s
+batch = torch.full((4, 1), 10.0 if rank == 0 else HIGH)  # rank 0's batch is all 10s, rank 1's all HIGH
 
-for step in range(2):
+for step in range(STEPS):
     model(batch).sum().backward()
 
 mean = model.module.running_mean.item()

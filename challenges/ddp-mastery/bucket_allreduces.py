@@ -4,13 +4,15 @@ import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+LAYERS = 4  # Linear(256, 256) layers: about 0.25 MiB of gradients each
+
 dist.init_process_group("gloo")
 torch.manual_seed(0)
 
 
 def allreduces_per_backward(**ddp_kwargs):
-    # 4 layers of 256 x 256 weights + 256 biases: about 0.25 MiB of gradients each, 1 MiB in all
-    model = nn.Sequential(*[nn.Linear(256, 256) for _ in range(4)])
+    # 256 x 256 weights + 256 biases per layer: 263,168 bytes of float32 gradients
+    model = nn.Sequential(*[nn.Linear(256, 256) for _ in range(LAYERS)])
     ddp_model = DDP(model, **ddp_kwargs)
     calls = []
 

@@ -3,6 +3,9 @@ import torch.nn as nn
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+ROWS = [1.0, 2.0, 3.0, 4.0]  # the whole batch
+SPLIT = 1  # rows rank 0 gets in the uneven split; rank 1 gets the rest
+
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 torch.manual_seed(0)  # same initial weight everywhere (the gradients below do not depend on it)
@@ -18,12 +21,12 @@ def ddp_grad(rows):
     return model.weight.grad.item()
 
 
-equal = ddp_grad([[1.0, 2.0], [3.0, 4.0]][rank])   # rank 0: 2 rows, rank 1: 2 rows
-uneven = ddp_grad([[1.0], [2.0, 3.0, 4.0]][rank])  # rank 0: 1 row,  rank 1: 3 rows
+equal = ddp_grad([ROWS[:2], ROWS[2:]][rank])  # 2 rows on each rank
+uneven = ddp_grad([ROWS[:SPLIT], ROWS[SPLIT:]][rank])
 
 # The same loss computed by one plain model on the whole batch of 4 rows.
 plain = nn.Linear(1, 1, bias=False)
-plain(torch.tensor([[1.0], [2.0], [3.0], [4.0]])).mean().backward()
+plain(torch.tensor(ROWS).unsqueeze(1)).mean().backward()
 full = plain.weight.grad.item()
 
 print(f"equal {equal} uneven {uneven} full batch {full}", flush=True)

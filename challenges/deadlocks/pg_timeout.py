@@ -3,7 +3,9 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-dist.init_process_group("gloo", timeout=timedelta(seconds=3))
+LIMIT = 3  # seconds: the group's timeout
+
+dist.init_process_group("gloo", timeout=timedelta(seconds=LIMIT))
 rank = dist.get_rank()
 
 if rank == 1:

@@ -1,8 +1,10 @@
 import torch.distributed as dist
 from torch.utils.data import DistributedSampler
 
-dist.init_process_group("gloo")  # launched with 4 ranks
-dataset = list(range(10))
+SIZE = 10  # samples in the dataset: not a multiple of the rank count
+
+dist.init_process_group("gloo")
+dataset = list(range(SIZE))
 
 sampler = DistributedSampler(dataset, shuffle=False, drop_last=True)
 shard = (len(sampler), list(sampler))

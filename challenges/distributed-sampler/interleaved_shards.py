@@ -1,8 +1,10 @@
 import torch.distributed as dist
 from torch.utils.data import DistributedSampler
 
+SIZE = 10  # samples in the dataset
+
 dist.init_process_group("gloo")
-dataset = list(range(10))  # any object with __len__ works; the sampler yields indices
+dataset = list(range(SIZE))  # any object with __len__ works; the sampler yields indices
 
 sampler = DistributedSampler(dataset, shuffle=False)  # rank and world size from the group
 shard = list(sampler)

@@ -3,9 +3,11 @@ import torch.nn as nn
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+SEED = 0
+
 dist.init_process_group("gloo")
 rank = dist.get_rank()
-torch.manual_seed(0)  # the same seed on every rank
+torch.manual_seed(SEED)  # the same seed on every rank
 
 if rank == 0:
     preview = torch.randn(4)  # rank 0 logs a random sample first

@@ -142,3 +142,41 @@ def test_the_guides_variants_example_validates_with_six_variants(tmp_path: Path)
     assert 'OP = "MAX"' in last.code and [o.text for o in last.options] == [
         "`4.0` on every rank", "`3.0` on every rank",
     ]  # fmt: skip
+
+
+def test_the_guides_rank_keys_example_validates_and_names_each_variants_ranks(tmp_path: Path):
+    from app.challenges import variants
+
+    guide = (ROOT / "docs" / "authoring.md").read_text()
+    example = re.search(r"```yaml\n# variant-ranks-example.*?\n(.*?)```", guide, re.DOTALL)
+    assert example is not None
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    head = "own_topic: true\nid: demo\ntitle: Demo\ntopic: Demo\ndescription: d\n"
+    (folder / "set.yaml").write_text(head + "badge: {name: B}\nitems:\n" + example[1])
+    report = load_path(tmp_path)
+    assert report.errors == []
+    (item,) = report.sets[0].challenge_set.items
+    found = {variant.label: variant.key for variant in variants.variants_of(item)}
+    assert list(found) == ["nproc=3, SRC=1", "nproc=3, SRC=2", "nproc=4, SRC=1", "nproc=4, SRC=2"]
+    rendered = variants.render(item, found["nproc=4, SRC=2"])
+    key, believed, _ordered = (
+        {rank: claim.stdout for rank, claim in option.outcome.ranks.items()}
+        for option in rendered.options
+    )
+    assert key == {"0": "replaced\n", "1": "replaced\n", "2": "kept\n", "3": "replaced\n"}
+    assert believed == {"0": "kept\n", "1": "replaced\n", "2": "replaced\n", "3": "replaced\n"}
+    assert rendered.options[1].text == "Rank 0 prints `kept`; every other rank prints `replaced`"
+    assert rendered.options[2].outcome.order_varies is False  # the key's, in one order
+
+
+def test_the_guides_transforms_example_validates(tmp_path: Path):
+    guide = (ROOT / "docs" / "authoring.md").read_text()
+    example = re.search(r"```yaml\n# variant-transforms-example.*?\n(.*?)```", guide, re.DOTALL)
+    assert example is not None
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    head = "own_topic: true\nid: demo\ntitle: Demo\ntopic: Demo\ndescription: d\n"
+    (folder / "set.yaml").write_text(head + "badge: {name: B}\nitems:\n" + example[1])
+    report = load_path(tmp_path)
+    assert report.errors == []

@@ -97,3 +97,92 @@ def test_a_variant_naming_a_rank_it_does_not_start_is_refused_at_that_variant(co
     assert all(
         ": variant nproc=2, SRC=" in line and "rank 2 does not exist" in line for line in found
     )
+
+
+def test_a_rank_key_rendering_to_no_rank_is_refused_at_the_key_naming_the_variant(
+    content: Path,
+):
+    plain = 'outcome: {ranks: {all: {stdout: "{sent}\\n"}}}'
+    wrong = 'outcome: {ranks: {"{SRC + 1}": {stdout: "{sent}\\n"}}}'
+    break_file(content / "set.yaml", plain, wrong)
+    assert errors(content) == [
+        "variants/set.yaml:57:27: variant SRC=2: rank key '{SRC + 1}' renders to rank 3, which "
+        "does not exist: this variant starts 3 ranks (0 to 2)"
+    ]
+
+
+def test_a_rank_key_naming_a_rank_twice_in_one_variant_is_refused(content: Path):
+    plain = 'outcome: {ranks: {all: {stdout: "{sent}\\n"}}}'
+    twice = 'outcome: {ranks: {"{SRC}": {stdout: "{sent}\\n"}, "1": {status: returns}}}'
+    break_file(content / "set.yaml", plain, twice)
+    assert errors(content) == [
+        "variants/set.yaml:57:58: variant SRC=1: rank key '1' names rank 1, as '{SRC}' does "
+        "in this variant: claim each rank once"
+    ]
+
+
+def test_a_rank_key_reading_an_unknown_name_is_refused_once_at_the_key(content: Path):
+    plain = 'outcome: {ranks: {all: {stdout: "{sent}\\n"}}}'
+    unknown = 'outcome: {ranks: {"{OP}": {stdout: "{sent}\\n"}}}'
+    break_file(content / "set.yaml", plain, unknown)
+    assert errors(content) == [
+        "variants/set.yaml:57:27: rank key '{OP}': 'OP' reads unknown name(s) ['OP']; "
+        "known: ['SRC', 'sent']"
+    ]
+
+
+def test_a_rank_key_known_only_per_variant_is_refused_in_an_item_without_params(
+    tmp_path: Path,
+):
+    target = tmp_path / "rank-beyond-nproc"
+    shutil.copytree(FIXTURE.parent / "broken" / "rank-beyond-nproc", target)
+    break_file(target / "set.yaml", '"2": {stdout: "1.0\\n"}', 'others: {stdout: "1.0\\n"}')
+    assert errors(target) == [
+        "rank-beyond-nproc/set.yaml:23:51: rank key 'others' is rendered per variant: it needs "
+        'the item\'s `params:`; here name the rank ("0", "1") or all'
+    ]
+
+
+TRANSFORMED = "        feedback: The source is rank {SRC}, not rank 0.\n"  # broadcast-src's B
+
+
+def test_a_transform_the_key_would_make_true_is_refused_at_each_variant(content: Path):
+    # Every rank prints the source's value: "every rank gets what the source gets" is the key.
+    distractor = (
+        '      - id: C\n        text: rank {SRC}\n        as_if_outcome: "every-rank-like-{SRC}"\n'
+    )
+    break_file(content / "set.yaml", TRANSFORMED, TRANSFORMED + distractor)
+    assert errors(content) == [
+        f"variants/set.yaml:63:9: variant SRC={n}: every-rank-like-{n}: the key has no rank "
+        f"print anything but what rank {n} prints, so the misconception would be true"
+        for n in (0, 1, 2)
+    ]
+
+
+def test_a_transform_that_applies_in_every_variant_loads_and_an_unknown_one_is_refused(
+    content: Path,
+):
+    distractor = (
+        '      - id: C\n        text: only rank {SRC}\n        as_if_outcome: "only-rank-{SRC}"\n'
+    )
+    break_file(content / "set.yaml", TRANSFORMED, TRANSFORMED + distractor)
+    assert errors(content) == []
+    break_file(content / "set.yaml", '"only-rank-{SRC}"', '"only-one-{SRC}"')
+    (found,) = errors(content)
+    assert found.startswith(
+        "variants/set.yaml:63:9: as_if_outcome 'only-one-{SRC}' names no transform; known: "
+    )
+
+
+def test_a_transform_in_an_item_without_params_is_refused(tmp_path: Path):
+    target = tmp_path / "rank-beyond-nproc"
+    shutil.copytree(FIXTURE.parent / "broken" / "rank-beyond-nproc", target)
+    break_file(
+        target / "set.yaml",
+        'outcome: {ranks: {"0": {stdout: "0.0\\n"}, "2": {stdout: "1.0\\n"}}}',
+        "as_if_outcome: rank-order",
+    )
+    assert errors(target) == [
+        "rank-beyond-nproc/set.yaml:23:9: as_if_outcome derives a distractor in each variant: "
+        "it needs the item's `params:`; here write the distractor's outcome"
+    ]

@@ -174,3 +174,53 @@ def test_a_debug_items_fix_gets_the_same_constants_as_its_snippet():
     assert rendered.code == "SIZE = 5\nprint(SIZE)\n"
     assert rendered.fixed_code == "SIZE = 5\nprint(SIZE, 'fixed')\n"
     assert rendered.prompt == "Rank 1 sends 5 elements. Why does it fail?"
+
+
+def source_item(**fields: object) -> PredictOutputItem:
+    """An item whose source rank is a parameter: its outcome names ranks by `{SRC}` and the
+    last rank by an expression; `others` claims the rest."""
+    data: dict[str, object] = {
+        "code": "SRC = 1\nprint(SRC)\n",
+        "params": {"nproc": [3, 4], "SRC": [0, 1]},
+        "derive": {"last": "nproc - 1"},
+        "prompt": "{nproc} ranks from {SRC}",
+        "options": [
+            {"id": "A", "text": "rank {SRC} sends", "outcome": {"ranks": {
+                "{SRC}": {"stdout": "sent\n"}, "{last}": {"stdout": "last\n"},
+                "others": {"stdout": "got\n"},
+            }}},
+            {"id": "B", "as_if": {"SRC": "nproc - 2"}, "text": "rank {SRC} sends"},
+        ],
+    }  # fmt: skip
+    data.update(fields)
+    return predict(**data)
+
+
+def test_a_rank_key_in_braces_names_the_variants_rank_and_others_every_rank_left():
+    item = source_item()
+    by_label = {v.label: v.key for v in variants.variants_of(item)}
+    rendered = variants.render(item, by_label["nproc=4, SRC=1"])
+    claimed = {rank: claim.stdout for rank, claim in rendered.options[0].outcome.ranks.items()}
+    assert claimed == {"0": "got\n", "1": "sent\n", "2": "got\n", "3": "last\n"}
+    rendered = variants.render(item, by_label["nproc=3, SRC=0"])
+    claimed = {rank: claim.stdout for rank, claim in rendered.options[0].outcome.ranks.items()}
+    assert claimed == {"0": "sent\n", "1": "got\n", "2": "last\n"}
+
+
+def test_an_as_if_distractor_names_ranks_as_the_misconception_would():
+    item = source_item()
+    by_label = {v.label: v.key for v in variants.variants_of(item)}
+    believed = variants.render(item, by_label["nproc=4, SRC=0"]).options[1]
+    assert believed.text == "rank 2 sends"
+    claimed = {rank: claim.stdout for rank, claim in believed.outcome.ranks.items()}
+    assert claimed == {"0": "got\n", "1": "got\n", "2": "sent\n", "3": "last\n"}
+
+
+def test_a_rank_key_rendering_outside_the_ranks_or_onto_a_named_one_is_refused():
+    item = source_item(derive={"last": "nproc"})
+    with pytest.raises(variants.RankKeyError, match=r"renders to rank 3, which does not exist"):
+        variants.render(item, variants.variants_of(item)[0].key)  # nproc=3, SRC=0
+    item = source_item(derive={"last": "nproc - 3"})  # rank 0 with 3 ranks: SRC=0 names it too
+    with pytest.raises(variants.RankKeyError, match=r"names rank 0, as '\{SRC\}' does") as error:
+        variants.render(item, variants.variants_of(item)[0].key)
+    assert error.value.where == ("options", 0, "outcome", "ranks", "{last}")

@@ -462,6 +462,12 @@ def load_topic_file(path: Path, shown: str) -> tuple[LoadedTopic | None, list[Lo
     errors += _resolve_topic_proofs(path, shown, document, loaded)
     errors += _resolve_lesson_code(path, shown, document, loaded)
     errors += _run_checks(path, shown, document, text, topic)
+    for index, item in enumerate(topic.items):  # a topic's own items may have params too
+        code = getattr(item, "code", None)
+        found = variant_checks.item_errors(
+            item, code if isinstance(code, str) else None, None, "the code"
+        )
+        errors += [_at(shown, document, ("items", index, *w), m) for w, m in found]
     for list_name, entries in (("cards", topic.cards), ("items", topic.items)):
         for index, entry in enumerate(entries):
             loaded.entry_at[entry.id] = _value_position(document, (list_name, index, "id"))

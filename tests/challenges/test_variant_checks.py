@@ -186,3 +186,32 @@ def test_a_transform_in_an_item_without_params_is_refused(tmp_path: Path):
         "rank-beyond-nproc/set.yaml:23:9: as_if_outcome derives a distractor in each variant: "
         "it needs the item's `params:`; here write the distractor's outcome"
     ]
+
+
+def test_a_topics_own_parameterised_item_is_checked_like_a_sets(tmp_path: Path):
+    from tests.modes.test_variants_untimed import OWN_ITEM
+
+    (tmp_path / "own").mkdir()
+    topic = tmp_path / "own" / "topic.yaml"
+    topic.write_text(OWN_ITEM)
+    assert errors(tmp_path / "own") == []
+    # Unchecked, this placeholder would fail only when a learner's page rendered the variant.
+    break_file(topic, '    explanation: "({A} + {B}) / 2 = {mean}"', '    explanation: "{median}"')
+    assert errors(tmp_path / "own") == [
+        "own/topic.yaml:12:5: unknown name(s) ['median'] in {…}; known: ['A', 'B', 'mean']"
+    ]
+
+
+def test_a_lesson_check_takes_no_params_so_it_never_shows_a_variant():
+    from pydantic import ValidationError
+
+    from app.kinds.choice import ChoiceItem
+
+    question = {
+        "id": "q", "kind": "choice", "category": "Conceptual", "difficulty": "beginner",
+        "title": "t", "prompt": "p", "explanation": "e", "answer": "A",
+        "options": [{"id": "A", "text": "a"}, {"id": "B", "text": "b"}],
+    }  # fmt: skip
+    ChoiceItem.model_validate(question)
+    with pytest.raises(ValidationError, match="params"):
+        ChoiceItem.model_validate({**question, "params": {"N": [1, 2]}})

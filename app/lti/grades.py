@@ -58,10 +58,18 @@ def queue_class(session: Session, klass: Klass, now: datetime) -> int:
         member.user_id for member, _user in classes.members(session, klass.id)
         if member.role == "learner"
     ]  # fmt: skip
+    owed = {
+        (row.link_id, row.user_id)
+        for row in session.exec(
+            select(LtiScoreOutbox).where(col(LtiScoreOutbox.sent_at).is_(None))
+        ).all()
+    }  # a score already owed is sent once, not once more
     count = 0
     for link in links:
         assert link.id is not None
         for user_id in learners:
+            if (link.id, user_id) in owed:
+                continue
             session.add(
                 LtiScoreOutbox(link_id=link.id, user_id=user_id, created_at=now, next_try_at=now)
             )

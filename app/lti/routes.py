@@ -19,7 +19,6 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, RedirectResponse
 from sqlmodel import Session
 
-from app.accounts import service as accounts
 from app.classes import service as classes
 from app.db import utcnow
 from app.deps import (
@@ -151,10 +150,8 @@ def enter(request: Request, session: SessionDep, now: NowDep, settings: Settings
             "This launch began in another browser (or cookies are off): launch again from the "
             "course, in a new window."
         )
-    user, where = service.enter(session, state, now)
-    token = accounts.replace_session(
-        session, request.cookies.get(SESSION_COOKIE), user, now, settings.session_days
-    )
+    old_token = request.cookies.get(SESSION_COOKIE)
+    token, where = service.enter(session, state, old_token, settings.session_days, now)
     response = RedirectResponse(where, status_code=303)
     response.delete_cookie(STATE_COOKIE + state, path="/lti")
     return sign_in(request, response, token, settings)

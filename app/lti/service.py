@@ -12,6 +12,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from app.accounts import service as accounts
 from app.accounts.models import Role, User
 from app.classes import service as classes
 from app.classes.models import Assignment, Klass
@@ -162,10 +163,12 @@ def verify_launch(
     return row
 
 
-def enter(session: Session, state: str, now: datetime) -> tuple[User, str]:
+def enter(
+    session: Session, state: str, old_token: str | None, days: int, now: datetime
+) -> tuple[str, str]:
     """The verified launch's person arrives (in the browser that began it): their account (made
-    on first arrival), their class and membership, the link's assignment; return the account
-    and where to send them."""
+    on first arrival), their class and membership, the link's assignment, and a new browser
+    session in one commit; return the session's token and where to send them."""
     begin_write(session)
     row, platform = _state(session, state, now)
     if row.verified_at is None or row.claims is None:
@@ -192,11 +195,13 @@ def enter(session: Session, state: str, now: datetime) -> tuple[User, str]:
     if launch.context_id is not None:
         _join(session, platform, launch, user, where, now)
     try:
-        session.commit()
+        session.flush()
+        # Its commit is the launch's: arrival, account, class and session, or none of them.
+        token = accounts.replace_session(session, old_token, user, now, days)
     except IntegrityError as error:  # the same person's two launches at once: the other won
         session.rollback()
         raise BadRequest("This launch raced another: launch again from the course.") from error
-    return user, where
+    return token, where
 
 
 def _account(session: Session, launch: rules.Launch, now: datetime) -> User:

@@ -1,4 +1,4 @@
-"""lti 1.3: platforms, tool keys, launches, accounts, links, score outbox
+"""LTI 1.3: platforms, tool keys, launches in flight, accounts, course links, the score outbox
 
 Revision ID: lti13_platforms
 Revises: c1a55e5_classes
@@ -8,7 +8,6 @@ Create Date: 2026-11-29 09:54:06.919723
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
 from alembic import op
 
 import app.db
@@ -25,12 +24,12 @@ def upgrade() -> None:
     op.create_table(
         "lti_platform",
         sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("issuer", sqlmodel.sql.sqltypes.AutoString(length=300), nullable=False),
-        sa.Column("client_id", sqlmodel.sql.sqltypes.AutoString(length=300), nullable=False),
-        sa.Column("deployment_ids", sqlmodel.sql.sqltypes.AutoString(length=2000), nullable=False),
-        sa.Column("auth_login_url", sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
-        sa.Column("auth_token_url", sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
-        sa.Column("jwks_url", sqlmodel.sql.sqltypes.AutoString(length=500), nullable=False),
+        sa.Column("issuer", sa.String(length=300), nullable=False),
+        sa.Column("client_id", sa.String(length=300), nullable=False),
+        sa.Column("deployment_ids", sa.String(length=2000), nullable=False),
+        sa.Column("auth_login_url", sa.String(length=500), nullable=False),
+        sa.Column("auth_token_url", sa.String(length=500), nullable=False),
+        sa.Column("jwks_url", sa.String(length=500), nullable=False),
         sa.Column("created_at", app.db.UTCDateTime(), nullable=False),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("issuer", "client_id"),
@@ -41,7 +40,7 @@ def upgrade() -> None:
     op.create_table(
         "lti_tool_key",
         sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("kid", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+        sa.Column("kid", sa.String(length=64), nullable=False),
         sa.Column("private_pem", sa.Text(), nullable=False),
         sa.Column("created_at", app.db.UTCDateTime(), nullable=False),
         sa.PrimaryKeyConstraint("id"),
@@ -50,8 +49,8 @@ def upgrade() -> None:
     op.create_table(
         "lti_account",
         sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("issuer", sqlmodel.sql.sqltypes.AutoString(length=300), nullable=False),
-        sa.Column("subject", sqlmodel.sql.sqltypes.AutoString(length=300), nullable=False),
+        sa.Column("issuer", sa.String(length=300), nullable=False),
+        sa.Column("subject", sa.String(length=300), nullable=False),
         sa.Column("user_id", sa.Integer(), nullable=False),
         sa.ForeignKeyConstraint(
             ["user_id"],
@@ -66,8 +65,8 @@ def upgrade() -> None:
     op.create_table(
         "lti_launch_state",
         sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("state", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-        sa.Column("nonce", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+        sa.Column("state", sa.String(length=64), nullable=False),
+        sa.Column("nonce", sa.String(length=64), nullable=False),
         sa.Column("platform_id", sa.Integer(), nullable=False),
         sa.Column("created_at", app.db.UTCDateTime(), nullable=False),
         sa.Column("claims", sa.Text(), nullable=True),
@@ -86,8 +85,8 @@ def upgrade() -> None:
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("class_id", sa.Integer(), nullable=False),
         sa.Column("platform_id", sa.Integer(), nullable=False),
-        sa.Column("memberships_url", sqlmodel.sql.sqltypes.AutoString(length=500), nullable=True),
-        sa.Column("lineitems_url", sqlmodel.sql.sqltypes.AutoString(length=500), nullable=True),
+        sa.Column("memberships_url", sa.String(length=500), nullable=True),
+        sa.Column("lineitems_url", sa.String(length=500), nullable=True),
         sa.ForeignKeyConstraint(
             ["class_id"],
             ["class_section.id"],
@@ -103,10 +102,10 @@ def upgrade() -> None:
         "lti_resource_link",
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("platform_id", sa.Integer(), nullable=False),
-        sa.Column("link_id", sqlmodel.sql.sqltypes.AutoString(length=300), nullable=False),
+        sa.Column("link_id", sa.String(length=300), nullable=False),
         sa.Column("class_id", sa.Integer(), nullable=True),
         sa.Column("assignment_id", sa.Integer(), nullable=True),
-        sa.Column("lineitem_url", sqlmodel.sql.sqltypes.AutoString(length=500), nullable=True),
+        sa.Column("lineitem_url", sa.String(length=500), nullable=True),
         sa.ForeignKeyConstraint(
             ["assignment_id"],
             ["class_assignment.id"],
@@ -138,7 +137,7 @@ def upgrade() -> None:
         sa.Column("created_at", app.db.UTCDateTime(), nullable=False),
         sa.Column("next_try_at", app.db.UTCDateTime(), nullable=False),
         sa.Column("tries", sa.Integer(), nullable=False),
-        sa.Column("last_error", sqlmodel.sql.sqltypes.AutoString(length=500), nullable=True),
+        sa.Column("last_error", sa.String(length=500), nullable=True),
         sa.Column("sent_at", app.db.UTCDateTime(), nullable=True),
         sa.Column("score_sent", sa.Float(), nullable=True),
         sa.ForeignKeyConstraint(

@@ -66,6 +66,9 @@ def test_the_roster_sync_brings_the_course_in_after_a_key_rotation(world, monkey
     assert refused.status_code == 404 and "launch it from the LMS first" in refused.text
     with world.browser() as browser:
         world.launch(browser, "lena", "basics")  # links the class to the course
+        lena = Learner(browser)
+        for action in ("roster", "grades"):  # a learner may not
+            assert lena.post(f"{world.class_url}/lti/{action}").status_code == 403
     world.platform.enrol("course-7", "max", Person("sub-max", "Max Member", "max@uni.example"))
     assert cli.main(["lti", "rotate-key"]) == 0
     jwks = world.teacher.get("/lti/jwks.json").json()

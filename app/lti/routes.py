@@ -17,10 +17,9 @@ import httpx
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, RedirectResponse
-from sqlmodel import Session
 
 from app.classes import service as classes
-from app.db import utcnow
+from app.db import read_session, utcnow
 from app.deps import (
     SESSION_COOKIE,
     CsrfDep,
@@ -61,7 +60,10 @@ def _clock(app: FastAPI) -> Callable[[], datetime]:
 
 def send_round(app: FastAPI) -> grades.Sent:
     """Send what the outbox owes now (a worker thread's job)."""
-    with Session(app.state.engine) as session, httpx.Client(timeout=TIMEOUT) as client:
+    # A reader: looking for owed rows takes no write lock (most rounds find none); sending one
+    # begins a writer (begin_write).
+    session = read_session(app.state.engine)
+    with session, httpx.Client(timeout=TIMEOUT) as client:
         return grades.send_due(session, client, _clock(app)())
 
 

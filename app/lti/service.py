@@ -8,7 +8,7 @@ import re
 import secrets
 from datetime import datetime
 
-from sqlalchemy import update
+from sqlalchemy import delete, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -106,6 +106,9 @@ def begin_login(session: Session, platform: LtiPlatform, now: datetime) -> LtiLa
     """A fresh state and nonce for one launch."""
     assert platform.id is not None
     begin_write(session)
+    # Launches never finished (a closed tab) are of no use after their lifetime: clear the old.
+    stale = col(LtiLaunchState.created_at) < now - rules.STATE_LIFETIME * 6
+    session.connection().execute(delete(LtiLaunchState).where(stale))
     row = LtiLaunchState(
         state=secrets.token_urlsafe(24),
         nonce=secrets.token_urlsafe(24),

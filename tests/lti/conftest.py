@@ -55,10 +55,21 @@ class World:
 
 @pytest.fixture
 def world(app_factory, sqlite_url, clock, monkeypatch) -> Iterator[World]:
-    app = app_factory(sqlite_url, lti_send_interval_s=0)
+    """The world on SQLite."""
+    yield from _world(app_factory, sqlite_url, clock, monkeypatch)
+
+
+@pytest.fixture
+def any_world(app_factory, database_url, clock, monkeypatch) -> Iterator[World]:
+    """The world on SQLite, and on PostgreSQL where a server can be had."""
+    yield from _world(app_factory, database_url, clock, monkeypatch)
+
+
+def _world(app_factory, database_url, clock, monkeypatch) -> Iterator[World]:
+    app = app_factory(database_url, lti_send_interval_s=0)
     with running_platform(clock) as platform, serving(app) as tool:
         platform.connect(tool)
-        monkeypatch.setenv("DATABASE_URL", sqlite_url)
+        monkeypatch.setenv("DATABASE_URL", database_url)
         registration = platform.registration()
         assert cli.main([
             "lti", "add-platform", "--issuer", registration["issuer"],
@@ -70,7 +81,7 @@ def world(app_factory, sqlite_url, clock, monkeypatch) -> Iterator[World]:
         ]) == 0  # fmt: skip
         with httpx.Client(base_url=tool, timeout=30, follow_redirects=True) as staff_browser:
             teacher = Learner(staff_browser)  # type: ignore[arg-type]
-            sign_up(teacher, "teach", sqlite_url, Role.INSTRUCTOR)
+            sign_up(teacher, "teach", database_url, Role.INSTRUCTOR)
             class_url, code = create_class(teacher)
             assign(teacher, class_url)
             platform.add_course("course-7", "CS 249 (LMS)")
@@ -82,4 +93,4 @@ def world(app_factory, sqlite_url, clock, monkeypatch) -> Iterator[World]:
             platform.enrol(
                 "course-7", "prof", Person("sub-prof", "Pat Prof", "pat@uni.example", [INSTRUCTOR])
             )
-            yield World(tool, platform, sqlite_url, app, class_url, teacher)
+            yield World(tool, platform, database_url, app, class_url, teacher)

@@ -27,7 +27,8 @@ def outbox(database_url: str) -> list[LtiScoreOutbox]:
     return rows
 
 
-def test_the_lms_records_the_score_the_results_page_shows(world, clock):
+def test_the_lms_records_the_score_the_results_page_shows(any_world, clock):
+    world = any_world
     with world.browser() as browser:
         world.launch(browser, "lena", "basics")
         shown = finish(Learner(browser), clock, first_answer="A")  # a wrong first try: not 100

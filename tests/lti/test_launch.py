@@ -119,3 +119,16 @@ def test_a_platform_that_rotated_its_key_is_refetched_on_the_new_kid(world, monk
         assert world.launch(browser, "lena", "basics").status_code == 200
         world.platform.key = RSAKey.generate_key(2048, parameters={"kid": "platform-2"})
         assert world.launch(browser, "lena", "basics").url.path == "/sets/test-basics"
+
+
+def test_a_launch_left_unfinished_expires_and_is_cleared_later(world, clock):
+    with world.browser() as browser:
+        asked = world.begin(browser, "lena", "basics")
+        clock.advance(11 * 60)  # the learner came back to the tab after a while
+        token = world.platform.id_token("lena", "basics", asked["nonce"])
+        late = browser.post("/lti/launch", data={"id_token": token, "state": asked["state"]})
+        assert late.status_code == 400 and "took too long" in late.text
+        clock.advance(2 * 3600)
+        world.begin(browser, "lena", "basics")  # a new launch clears the stale states
+        gone = browser.post("/lti/launch", data={"id_token": token, "state": asked["state"]})
+        assert gone.status_code == 400 and "unknown here" in gone.text

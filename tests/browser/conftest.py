@@ -52,7 +52,11 @@ def live_app(live_folder: Path, live_database_url: str, executor_url: str) -> Fa
     shutil.copytree(FIXTURES / "lesson-pool", challenges / "lesson-pool")
     url = live_database_url
     migrations.upgrade(url)
-    return create_app(make_settings(url, challenges_dir=challenges, executor_url=executor_url))
+    return create_app(
+        make_settings(
+            url, challenges_dir=challenges, executor_url=executor_url, lti_send_interval_s=1
+        )
+    )
 
 
 @pytest.fixture(scope="session")

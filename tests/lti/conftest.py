@@ -65,8 +65,14 @@ def any_world(app_factory, database_url, clock, monkeypatch) -> Iterator[World]:
     yield from _world(app_factory, database_url, clock, monkeypatch)
 
 
-def _world(app_factory, database_url, clock, monkeypatch) -> Iterator[World]:
-    app = app_factory(database_url, lti_send_interval_s=0)
+@pytest.fixture
+def sending_world(app_factory, sqlite_url, clock, monkeypatch) -> Iterator[World]:
+    """The world on SQLite, its tool sending owed scores by itself every 0.1 s."""
+    yield from _world(app_factory, sqlite_url, clock, monkeypatch, interval_s=0.1)
+
+
+def _world(app_factory, database_url, clock, monkeypatch, interval_s=0.0) -> Iterator[World]:
+    app = app_factory(database_url, lti_send_interval_s=interval_s)
     with running_platform(clock) as platform, serving(app) as tool:
         platform.connect(tool)
         monkeypatch.setenv("DATABASE_URL", database_url)

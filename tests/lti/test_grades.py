@@ -17,6 +17,7 @@ from app.lti.models import LtiScoreOutbox
 from tests.classes.test_classes import finish
 from tests.support.learner import Learner
 from tests.support.lti_platform import Person
+from tests.support.waiting import wait_for
 
 
 def outbox(database_url: str) -> list[LtiScoreOutbox]:
@@ -87,3 +88,12 @@ def test_the_roster_sync_brings_the_course_in_after_a_key_rotation(world, monkey
         ("pat@uni.example", "instructor"),
     }
     assert world.platform.token_requests == 1
+
+
+def test_the_tool_sends_an_owed_score_by_itself(sending_world, clock):
+    world = sending_world
+    with world.browser() as browser:
+        world.launch(browser, "lena", "basics")
+        shown = finish(Learner(browser), clock)
+    sent = wait_for(lambda: world.platform.scores_for("sub-lena"), 20, "the score to be sent")
+    assert [score["scoreGiven"] for score in sent] == [float(shown)]

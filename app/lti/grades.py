@@ -99,15 +99,22 @@ def send_due(session: Session, client: httpx.Client, now: datetime) -> Sent:
     ).all()
     tokens: dict[int, str] = {}
     for row in due:
-        begin_write(session)
+        # Read and send in a reader (no write lock held while the LMS answers), then write.
         try:
-            score = _send(session, client, row, tokens, now)
+            score, lineitem = _send(session, client, row, tokens, now)
         except advantage.PlatformError as error:
+            begin_write(session)
             row.tries += 1
             row.last_error = str(error)[:500]
             row.next_try_at = now + min(timedelta(seconds=10 * 2**row.tries), MAX_BACKOFF)
             done.failed += 1
         else:
+            begin_write(session)
+            if lineitem is not None:
+                link = session.get(LtiResourceLink, row.link_id)
+                assert link is not None
+                link.lineitem_url = lineitem
+                session.add(link)
             row.sent_at, row.score_sent = now, score
             done.sent += score is not None
             done.skipped += score is None
@@ -122,7 +129,8 @@ def _send(
     row: LtiScoreOutbox,
     tokens: dict[int, str],
     now: datetime,
-) -> float | None:
+) -> tuple[float | None, str | None]:
+    """Send one owed score; return it (None: nothing to send) and a line item made for it."""
     link = session.get(LtiResourceLink, row.link_id)
     user = session.get(User, row.user_id)
     assert link is not None and user is not None and link.platform_id is not None
@@ -136,7 +144,7 @@ def _send(
     ).first()
     score = classes.assignment_score(session, assignment, user) if assignment else None
     if account is None or score is None:
-        return None
+        return None, None
     if platform.id not in tokens:
         signing = service.tool_keys(session)
         if not signing:
@@ -145,19 +153,19 @@ def _send(
         assert platform.id is not None
         tokens[platform.id] = advantage.access_token(client, platform, signing[0], scopes, now)
     token = tokens[platform.id]
-    if link.lineitem_url is None:
+    lineitem, made = link.lineitem_url, None
+    if lineitem is None:
         context = session.exec(
             select(LtiContext).where(LtiContext.class_id == link.class_id)
         ).first()
         if context is None or context.lineitems_url is None:
             raise advantage.PlatformError("the course's launches named no line items service")
         assert assignment is not None
-        link.lineitem_url = advantage.lineitem_for(
+        lineitem = made = advantage.lineitem_for(
             client, context.lineitems_url, token, link.link_id, assignment.title, assignment.set_id
         )
-        session.add(link)
-    advantage.post_score(client, link.lineitem_url, token, account.subject, score, now)
-    return score
+    advantage.post_score(client, lineitem, token, account.subject, score, now)
+    return score, made
 
 
 def sync_roster(session: Session, klass: Klass, client: httpx.Client, now: datetime) -> int:

@@ -131,15 +131,21 @@ async def login(request: Request, session: SessionDep, now: NowDep, settings: Se
     return response
 
 
+def _verify(app: FastAPI, state: str, id_token: str, now: datetime) -> None:
+    # A reader until the token checks: no write lock held while the platform's keys are fetched.
+    with read_session(app.state.engine) as session:
+        service.verify_launch(session, state, id_token, platform_keys, now)
+
+
 @router.post("/lti/launch", name="lti_launch", include_in_schema=False)
-async def launch(request: Request, session: SessionDep, now: NowDep):
+async def launch(request: Request, now: NowDep):
     """The platform's form post of the id_token: verify it, then send the browser on to
     arrive (a same-site step, where its state cookie comes along)."""
     form = await request.form()
     id_token, state = form.get("id_token"), form.get("state")
     if not isinstance(id_token, str) or not isinstance(state, str):
         raise BadRequest("The launch lacks its id_token or state.")
-    await run_in_threadpool(service.verify_launch, session, state, id_token, platform_keys, now)
+    await run_in_threadpool(_verify, request.app, state, id_token, now)
     return RedirectResponse(f"/lti/enter?{urlencode({'state': state})}", status_code=303)
 
 
@@ -166,10 +172,11 @@ def jwks(session: SessionDep):
 
 
 @router.post("/staff/classes/{class_id}/lti/roster", dependencies=[CsrfDep])
-def sync_roster(class_id: RowId, staff: StaffUser, session: SessionDep, now: NowDep):
+def sync_roster(request: Request, class_id: RowId, staff: StaffUser, now: NowDep):
     """Bring the LMS course's roster into the class."""
-    klass = classes.class_for_staff(session, class_id, staff)
-    with httpx.Client(timeout=TIMEOUT) as client:
+    # A reader while the LMS is asked (network); the service begins writing after.
+    with read_session(request.app.state.engine) as session, httpx.Client(timeout=TIMEOUT) as client:
+        klass = classes.class_for_staff(session, class_id, staff)
         listed = grades.sync_roster(session, klass, client, now)
     return RedirectResponse(f"/staff/classes/{class_id}?lms_roster={listed}", status_code=303)
 

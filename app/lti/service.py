@@ -135,8 +135,8 @@ def verify_launch(
     session: Session, state: str, id_token: str, platform_keys: keys.PlatformKeys, now: datetime
 ) -> LtiLaunchState:
     """Check the id_token the platform posted for this state (signature, claims, single use) and
-    keep its claims for the browser that began the launch."""
-    begin_write(session)
+    keep its claims for the browser that began the launch. The session may be a reader: the
+    write lock is taken only after the platform's keys were fetched (network) and checked."""
     row, platform = _state(session, state, now)
     if row.verified_at is not None:
         raise BadRequest("This launch was used already (a replay?): launch again from the course.")
@@ -152,6 +152,7 @@ def verify_launch(
         )
     except rules.LaunchRefused as refused:
         raise BadRequest(refused.message) from refused
+    begin_write(session)
     # Conditional: of two posts of one token racing, one marks it and the other is refused.
     marked = session.connection().execute(
         update(LtiLaunchState)

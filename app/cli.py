@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from app.challenges import course, course_rules, json_schema, loader
 from app.config import ROOT, Settings
@@ -157,6 +158,24 @@ def _parser() -> argparse.ArgumentParser:
         "the embedded executor serves one process)",
     )
     serve.set_defaults(handler=_serve)
+
+    lti = commands.add_parser("lti", help="LTI 1.3: the LMS platforms and the tool's keys")
+    lti_actions = lti.add_subparsers(title="actions", metavar="ACTION")
+    platform = lti_actions.add_parser("add-platform", help="register (or update) an LMS")
+    platform.add_argument("--issuer", required=True, help="the platform's issuer (iss)")
+    platform.add_argument("--client-id", required=True, help="RankLab's client id there")
+    platform.add_argument(
+        "--deployment-id", action="append", required=True, help="a deployment id (repeat)"
+    )
+    platform.add_argument("--login-url", required=True, help="its OIDC authentication URL")
+    platform.add_argument("--token-url", required=True, help="its OAuth2 access token URL")
+    platform.add_argument("--jwks-url", required=True, help="its public keyset URL")
+    platform.set_defaults(handler=_lti_add_platform)
+    rotate = lti_actions.add_parser(
+        "rotate-key", help="make a new signing key (the previous one stays published)"
+    )
+    rotate.set_defaults(handler=_lti_rotate_key)
+    lti_actions.add_parser("list", help="the platforms registered").set_defaults(handler=_lti_list)
 
     commands.add_parser("run", help="run a snippet across ranks (see `ranklab run --help`)")
     commands.add_parser("executor", help="the executor service (see `ranklab executor --help`)")
@@ -323,6 +342,58 @@ def _prune_guests(args: argparse.Namespace) -> int:
         engine.dispose()
     print(f"pruned {pruned} guests that never acted")
     return 0
+
+
+def _lti(action: str, work: Callable[..., int], args: argparse.Namespace) -> int:
+    from sqlmodel import Session
+
+    from app.db import make_engine, utcnow
+    from app.errors import RankLabError
+
+    engine = make_engine(Settings().database_url)
+    try:
+        with Session(engine) as session:
+            return work(session, utcnow(), args)
+    except RankLabError as error:
+        print(f"ranklab lti {action}: {error.message}", file=sys.stderr)
+        return 1
+    finally:
+        engine.dispose()
+
+
+def _lti_add_platform(args: argparse.Namespace) -> int:
+    from app.lti import service
+
+    def work(session: Any, now: Any, args: argparse.Namespace) -> int:
+        found = service.add_platform(
+            session, args.issuer, args.client_id, args.deployment_id,
+            args.login_url, args.token_url, args.jwks_url, now,
+        )  # fmt: skip
+        print(f"platform {found.issuer} (client id {found.client_id}): {found.deployment_ids}")
+        return 0
+
+    return _lti("add-platform", work, args)
+
+
+def _lti_rotate_key(args: argparse.Namespace) -> int:
+    from app.lti import service
+
+    def work(session: Any, now: Any, _args: argparse.Namespace) -> int:
+        print(f"new signing key {service.rotate_key(session, now)}")
+        return 0
+
+    return _lti("rotate-key", work, args)
+
+
+def _lti_list(args: argparse.Namespace) -> int:
+    from app.lti import service
+
+    def work(session: Any, _now: Any, _args: argparse.Namespace) -> int:
+        for found in service.platforms(session):
+            print(f"{found.issuer}\t{found.client_id}\t{found.deployment_ids}")
+        return 0
+
+    return _lti("list", work, args)
 
 
 def _verify(args: argparse.Namespace) -> int:

@@ -84,6 +84,12 @@ class Settings(BaseSettings):
         "published (a Reload in one of several workers): one small query, then the new live "
         "versions are served from the database. 0: on every request.",
     )
+    lti_send_interval_s: float = Field(
+        default=5.0,
+        ge=0,
+        description="How often (seconds) each process sends the scores owed to LMSs over LTI "
+        "(the score outbox); 0: never by itself (only the class page's Send grades).",
+    )
     secret_key: str = PLACEHOLDER_SECRET
     cookie_secure: bool = False
     session_days: int = 30

@@ -43,6 +43,7 @@ from app.labs import routes as lab_routes
 from app.labs.live import LiveRuns, MemoryLiveRuns
 from app.labs.live_redis import RedisLiveRuns
 from app.lessons import routes as lesson_routes
+from app.lti import routes as lti_routes
 from app.modes import cards as card_routes
 from app.modes import routes as mode_routes
 from app.progress import routes as progress_routes
@@ -139,6 +140,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         card_routes,
         lab_routes,
         lesson_routes,
+        lti_routes,
         metrics,
     ):
         app.include_router(module.router)

@@ -5,6 +5,15 @@ from app.attempts.models import ItemAttempt, SetAttempt, Submission
 from app.classes.models import Assignment, Extension, Klass, Membership
 from app.labs.models import LabRun, LabStepState
 from app.lessons.models import LessonProgress
+from app.lti.models import (
+    LtiAccount,
+    LtiContext,
+    LtiLaunchState,
+    LtiPlatform,
+    LtiResourceLink,
+    LtiScoreOutbox,
+    LtiToolKey,
+)
 from app.modes.models import ModeAnswer, Quiz
 from app.publishing.models import ContentVersion
 from app.review.models import ReviewCard, ReviewLog
@@ -19,6 +28,13 @@ __all__ = [
     "LabRun",
     "LabStepState",
     "LessonProgress",
+    "LtiAccount",
+    "LtiContext",
+    "LtiLaunchState",
+    "LtiPlatform",
+    "LtiResourceLink",
+    "LtiScoreOutbox",
+    "LtiToolKey",
     "Membership",
     "ModeAnswer",
     "Quiz",

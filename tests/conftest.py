@@ -129,6 +129,7 @@ def make_settings(database_url: str, **overrides: object) -> Settings:
         "executor_url": None,
         "secret_key": "test-secret",
         "content_gate": "valid",  # the fixtures have no proofs; gate tests ask for "proven"
+        "lti_send_interval_s": 0,  # no background LTI score rounds (and their queries) unasked
     }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]

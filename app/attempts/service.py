@@ -28,6 +28,7 @@ from app.challenges.catalog import Catalog
 from app.challenges.schema import ChallengeSet, ItemBase
 from app.db import begin_write
 from app.errors import BadRequest, Conflict, NotFound
+from app.lti import grades as lti_grades
 
 
 @dataclass(frozen=True)
@@ -563,6 +564,8 @@ def advance(
         counted = (sightings.counted(row, first) for row in rows)
         values["badge_earned"] = rules.badge_earned(result, counted)
         moved = connection.execute(_FINISH, {"attempt_id": attempt.id, **values})
+        if moved.rowcount:  # the LMS is owed the score: in this transaction, so never lost
+            lti_grades.enqueue_scores(session, attempt.user_id, attempt.set_id, now)
     session.commit()
     if moved.rowcount:  # what this transaction wrote, as a refresh would read it back
         for key, value in values.items():

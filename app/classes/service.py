@@ -605,3 +605,65 @@ def shown(score: float | None) -> str:
     if score is None:
         return ""
     return str(int(score)) if score == int(score) else f"{score:.1f}"
+
+
+def class_for_lti_context(
+    session: Session,
+    issuer: str,
+    deployment_id: str,
+    context_id: str,
+    title: str,
+    creator: User,
+    now: datetime,
+    join_code: str | None = None,
+) -> Klass:
+    """The class an LMS course (context) launches into (the caller commits): the one linked to
+    it; else the class whose join code the link names (custom class=CODE), linked now if it is
+    linked to no course yet; else a new class titled as the course. Part of the caller's
+    transaction: the launch that links it also joins the learner."""
+    linked = select(Klass).where(
+        Klass.lti_platform_issuer == issuer,
+        Klass.lti_deployment_id == deployment_id,
+        Klass.lti_context_id == context_id,
+    )
+    klass = session.exec(linked).first()
+    if klass is not None:
+        return klass
+    named = None
+    if join_code:
+        code = rules.normalise_code(join_code)
+        named = session.exec(select(Klass).where(Klass.join_code == code)).first()
+    if named is not None and named.lti_context_id is None:
+        klass = named
+    else:
+        assert creator.id is not None
+        klass = Klass(
+            title=(title.strip() or "Course")[:200],
+            join_code=rules.new_join_code(),
+            created_by=creator.id,
+            created_at=now,
+        )
+    klass.lti_platform_issuer, klass.lti_deployment_id = issuer, deployment_id
+    klass.lti_context_id = context_id
+    session.add(klass)
+    session.flush()
+    return klass
+
+
+def enrol(
+    session: Session, klass: Klass, user: User, role: str, source: str, now: datetime, **seen: str
+) -> Membership:
+    """Make the user a member with this role (the caller commits); an existing member keeps
+    their row, and becomes an instructor when the LMS says they teach. `seen`: the name,
+    email and student id the LMS gives, kept for the gradebook."""
+    assert user.id is not None and klass.id is not None
+    member = membership(session, klass.id, user.id) or Membership(
+        class_id=klass.id, user_id=user.id, source=source, joined_at=now
+    )
+    if role == "instructor":
+        member.role = "instructor"
+    for name in ("name", "email", "student_id"):
+        if seen.get(name):
+            setattr(member, name, seen[name])
+    session.add(member)
+    return member

@@ -5,16 +5,21 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
+from sqlmodel import Session
 
 from app import migrations
 from app.config import ROOT
+from app.db import make_engine, utcnow
+from app.lti import service as lti
 from app.main import create_app
 from tests.conftest import FIXTURES, make_settings
 from tests.support.live import serving
+from tests.support.lti_platform import Platform, running_platform
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -47,7 +52,11 @@ def live_app(live_folder: Path, live_database_url: str, executor_url: str) -> Fa
     shutil.copytree(FIXTURES / "lesson-pool", challenges / "lesson-pool")
     url = live_database_url
     migrations.upgrade(url)
-    return create_app(make_settings(url, challenges_dir=challenges, executor_url=executor_url))
+    return create_app(
+        make_settings(
+            url, challenges_dir=challenges, executor_url=executor_url, lti_send_interval_s=1
+        )
+    )
 
 
 @pytest.fixture(scope="session")
@@ -120,3 +129,24 @@ def page(browser, live_server, csp_problems):
     yield context.new_page()
     context.close()
     assert csp_problems == [], "the page broke its Content-Security-Policy"
+
+
+@pytest.fixture
+def lms(live_server: str, live_database_url: str) -> Iterator[Platform]:
+    """A simulated LMS registered with the live server. It is reached as localhost, the live
+    server as 127.0.0.1: two sites, so the browser treats the launch as the cross-site post it
+    is with a real LMS (SameSite cookies included)."""
+    with running_platform() as platform:
+        platform.url = platform.url.replace("127.0.0.1", "localhost")
+        platform.connect(live_server)
+        engine = make_engine(live_database_url)
+
+        def register() -> None:
+            with Session(engine) as session:
+                lti.add_platform(session, **platform.registration(), now=utcnow())
+
+        # On a worker thread: Playwright's sync API runs an event loop in this one.
+        with ThreadPoolExecutor(1) as worker:
+            worker.submit(register).result()
+        engine.dispose()
+        yield platform

@@ -1,6 +1,7 @@
 """Issue 38 end to end in a real browser: an instructor creates a class and an assignment due in
-a week, one learner joins by code (as a guest, then signs up), one by roster CSV, one gets an
-extension, both work, and the gradebook CSV carries the scores their results pages show."""
+a week, one learner joins by code (as a guest, then signs up), one by roster CSV, one by an LTI
+launch from a simulated LMS; one gets an extension, all work, and the gradebook CSV and the
+LMS's recorded score carry the scores their results pages show."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from playwright.sync_api import expect
 
 from tests.browser.test_instructor import sign_up_as_instructor
 from tests.conftest import TEST_CHALLENGES
+from tests.support.lti_platform import Link, Person
 from tests.support.options import check, choice_item
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.browser
 RUNS_ITEM = choice_item(TEST_CHALLENGES / "runs", "test-runs")  # keyed A
@@ -40,7 +43,7 @@ def take_test_runs(page) -> tuple[str, int]:
     return match[1], int(minutes) * 60 + int(secs)
 
 
-def test_a_class_from_creation_to_the_gradebook(page, browser, live_server, live_database_url):
+def test_a_class_from_creation_to_the_gradebook(page, browser, live_server, live_database_url, lms):
     sign_up_as_instructor(page, live_database_url, "class-teacher")
     page.goto("/staff/classes")
     page.get_by_label("New class title").fill("Distributed 101")
@@ -85,6 +88,13 @@ def test_a_class_from_creation_to_the_gradebook(page, browser, live_server, live
     rosa.get_by_label("Password").fill(password)
     rosa.get_by_test_id("login").click()
 
+    lms.add_course("course-9", "Distributed 101 (LMS)")  # its link names the class's code
+    lms.links["runs"] = Link("course-9", "Test runs", {"set": "test-runs", "class": code})
+    lms.enrol("course-9", "lara", Person("sub-lara", "Lara Lms", "lara@uni.example"))
+    lara = browser.new_context(base_url=live_server).new_page()
+    lara.goto(lms.launch_url("lara", "runs"))  # her click in the LMS's course
+    lara.wait_for_url(re.compile(r"/sets/test-runs$"))
+
     page.goto(class_url)
     extension = page.get_by_test_id("extension-form")
     extension.get_by_label("Learner").select_option(label="rosa")
@@ -94,11 +104,18 @@ def test_a_class_from_creation_to_the_gradebook(page, browser, live_server, live
 
     (cody_score, cody_time), (rosa_score, rosa_time) = take_test_runs(guest), take_test_runs(rosa)
     assert rosa_time > 1.5 * cody_time  # her extension doubles the question's time
+    lara_score, _ = take_test_runs(lara)
+    sent = wait_for(lambda: lms.scores_for("sub-lara"), 30, "the LMS to record Lara's score")
+    assert [score["scoreGiven"] for score in sent] == [float(lara_score)]
     scores = {"cody-code": cody_score, "rosa": rosa_score}
     canvas = page.request.get(f"{class_url}/gradebook.csv?flavour=canvas")
     rows = list(csv.reader(io.StringIO(canvas.text())))
     assert rows[1][0] == "Points Possible"
     by_login = {row[3]: row[5] for row in rows[2:]}
-    assert by_login == {"cody-code": scores["cody-code"], "rosa@uni.example": scores["rosa"]}
+    assert by_login == {
+        "cody-code": scores["cody-code"],
+        "rosa@uni.example": scores["rosa"],
+        "lara@uni.example": lara_score,
+    }
     assert next(row for row in rows[2:] if row[3] == "rosa@uni.example")[2] == "S-77"
     assert zone  # the page named its zone (the due date is shown in it)

@@ -97,6 +97,9 @@ def test_every_staff_route_is_covered_by_these_tests(app):
         "POST /staff/classes/{class_id}/assignments",
         "POST /staff/classes/{class_id}/assignments/{assignment_id}/extensions",
         "GET /staff/classes/{class_id}/gradebook.csv",
+        # A class's LMS course (LTI): tests/lti/test_grades.py (a learner refused there too).
+        "POST /staff/classes/{class_id}/lti/roster",
+        "POST /staff/classes/{class_id}/lti/grades",
     }
     # The dashboards (/admin, /admin/sets, /admin/misconceptions, /admin/learners,
     # /admin/export) are covered by tests/analytics/test_routes.py.

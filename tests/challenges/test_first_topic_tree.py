@@ -33,6 +33,8 @@ def tree_in_tutorial() -> set[str]:
 def test_the_tutorial_lists_every_file_new_topic_and_new_set_write(tmp_path: Path):
     course = tmp_path / "my-course"
     assert cli.main(["new", "topic", "gloo-basics", "--dir", str(course)]) == 0
-    assert cli.main(["new", "set", "gloo-quiz", "--topic", "gloo-basics", "--dir", str(course)]) == 0
-    written = {f"my-course/{path.relative_to(course)}" for path in course.rglob("*") if path.is_file()}
+    new_set = ["new", "set", "gloo-quiz", "--topic", "gloo-basics", "--dir", str(course)]
+    assert cli.main(new_set) == 0
+    files = [path for path in course.rglob("*") if path.is_file()]
+    written = {f"my-course/{path.relative_to(course)}" for path in files}
     assert tree_in_tutorial() == written

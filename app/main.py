@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, cast
+from urllib.parse import quote
 
 import anyio.to_thread
 from fastapi import FastAPI, Request, Response
@@ -359,7 +360,9 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RankLabError)
     async def ranklab_error(request: Request, error: RankLabError) -> Response:
         if isinstance(error, LoginRequired) and not wants_json(request):
-            return RedirectResponse(f"/login?next={request.url.path}", status_code=303)
+            # The query too (a class's join link carries its code), escaped to stay one value.
+            asked = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            return RedirectResponse(f"/login?next={quote(asked, safe='/')}", status_code=303)
         return render(request, error.status_code, error.title, error.message)
 
     @app.exception_handler(Busy)

@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlmodel import Session, col, select
 
 from app.accounts.models import User
+from app.challenges import variants
 from app.challenges.catalog import Catalog
 from app.challenges.loader import LoadedSet
 from app.challenges.schema import proven_by_run
@@ -148,5 +149,14 @@ def preview(
             "set": loaded.challenge_set,
             "executable": {item.id for item in loaded.challenge_set.items if proven_by_run(item)},
             "runs_available": runs.available(executor),
+            # A parameterised item's texts are templates: show each variant as learners meet it.
+            "variants_shown": {
+                item.id: [
+                    (variant, variants.render(item, variant.key))
+                    for variant in variants.variants_of(item)
+                ]
+                for item in loaded.challenge_set.items
+                if variants.params_of(item)
+            },
         },
     )

@@ -73,7 +73,7 @@ document.addEventListener("alpine:init", () => {
           const when = result.observed_at ? ` · observed ${result.observed_at}` : "";
           const cached = result.cached ? " (cached)" : "";
           const recorded = result.recorded ? " (recorded: this snippet hangs, as its proof observed)" : "";
-          shown(`${result.status} · ${result.duration_ms} ms · torch ${env.torch} · ${env.backend} on ${env.device}, ${env.nproc} rank(s)${when}${cached}${recorded}`);
+          shown(`${result.status} · ${result.duration_ms} ms · torch ${env.torch} · ${env.backend} on ${env.device}, ${env.nproc} rank${env.nproc === 1 ? "" : "s"}${when}${cached}${recorded}`);
         },
         unavailable: (notice) => shown(notice.message),
         refused: (message) => shown(message),

@@ -7,6 +7,21 @@ window.stuckAt = (stuck) => {
   const call = stuck.call ? `, waiting in ${stuck.call}` : "";
   return `Stuck at ${where}${call} when the time limit stopped it.`;
 };
+// A time as the pages' `when` filter writes it, in the browser's zone (the zone its tz cookie
+// names): "Sun 29 Nov 2026, 10:29 UTC". The raw ISO string where the browser cannot format it.
+window.shownWhen = (iso) => {
+  const moment = new Date(iso);
+  if (Number.isNaN(moment.getTime())) return iso;
+  try {
+    const parts = Object.fromEntries(new Intl.DateTimeFormat("en-GB", {
+      weekday: "short", day: "2-digit", month: "short", year: "numeric",
+      hour: "2-digit", minute: "2-digit", hourCycle: "h23", timeZoneName: "short",
+    }).formatToParts(moment).map((part) => [part.type, part.value]));
+    return `${parts.weekday} ${parts.day} ${parts.month} ${parts.year}, ${parts.hour}:${parts.minute} ${parts.timeZoneName}`;
+  } catch (_) {
+    return iso;
+  }
+};
 // Read the run's server-sent events with fetch: EventSource cannot read a refusal's message
 // (409: a run of yours is going already; 429: too many runs in a minute), which is shown.
 window.readRunEvents = async (url, handlers, signal) => {
@@ -70,7 +85,7 @@ document.addEventListener("alpine:init", () => {
             rank.stuck = window.stuckAt(observed.stuck);
           }
           const env = result.environment || {};
-          const when = result.observed_at ? ` · observed ${result.observed_at}` : "";
+          const when = result.observed_at ? ` · observed ${window.shownWhen(result.observed_at)}` : "";
           const cached = result.cached ? " (cached)" : "";
           const recorded = result.recorded ? " (recorded: this snippet hangs, as its proof observed)" : "";
           shown(`${result.status} · ${result.duration_ms} ms · torch ${env.torch} · ${env.backend} on ${env.device}, ${env.nproc} rank${env.nproc === 1 ? "" : "s"}${when}${cached}${recorded}`);

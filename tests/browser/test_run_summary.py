@@ -20,3 +20,23 @@ def test_the_run_summary_counts_ranks_in_words(page):
     expect(summary).to_contain_text("ok ·", timeout=30_000)
     expect(summary).to_contain_text("gloo on cpu, 2 ranks")
     assert "rank(s)" not in summary.inner_text()
+
+
+def test_the_run_summary_says_when_it_was_observed_in_the_learners_zone(browser, live_server):
+    # A learner in Los Angeles reads the time as every page writes it ("Sun 29 Nov 2026, 02:30
+    # PST"), not the executor's ISO string in UTC ("2026-11-29T10:30:00.000Z").
+    context = browser.new_context(base_url=live_server, timezone_id="America/Los_Angeles")
+    page = context.new_page()
+    try:
+        start_set(page, "test-runs")
+        page.wait_for_url(re.compile(r"/q/1$"))
+        check(page, RUNS_ITEM, "A")
+        page.get_by_test_id("submit").click()
+        page.get_by_test_id("run-button").click()
+        summary = page.get_by_test_id("run-summary")
+        expect(summary).to_contain_text("ok ·", timeout=30_000)
+        text = summary.inner_text()
+    finally:
+        context.close()
+    assert re.search(r"observed \w{3} \d{2} \w{3} \d{4}, \d{2}:\d{2} (PST|PDT|GMT-[78])", text), text
+    assert not re.search(r"\d{4}-\d{2}-\d{2}T", text), text

@@ -115,20 +115,33 @@ def duration(seconds: float | timedelta | None) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def when(moment: datetime | None, zone: tzinfo = UTC) -> str:
-    """Format a time for people, in their zone: "Sat 28 Nov 2026, 19:30 PST"."""
+def when(moment: datetime | str | None, zone: tzinfo = UTC) -> str:
+    """Format a time for people, in their zone: "Sat 28 Nov 2026, 19:30 PST".
+
+    A string is an ISO 8601 time, as the executor writes `observed_at`; one that is not is
+    shown as it is."""
     if moment is None:
         return ""
+    if isinstance(moment, str):
+        try:
+            moment = datetime.fromisoformat(moment)
+        except ValueError:
+            return moment
     if moment.tzinfo is None:  # SQLite hands back naive datetimes: they are UTC
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(zone).strftime("%a %d %b %Y, %H:%M %Z")
 
 
 @pass_context
-def _when_for_learner(context: Context, moment: datetime | None) -> str:
+def _when_for_learner(context: Context, moment: datetime | str | None) -> str:
     # The zone the learner's browser named (its tz cookie, app.progress.zone); UTC if unknown.
     request = context.get("request")
     return when(moment, zones.of(request) if request is not None else UTC)
+
+
+def counted(count: int, noun: str) -> str:
+    """A count with its noun in words: "1 rank", "2 ranks" (never "2 rank(s)")."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def accommodated(seconds: float | None, user: Any) -> float | None:
@@ -291,6 +304,7 @@ def build_templates(auto_reload: bool = False) -> Jinja2Templates:
         highlight=highlight,
         duration=duration,
         when=_when_for_learner,
+        counted=counted,
         accommodated=accommodated,
         outcome=outcome_text.outcome,  # staff previews: outcomes and numbers in plain words
         number=outcome_text.number,

@@ -43,13 +43,13 @@ def test_an_instructor_previews_and_verifies_a_set_against_real_runs(page, live_
     hang = page.locator('[data-testid="verify-progress"][data-item-id="uneven-iterations-hang"]')
     expect(forward).to_have_attribute("data-state", "pass", timeout=60_000)
     expect(hang).to_have_attribute("data-state", "running")
-    expect(page.get_by_test_id("verify-status")).to_contain_text("1 of 2 item(s) done")
+    expect(page.get_by_test_id("verify-status")).to_contain_text("1 of 2 items done")
     # A second click joins the running verification instead of starting it again.
     with page.expect_response(lambda response: response.request.method == "POST") as clicked:
         page.get_by_test_id("verify-set").click()
     joined = clicked.value.text()
     assert 'data-item-id="ddp-forward-output" data-state="pass"' in joined
-    assert "1 of 2 item(s) done" in joined
+    assert "1 of 2 items done" in joined
     report = page.get_by_test_id("verify-report")
     expect(report).to_have_attribute("data-job-state", "done", timeout=150_000)
     expect(report).to_have_attribute("data-passed", "true")

@@ -195,13 +195,13 @@ def test_a_verification_started_on_one_app_is_followed_on_another_to_the_same_ve
     wait_for(lambda: _runs_queued(queue_url) == 1, 10, "the first run to be queued")
     # Verify pressed again on the other app joins the job: no second job, no second run.
     joined = instructor.verify(b)
-    assert _job_state(joined) == "running" and "Verifying… 0 of 2 item(s) done." in joined
+    assert _job_state(joined) == "running" and "Verifying… 0 of 2 items done." in joined
     assert _item_state(joined, "first") == "running"
     runner.release()
     done = instructor.progress_until(b, lambda page: _job_state(page) == "done", "the end")
     assert "hx-trigger" not in done
     assert VERDICT.findall(done) == [("first", "pass"), ("second", "fail")]
-    assert "Done: 1 of 2 key(s) not proven." in done
+    assert "Done: 1 of 2 keys not proven." in done
     assert VERDICT.findall(instructor.progress(a)) == VERDICT.findall(done)
     assert _runs_queued(queue_url) == 2 * REPEATS  # one job ran each item REPEATS times
     # Each verdict is recorded: the preview on either app shows the report's evidence.

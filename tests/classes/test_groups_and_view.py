@@ -197,3 +197,24 @@ def test_a_learner_joins_a_group_later_once_however_often_added(people):
         r'data-group-name="lab section B"><strong>[^<]+</strong>: ([^<\n]*)', teacher.get(url).text
     )
     assert listed and listed[1].strip() == "ana"
+
+
+def test_a_learner_of_the_class_is_refused_every_page_and_form_of_its_groups_and_assignments(
+    people,
+):
+    teacher, ana, _ben, _cy, database_url = people
+    url, code = create_class(teacher)
+    enrol(teacher, code, database_url, (ana, "ana"))
+    assign(teacher, url)
+    view = assignment_url(teacher, url)
+    group = make_group(teacher, url, "lab B", user_id(database_url, "ana"))
+    ana_id = user_id(database_url, "ana")
+    for page in (view, f"{view}/view.csv", f"{view}/learners/{ana_id}"):
+        assert ana.get(page).status_code == 403, page
+    forms = {
+        f"{url}/groups": {"name": "mine", "user_id": [ana_id]},
+        f"{url}/groups/{group}/members": {"user_id": [ana_id]},
+        f"{view}/group-extensions": {"group_id": group, "time_multiplier": "2"},
+    }
+    for action, form in forms.items():
+        assert ana.post(action, form, follow_redirects=False).status_code == 403, action

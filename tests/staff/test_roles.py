@@ -97,6 +97,14 @@ def test_every_staff_route_is_covered_by_these_tests(app):
         "POST /staff/classes/{class_id}/assignments",
         "POST /staff/classes/{class_id}/assignments/{assignment_id}/extensions",
         "GET /staff/classes/{class_id}/gradebook.csv",
+        # Groups and the per-assignment view: tests/classes/test_groups_and_view.py (a learner
+        # of the class refused every one of them there).
+        "POST /staff/classes/{class_id}/groups",
+        "POST /staff/classes/{class_id}/groups/{group_id}/members",
+        "POST /staff/classes/{class_id}/assignments/{assignment_id}/group-extensions",
+        "GET /staff/classes/{class_id}/assignments/{assignment_id}",
+        "GET /staff/classes/{class_id}/assignments/{assignment_id}/view.csv",
+        "GET /staff/classes/{class_id}/assignments/{assignment_id}/learners/{user_id}",
         # A class's LMS course (LTI): tests/lti/test_grades.py (a learner refused there too).
         "POST /staff/classes/{class_id}/lti/roster",
         "POST /staff/classes/{class_id}/lti/grades",

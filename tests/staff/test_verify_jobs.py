@@ -43,7 +43,7 @@ def test_a_running_verification_polls_and_a_second_click_joins_it(app, instructo
         assert f'hx-get="{SET_URL}" hx-trigger="every 1s" hx-swap="outerHTML"' in fragment
     progress = instructor.get(SET_URL, headers=HX).text
     assert re.search(r'data-item-id="all-reduce" data-state="running"', progress)
-    assert "Verifying… 0 of 1 item(s) done." in progress
+    assert "Verifying… 0 of 1 item done." in progress
     executor.gate.set()
     assert app.state.verify_jobs.get(("test-runs", None)).wait(10)
     done = instructor.get(SET_URL, headers=HX).text

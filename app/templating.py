@@ -126,7 +126,7 @@ def when(moment: datetime | str | None, zone: tzinfo = UTC) -> str:
         try:
             moment = datetime.fromisoformat(moment)
         except ValueError:
-            return moment
+            return str(moment)
     if moment.tzinfo is None:  # SQLite hands back naive datetimes: they are UTC
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(zone).strftime("%a %d %b %Y, %H:%M %Z")

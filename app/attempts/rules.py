@@ -180,6 +180,12 @@ def first_pick_misconceptions(item: ItemBase, first_answer: str | None) -> list[
     ]
 
 
+def first_tries_needed(total: int) -> int:
+    """How many of `total` questions must be right at the first try for the badge (all right
+    in the end): the smallest count Score.perfect accepts, so the set page states the rule."""
+    return next(k for k in range(total + 1) if Score(total, total, k).perfect) if total else 0
+
+
 def badge_earned(score: Score, first_sights: Iterable[bool]) -> bool:
     """The badge: a perfect score where every question was answered on first sight of its
     variant (shown to the learner for the first time in this attempt, in no mode before)."""

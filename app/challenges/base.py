@@ -74,7 +74,7 @@ def parse_time_limit(value: object) -> object:
 
 
 class Badge(Strict):
-    """The badge a learner earns by answering every item of a set correctly."""
+    """The badge a learner earns by a set (the rule: app/attempts/rules.py, badge_earned)."""
 
     name: str = Field(min_length=1, description="Badge title shown on results and progress.")
     icon: str = Field(
@@ -84,9 +84,10 @@ class Badge(Strict):
         "lock, compass, rocket, save, …; docs/authoring.md lists them), or an emoji that stands "
         "for one.",
     )
-    description: str = Field(
-        default="Get all challenges correct to earn this badge!",
-        description="One line telling the learner how the badge is earned.",
+    description: str | None = Field(
+        default=None,
+        description="An optional line about the badge shown beside its name. How it is earned "
+        "is not written here: the set page states the real rule, worked out from the set.",
     )
 
     @field_validator("icon")

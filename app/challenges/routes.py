@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app import reads
+from app.attempts import rules as attempt_rules
 from app.attempts import service as attempts
 from app.classes import reports as classes
 from app.deps import CatalogDep, NowDep, OptionalUser, Page, SlugId, page_route
@@ -67,6 +68,7 @@ async def set_page(
             "set": facts.set,
             "topic": catalog.topic_of(set_id),
             "question_count": facts.question_count,
+            "first_tries_needed": attempt_rules.first_tries_needed(facts.question_count),
             "total_seconds": facts.total_seconds,
             "difficulty_mix": facts.difficulty_mix,
             "standing": standing,

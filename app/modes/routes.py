@@ -214,6 +214,7 @@ async def topic_page(
             now,
             settings.new_cards_per_day,
             zones.of(request),
+            catalog,
         )
     dues: dict[str, classes.Due] = {}
     if user is not None and user.id is not None:
@@ -243,9 +244,10 @@ def _progress(
     now: datetime,
     new_per_day: int,
     zone: tzinfo,
+    catalog: Catalog,
 ) -> modes.TopicProgress:
     standings = attempts.standings(reads.Reader.within(session), user_id)
-    return modes.topic_progress(session, user_id, topic, now, new_per_day, standings, zone)
+    return modes.topic_progress(session, user_id, topic, now, new_per_day, standings, catalog, zone)
 
 
 # Practice ------------------------------------------------------------------------------------

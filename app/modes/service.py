@@ -444,12 +444,14 @@ def topic_progress(
     now: datetime,
     new_per_day: int,
     standings: Mapping[str, object],
+    catalog: Catalog,
     zone: tzinfo = UTC,
 ) -> TopicProgress:
     """Read the learner's standing in every mode of one topic."""
     right = right_in_practice(session, user_id, topic.id)
-    due_by_topic = review.due_by_topic(session, user_id, now + LEARN_AHEAD, CardSource.ITEM)
-    due_items = due_by_topic.get(topic.id, 0)
+    # The Review page's own queue, so the topic page counts what that page will ask (issue 37).
+    queue, _gone = review_due(session, user_id, now, catalog, zone=zone)
+    due_items = sum(entry.topic == topic.id for entry in queue)
     return TopicProgress(
         sets={
             facts.set.id: standings[facts.set.id]

@@ -4,11 +4,15 @@ to the learner for the first time in that attempt; a retake from memory earns no
 from __future__ import annotations
 
 import random
+import re
 
+from fastapi.testclient import TestClient
 from sqlmodel import Session, delete, select
 
 from app.attempts import rules
 from app.attempts.models import ItemAttempt, ItemSighting
+from app.challenges.catalog import Catalog
+from app.config import ROOT
 from app.db import make_engine
 
 
@@ -71,6 +75,36 @@ def test_each_question_shown_is_recorded_once_with_the_attempt_that_first_showed
 def test_the_set_page_says_how_the_badge_is_earned(learner):
     page = learner.get("/sets/test-basics").text
     assert 'data-testid="badge-rule"' in page and "the first time you see it" in page
+
+
+def test_the_first_tries_the_set_page_asks_for_are_the_fewest_the_badge_accepts():
+    for total in (1, 5, 6, 10, 11, 20):
+        needed = rules.first_tries_needed(total)
+        assert rules.Score(total, total, needed).perfect
+        assert not rules.Score(total, total, needed - 1).perfect
+    assert rules.first_tries_needed(6) == 6 and rules.first_tries_needed(20) == 18
+
+
+def test_every_shipped_set_page_states_the_badge_rule_and_no_other(app_factory, sqlite_url):
+    """Issue 37: shipped sets said "Get all challenges correct to earn this badge!" beside the
+    real rule (every question right, the first tries it asks for, each on first sight)."""
+    catalog = Catalog.load(ROOT / "challenges")
+    app = app_factory(sqlite_url, challenges_dir=ROOT / "challenges")
+    stated = {}
+    with TestClient(app) as client:
+        for set_id in catalog.sets:
+            page = client.get(f"/sets/{set_id}").text
+            box = re.search(r'<article class="badge-box">(.*?)</article>', page, re.DOTALL)
+            assert box is not None, set_id
+            text = " ".join(re.sub(r"<[^>]+>", " ", box.group(1)).split())
+            facts = catalog.facts_of(set_id)
+            assert facts is not None
+            count = facts.question_count
+            needed = rules.first_tries_needed(count)
+            asked = "every one" if needed == count else f"at least {needed} of the {count}"
+            rule = f"answer every question right, {asked} at the first try, each the first"
+            stated[set_id] = ("Get all" not in text, rule in text)
+    assert stated and set(stated.values()) == {(True, True)}
 
 
 def test_a_variant_not_yet_shown_is_drawn_until_none_is_left():

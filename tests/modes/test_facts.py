@@ -5,6 +5,7 @@ the clock is an argument)."""
 from __future__ import annotations
 
 import random
+import re
 import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -201,3 +202,43 @@ def test_no_shipped_quiz_asks_one_fact_twice() -> None:
             asked = [entry.item.fact for entry in drawn]
             assert len(asked) == len(set(asked)), (topic.id, seed, ids(drawn))
     assert shared > 0  # the rule has twins to keep apart
+
+
+def test_a_topics_review_count_is_what_the_review_page_asks(
+    app_factory, database_url: str, clock, catalog: Catalog, tmp_path: Path
+) -> None:
+    """Issue 37: the topic page's "due" count for review applies the Review page's own rules (a
+    fact once, none asked earlier in the learner's day in their zone), so the two agree."""
+    clock.now = SATURDAY_EVENING_IN_LOS_ANGELES
+    with TestClient(app_factory(database_url, challenges_dir=tmp_path / "challenges")) as client:
+        person = Learner(client)
+        person.start_as_guest()
+        engine = make_engine(database_url)
+        with write_session(engine) as db:
+            user_id = db.exec(select(func.max(User.id))).one()
+            world_size = catalog.entry("modes-drill", "world-size")
+            all_reduce = catalog.entry("modes-drill", "all-reduce-sum")
+            assert user_id is not None and world_size is not None and all_reduce is not None
+            friday = SATURDAY_AFTERNOON_IN_LOS_ANGELES - timedelta(days=1)
+            for entry in (world_size, all_reduce):
+                modes.feed_review(db, user_id, entry, False, False, "practice", friday)
+            modes.feed_review(
+                db, user_id, world_size, True, False, "review", SATURDAY_AFTERNOON_IN_LOS_ANGELES
+            )
+        engine.dispose()
+        counts = {}
+        for zone in ("America/Los_Angeles", "UTC"):
+            client.cookies.set("tz", zone)
+            page = person.get("/review").text
+            asked = re.search(r'data-testid="review-due">(\d+) due', page)
+            topic = re.search(
+                r'data-mode="review">.*?data-testid="mode-state">(?:(\d+) due|Nothing due)',
+                person.get("/topics/drill").text,
+                re.DOTALL,
+            )
+            assert asked is not None and topic is not None
+            counts[zone] = (int(asked.group(1)), int(topic.group(1) or 0))
+    # Two cards are due, but they ask one fact: the Review page asks one, and so says the topic.
+    assert counts["UTC"] == (1, 1)
+    asked_in_los_angeles, topic_in_los_angeles = counts["America/Los_Angeles"]
+    assert topic_in_los_angeles == asked_in_los_angeles

@@ -46,6 +46,7 @@ class Run:
     wall_ms: int
     executor_ms: int
     status: str
+    ended_s: float = 0.0  # since the client was made
 
 
 class Recording:
@@ -55,6 +56,7 @@ class Recording:
         self.inner = inner
         self.runs: list[Run] = []
         self.lock = threading.Lock()
+        self.made = time.monotonic()
 
     def health(self) -> dict[str, Any] | None:
         return self.inner.health()
@@ -69,7 +71,8 @@ class Recording:
             if isinstance(event, RunResult):
                 result = event
             yield event
-        wall = round((time.monotonic() - started) * 1000)
+        ended = time.monotonic()
+        wall = round((ended - started) * 1000)
         with self.lock:
             self.runs.append(
                 Run(
@@ -78,6 +81,7 @@ class Recording:
                     wall,
                     result.duration_ms if result else 0,
                     result.status.value if result else "none",
+                    ended - self.made,
                 )
             )
 
@@ -172,9 +176,31 @@ def measure(path: Path, jobs: int, group: Path | None, top: int, hangs: bool = F
     per_set: dict[str, int] = defaultdict(int)
     for key, ms in per_item.items():
         per_set[key.split("/", 1)[0]] += ms
+    _tail(runs, owner, jobs)
     print("  by set or proof owner:")
     for key, ms in sorted(per_set.items(), key=lambda pair: -pair[1])[:8]:
         print(f"    {ms / 1000:6.1f} s {100 * ms / total:4.1f}%  {key}")
+
+
+def _tail(runs: list[Run], owner: dict[str, str], jobs: int) -> None:
+    """When fewer than `jobs` runs were left in flight for good, and the last runs to end: a
+    long tail there is wall time the packing left on the table."""
+    if not runs:
+        return
+    spans = sorted((run.ended_s - run.wall_ms / 1000, run.ended_s) for run in runs)
+    end = max(stop for _, stop in spans)
+    # Walk back from the end: the last moment `jobs` runs were in flight at once.
+    edges = sorted([(start, 1) for start, _ in spans] + [(stop, -1) for _, stop in spans])
+    in_flight, full_until = 0, 0.0
+    for moment, step in edges:
+        was_full = in_flight >= jobs
+        in_flight += step
+        if was_full and in_flight < jobs:
+            full_until = moment
+    print(f"  runs ended at {end:.1f} s; {jobs}+ in flight until {full_until:.1f} s; last to end:")
+    for run in sorted(runs, key=lambda run: -run.ended_s)[:5]:
+        name = owner.get(_digest(run.code), "?")
+        print(f"    {run.ended_s:6.1f} s  {run.wall_ms / 1000:5.1f} s {run.status:8} {name}")
 
 
 def _only_hang_claims(selection: Selection) -> None:

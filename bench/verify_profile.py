@@ -133,7 +133,7 @@ def measure(path: Path, jobs: int, group: Path | None, top: int, hangs: bool = F
                     owner[_digest(code)] = key
     for proof_run in selection.proof_runs:
         owner.setdefault(_digest(proof_run.code), proof_run.key)
-    cpu_before = _cpu_s(group)
+    cpu_before, own_before = _cpu_s(group), _own_cpu_s()
     started = time.monotonic()
     slots = jobs + packing.SPARE_SLOTS if jobs > 1 else None  # as `ranklab verify` starts it
     with embedded.temporary_executor(slots=slots) as url:
@@ -141,15 +141,19 @@ def measure(path: Path, jobs: int, group: Path | None, top: int, hangs: bool = F
         client = Recording(HttpExecutorClient(url, token=Settings().executor_token))
         outcomes = list(pipeline.run(client, selection, pipeline.REPEATS, jobs))
         done = time.monotonic()
-    cpu = _cpu_s(group) - cpu_before
+    cpu, own = _cpu_s(group) - cpu_before, _own_cpu_s() - own_before
     verdicts: dict[str, int] = defaultdict(int)
     for outcome in outcomes:
         verdicts[outcome.report.verdict.value] += 1
     runs = client.runs
     print(
         f"--jobs {jobs}: {done - started:.1f} s wall ({warm - started:.1f} s executor start), "
-        f"{cpu:.1f} s CPU, {len(runs)} runs, load {os.getloadavg()[0]:.1f}; {dict(verdicts)}"
+        f"{cpu:.1f} s CPU ({own:.1f} s of it the verify process), {len(runs)} runs, "
+        f"load {os.getloadavg()[0]:.1f}; {dict(verdicts)}"
     )
+    for outcome in outcomes:
+        if outcome.report.verdict.value == "fail":
+            print("\n".join(outcome.lines()[:6]))
     by_kind: dict[str, list[Run]] = defaultdict(list)
     for run in runs:
         kind = "timeout" if run.status == "timeout" else f"{run.nproc} ranks"
@@ -213,6 +217,11 @@ def _only_hang_claims(selection: Selection) -> None:
             kept.append(dataclasses.replace(loaded, challenge_set=subset))
     selection.sets, selection.labs = kept, []
     selection.proof_runs = [run for run in selection.proof_runs if claims_hang(run.proof)]
+
+
+def _own_cpu_s() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime
 
 
 def _sum(runs: list[Run]) -> int:

@@ -46,6 +46,7 @@ class Run:
     wall_ms: int
     executor_ms: int
     status: str
+    ended_s: float = 0.0  # since the client was made
 
 
 class Recording:
@@ -55,6 +56,7 @@ class Recording:
         self.inner = inner
         self.runs: list[Run] = []
         self.lock = threading.Lock()
+        self.made = time.monotonic()
 
     def health(self) -> dict[str, Any] | None:
         return self.inner.health()
@@ -69,7 +71,8 @@ class Recording:
             if isinstance(event, RunResult):
                 result = event
             yield event
-        wall = round((time.monotonic() - started) * 1000)
+        ended = time.monotonic()
+        wall = round((ended - started) * 1000)
         with self.lock:
             self.runs.append(
                 Run(
@@ -78,6 +81,7 @@ class Recording:
                     wall,
                     result.duration_ms if result else 0,
                     result.status.value if result else "none",
+                    ended - self.made,
                 )
             )
 
@@ -129,7 +133,7 @@ def measure(path: Path, jobs: int, group: Path | None, top: int, hangs: bool = F
                     owner[_digest(code)] = key
     for proof_run in selection.proof_runs:
         owner.setdefault(_digest(proof_run.code), proof_run.key)
-    cpu_before = _cpu_s(group)
+    cpu_before, own_before = _cpu_s(group), _own_cpu_s()
     started = time.monotonic()
     slots = jobs + packing.SPARE_SLOTS if jobs > 1 else None  # as `ranklab verify` starts it
     with embedded.temporary_executor(slots=slots) as url:
@@ -137,15 +141,19 @@ def measure(path: Path, jobs: int, group: Path | None, top: int, hangs: bool = F
         client = Recording(HttpExecutorClient(url, token=Settings().executor_token))
         outcomes = list(pipeline.run(client, selection, pipeline.REPEATS, jobs))
         done = time.monotonic()
-    cpu = _cpu_s(group) - cpu_before
+    cpu, own = _cpu_s(group) - cpu_before, _own_cpu_s() - own_before
     verdicts: dict[str, int] = defaultdict(int)
     for outcome in outcomes:
         verdicts[outcome.report.verdict.value] += 1
     runs = client.runs
     print(
         f"--jobs {jobs}: {done - started:.1f} s wall ({warm - started:.1f} s executor start), "
-        f"{cpu:.1f} s CPU, {len(runs)} runs, load {os.getloadavg()[0]:.1f}; {dict(verdicts)}"
+        f"{cpu:.1f} s CPU ({own:.1f} s of it the verify process), {len(runs)} runs, "
+        f"load {os.getloadavg()[0]:.1f}; {dict(verdicts)}"
     )
+    for outcome in outcomes:
+        if outcome.report.verdict.value == "fail":
+            print("\n".join(outcome.lines()[:6]))
     by_kind: dict[str, list[Run]] = defaultdict(list)
     for run in runs:
         kind = "timeout" if run.status == "timeout" else f"{run.nproc} ranks"
@@ -172,9 +180,31 @@ def measure(path: Path, jobs: int, group: Path | None, top: int, hangs: bool = F
     per_set: dict[str, int] = defaultdict(int)
     for key, ms in per_item.items():
         per_set[key.split("/", 1)[0]] += ms
+    _tail(runs, owner, jobs)
     print("  by set or proof owner:")
     for key, ms in sorted(per_set.items(), key=lambda pair: -pair[1])[:8]:
         print(f"    {ms / 1000:6.1f} s {100 * ms / total:4.1f}%  {key}")
+
+
+def _tail(runs: list[Run], owner: dict[str, str], jobs: int) -> None:
+    """When fewer than `jobs` runs were left in flight for good, and the last runs to end: a
+    long tail there is wall time the packing left on the table."""
+    if not runs:
+        return
+    spans = sorted((run.ended_s - run.wall_ms / 1000, run.ended_s) for run in runs)
+    end = max(stop for _, stop in spans)
+    # Walk back from the end: the last moment `jobs` runs were in flight at once.
+    edges = sorted([(start, 1) for start, _ in spans] + [(stop, -1) for _, stop in spans])
+    in_flight, full_until = 0, 0.0
+    for moment, step in edges:
+        was_full = in_flight >= jobs
+        in_flight += step
+        if was_full and in_flight < jobs:
+            full_until = moment
+    print(f"  runs ended at {end:.1f} s; {jobs}+ in flight until {full_until:.1f} s; last to end:")
+    for run in sorted(runs, key=lambda run: -run.ended_s)[:5]:
+        name = owner.get(_digest(run.code), "?")
+        print(f"    {run.ended_s:6.1f} s  {run.wall_ms / 1000:5.1f} s {run.status:8} {name}")
 
 
 def _only_hang_claims(selection: Selection) -> None:
@@ -187,6 +217,11 @@ def _only_hang_claims(selection: Selection) -> None:
             kept.append(dataclasses.replace(loaded, challenge_set=subset))
     selection.sets, selection.labs = kept, []
     selection.proof_runs = [run for run in selection.proof_runs if claims_hang(run.proof)]
+
+
+def _own_cpu_s() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime
 
 
 def _sum(runs: list[Run]) -> int:

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.reader import ReaderError
@@ -324,10 +323,9 @@ def _read_document(path: Path, shown: str) -> tuple[CommentedMap | None, str, li
     except (OSError, UnicodeDecodeError) as error:
         return None, "", [LoadError(shown, 1, 1, f"cannot read file: {error}")]
     try:
-        problem = problem or limits.structure_problem(text)
+        document, problem = (None, problem) if problem else limits.load_within_limits(text)
         if problem is not None:
             return None, text, [LoadError(shown, problem.line, problem.column, problem.message)]
-        document = YAML(typ="rt").load(text)
     except YAMLError as error:
         return None, text, [_yaml_error(shown, text, error)]
     if not isinstance(document, CommentedMap):

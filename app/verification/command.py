@@ -10,17 +10,21 @@ from collections import Counter
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from app import embedded
 from app.challenges import course, loader
 from app.config import Settings
 from app.executor_client import HttpExecutorClient
 from app.verification import evidence, hangs, incremental, packing, pipeline, proofs, records
 from app.verification.batch import Verified
+
+if TYPE_CHECKING:
+    # Imported where an executor starts: it imports the whole web app (~1.7 s), which a verify
+    # with nothing changed (no executor) does not need.
+    from app import embedded
 
 
 def verify(
@@ -48,6 +52,8 @@ def verify(
     # while the course loads, not after. Otherwise only once something is known to need it:
     # a course with nothing changed starts none.
     early = executor_url is None and run_all
+    if early:
+        from app import embedded
     with (
         embedded.starting_executor(trusted=trusted, slots=_slots(jobs))
         if early
@@ -193,6 +199,8 @@ def _executor(
         return contextlib.nullcontext(url)
     if starting is not None:
         return contextlib.nullcontext(starting.ready())
+    from app import embedded
+
     return embedded.temporary_executor(trusted=trusted, slots=_slots(jobs))
 
 

@@ -7,12 +7,15 @@ other slots idled. So everything goes into one queue, the costliest first (longe
 time first: the tail is a short item), and an item whose key says the snippet hangs goes to a
 lane of its own: its ranks sit blocked until the time limit, using no CPU, so it runs beside
 the `jobs` busy runs on a spare slot (command.py starts the executor with jobs + SPARE_SLOTS)
-instead of holding a busy one idle. With jobs <= 1 the work runs one piece after another, in
+instead of holding a busy one idle. So does an item whose snippet sleeps for seconds (a rank kept
+away from a collective until a group or barrier timeout fires): its runs mostly wait too. With
+jobs <= 1 the work runs one piece after another, in
 order, as before.
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -29,6 +32,9 @@ SPARE_SLOTS = 4
 RUN_S = 0.4
 RANK_S = 0.1
 COMPILE_S = 3.0
+# A snippet that sleeps this long a run mostly waits: a 2-rank run's CPU is ~0.15 s (the course's
+# two, rank 1 asleep 6 or 8 s until rank 0's timeout fires, held a busy slot ~100 s per verify).
+SLEEP_WAITS_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -42,10 +48,35 @@ class Work(Generic[Done]):
 
 def run_cost(request_code: str, nproc: int) -> float:
     """The expected slot-seconds of one run of a snippet."""
-    cost = RUN_S + RANK_S * nproc
+    cost = RUN_S + RANK_S * nproc + sleeps_s(request_code)
     if "torch.compile" in request_code:
         cost += COMPILE_S
     return cost
+
+
+def sleeps_s(code: str) -> float:
+    """The seconds the snippet's `time.sleep(N)` calls with a literal N add up to (0 when it
+    has none or does not parse): each run waits at least the longest, asleep."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return 0.0
+    seconds = 0.0
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and node.args):
+            continue
+        called = node.func
+        name = called.attr if isinstance(called, ast.Attribute) else getattr(called, "id", "")
+        value = getattr(node.args[0], "value", None)  # a literal (ast.Constant), else None
+        if name == "sleep" and isinstance(value, int | float) and not isinstance(value, bool):
+            seconds += float(value)
+    return seconds
+
+
+def mostly_waits(code: str, hangs: bool) -> bool:
+    """Whether a snippet's runs mostly wait rather than compute: its key says it hangs, or it
+    sleeps SLEEP_WAITS_S or more."""
+    return hangs or sleeps_s(code) >= SLEEP_WAITS_S
 
 
 def snippet_cost(

@@ -148,7 +148,7 @@ def run(
             work.append(packing.Work(partial(_lab_step, client, lab, step, facts, repeats), cost))
     for loaded in selection.sets:
         for item in loaded.challenge_set.items:
-            hangs, cost = _item_cost(loaded, item, repeats)
+            waits, cost = _item_cost(loaded, item, repeats)
             code = loaded.code.get(item.id)
             if code is not None and getattr(item, "launch", None) is not None:
                 cost = once(_request(item, code), cost)
@@ -156,7 +156,7 @@ def run(
                 if fixed is not None:
                     requested.add(_request(item, fixed))
             job = partial(_item, client, loaded, item, facts, repeats, shared)
-            work.append(packing.Work(job, cost, hangs))
+            work.append(packing.Work(job, cost, waits))
     for proof_run in selection.proof_runs:
         proof = proof_run.proof
         hangs = expects_hang(proof.outcome)
@@ -165,7 +165,7 @@ def run(
         )
         cost = once(_request(proof, proof_run.code), cost)
         job = partial(_proof, client, proof_run, facts, repeats, shared)
-        work.append(packing.Work(job, cost, hangs))
+        work.append(packing.Work(job, cost, packing.mostly_waits(proof_run.code, hangs)))
     return packing.in_order(work, jobs)
 
 
@@ -175,14 +175,16 @@ def _request(launched: Any, code: str) -> str:
 
 
 def _item_cost(loaded: LoadedSet, item: ItemBase, repeats: int) -> tuple[bool, float]:
-    """Whether an item's key says its snippet hangs, and its expected cost (packing.py)."""
+    """Whether an item's runs mostly wait (its key says the snippet hangs, or it sleeps), and
+    its expected cost (packing.py)."""
     code = loaded.code.get(item.id)
     launch = getattr(item, "launch", None)
     if code is None or launch is None:
         return False, 0.0
     hangs = claims_hang(item)
     fixed = loaded.fixed_code.get(item.id)
-    return hangs, packing.snippet_cost(code, fixed, launch.nproc, repeats, launch.timeout_s, hangs)
+    cost = packing.snippet_cost(code, fixed, launch.nproc, repeats, launch.timeout_s, hangs)
+    return packing.mostly_waits(code, hangs), cost
 
 
 def _lab_step(

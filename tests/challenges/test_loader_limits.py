@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from ruamel.yaml.parser import RoundTripParser
 
 from app.challenges import loader
 from app.config import ROOT
@@ -160,3 +161,18 @@ def test_the_app_serves_the_valid_set_beside_hostile_files(app_factory, sqlite_u
         assert "Test basics" in client.get("/sets/test-basics").text
         assert client.get("/sets/test-basics").status_code == 200
         assert client.get("/sets/laughs").status_code == 404
+
+
+def test_each_file_is_parsed_once_with_the_limits_checked_as_it_loads(monkeypatch):
+    # The limits were a parse of their own before the load's: ~30% of loading the course.
+    parsers: list[object] = []
+    original = RoundTripParser.__init__
+
+    def counting(self: RoundTripParser, *args: object, **kwargs: object) -> None:
+        parsers.append(self)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(RoundTripParser, "__init__", counting)
+    report = loader.load_path(TEST_CHALLENGES)
+    assert report.sets and not report.errors
+    assert len(parsers) == len(report.files)

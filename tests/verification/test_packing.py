@@ -84,6 +84,31 @@ def test_the_shipped_hang_keys_are_known_to_wait_and_compile_items_to_cost_most(
     assert cheapest_compile > dearest_plain
 
 
+def test_a_snippet_that_sleeps_for_seconds_waits_on_the_lane_and_costs_its_sleep():
+    sleeper = "import time\nif rank == 1:\n    time.sleep(8)  # away until rank 0 times out\n"
+    assert packing.sleeps_s(sleeper) == 8.0
+    assert packing.sleeps_s("import time\ntime.sleep(0.05)\nsleep(delay)\n") == 0.05
+    assert packing.sleeps_s("def broken(:\n") == 0.0
+    assert packing.mostly_waits(sleeper, hangs=False)
+    assert not packing.mostly_waits("import time\ntime.sleep(0.05)\n", hangs=False)
+    assert packing.run_cost(sleeper, 2) > 8.0
+
+
+def test_the_shipped_timeout_items_whose_ranks_sleep_wait_beside_the_busy_work(course):
+    deadlocks = next(s for s in course.sets if s.challenge_set.id == "collective-deadlocks")
+    sleeping = [
+        item
+        for item in deadlocks.challenge_set.items
+        if item.id.split("@")[0] in {"pg-timeout", "monitored-barrier"}
+    ]
+    assert len(sleeping) >= 2
+    for item in sleeping:
+        waits, cost = pipeline._item_cost(deadlocks, item, pipeline.REPEATS)
+        # Their keys say the run ends (a timeout error), yet rank 1 sleeps through it.
+        assert waits, item.id
+        assert cost > pipeline.REPEATS * 6, item.id
+
+
 def test_a_whole_selection_comes_back_in_the_order_names_gives_it_with_two_jobs(course):
     report = course
     sets = [

@@ -233,4 +233,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the browser tests last: Playwright's sync API keeps an event loop running in the
     main thread for the session, and asyncio.run() (the executor, TestClient) refuses to start
     inside it."""
-    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+    items.sort(key=_uses_the_browser)
+
+
+def _uses_the_browser(item: pytest.Item) -> bool:
+    # The marker, or the folder: a browser test whose module forgot `pytestmark` would otherwise
+    # start Playwright mid-suite and fail every asyncio.run() after it.
+    return item.get_closest_marker("browser") is not None or item.path.parent.name == "browser"

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.browser.test_learner import RUNS_ITEM, start_set
 from tests.support.options import check
+
+pytestmark = pytest.mark.browser
 
 
 def test_the_run_summary_counts_ranks_in_words(page):

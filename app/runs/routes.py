@@ -21,7 +21,7 @@ from app.executor_client import ExecutorUnavailable
 from app.fanout import TooManyReaders
 from app.runs import recorded
 from app.runs import service as runs
-from app.verification import evidence, proofs
+from app.verification import evidence, proofs, variant_sets
 
 router = APIRouter()
 
@@ -46,12 +46,18 @@ def run_snippet(
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     # A proven hang would hold a slot for its whole time-out to show what verify saw: serve that.
     proofs_path = request.app.state.settings.challenges_dir / proofs.FILE_NAME
-    key = proofs.item_key(attempt.set_id, item.id)
-    # A variant (pinned on the server's row, never named by the client) runs as rendered.
+    # A variant (pinned on the server's row, never named by the client) was proven as an item of
+    # its own (`<item>@<variant>`, rendered): its recorded hang is looked up as verify wrote it.
+    proven_as, proven = loaded, item
+    if row.variant_key:
+        proven_as = variant_sets.expanded(loaded)
+        shown_id = variant_sets.variant_item_id(item.id, row.variant_key)
+        proven = next((i for i in proven_as.challenge_set.items if i.id == shown_id), None)
+    key = proofs.item_key(attempt.set_id, proven.id) if proven is not None else ""
     seen = (
         None
-        if row.variant_key
-        else recorded.lookup(proofs_path, key, evidence.item_hash(loaded, item))
+        if proven is None
+        else recorded.lookup(proofs_path, key, evidence.item_hash(proven_as, proven))
     )
     if seen is not None:
         end_read(session)

@@ -8,12 +8,13 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import expect
 
+from app.challenges import variants
 from app.challenges.loader import load_path
 from app.challenges.schema import ChoiceBase, NumericItem
 from app.config import ROOT
 from tests.conftest import TEST_CHALLENGES, FakeClock
 from tests.support.live import serving
-from tests.support.options import check, choice_item
+from tests.support.options import check, choice_item, shown_as
 
 pytestmark = pytest.mark.browser
 SET_ID = "ddp-mastery"
@@ -23,6 +24,22 @@ RUNS_ITEM = choice_item(TEST_CHALLENGES / "runs", "test-runs")  # keyed A
 def shipped_set():
     report = load_path(ROOT / "challenges")
     return next(loaded.challenge_set for loaded in report.sets if loaded.challenge_set.id == SET_ID)
+
+
+def as_shown(html: str, item):
+    """The item as the page shows it: a parameterised item's variant is the one whose every
+    option the page shows (the server pinned it; the learner reads only its rendering)."""
+    if not variants.params_of(item):
+        return item
+    for variant in variants.variants_of(item):
+        shown = variants.render(item, variant.key)
+        try:
+            for option in shown.options:
+                shown_as(html, shown, option.id)
+        except AssertionError:
+            continue
+        return shown
+    raise AssertionError(f"no variant of {item.id} matches the page")
 
 
 def seconds(label: str) -> int:
@@ -42,6 +59,7 @@ def test_a_learner_takes_a_whole_set_and_earns_the_badge(page):
     start_set(page, SET_ID)
     for number, item in enumerate(challenge_set.items, start=1):
         page.wait_for_url(re.compile(rf"/q/{number}$"))
+        item = as_shown(page.content(), item)
         expect(page.get_by_role("heading", name=item.title)).to_be_visible()
         # Before answering: no key, no explanation, no feedback anywhere in the page.
         assert page.get_by_test_id("key-mark").count() == 0

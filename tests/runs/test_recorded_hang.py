@@ -12,13 +12,14 @@ from fastapi.testclient import TestClient
 
 from app.challenges import loader
 from app.challenges.schema import proven_by_run
-from app.verification import evidence, hangs, proofs
+from app.verification import evidence, hangs, proofs, variant_sets
 from app.verification.rules import claims_hang
 from executor.contract import Environment, RankResult, RunResult, StuckAt
-from tests.conftest import TEST_CHALLENGES
+from tests.conftest import FIXTURES, TEST_CHALLENGES
 from tests.runs.test_run_it import events
 from tests.support.fake_executor import GatedExecutor
 from tests.support.learner import Learner
+from tests.support.options import shown_options
 
 KEY = proofs.item_key("test-runs", "all-reduce")
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,14 +109,55 @@ def test_every_shipped_hang_has_its_observed_time_out_for_its_content_as_it_is()
     """`make proofs` keeps them: else Run it on a shipped hang holds a slot for its time-out."""
     shipped = loader.load_path(ROOT / "challenges")
     recorded = proofs.load(ROOT / "challenges" / proofs.FILE_NAME)
+    # A parameterised item is proven variant by variant (`<item>@<variant>`): each has its own.
     hanging = [
-        (loaded, item)
+        (proven_as, item)
         for loaded in shipped.sets
-        for item in loaded.challenge_set.items
+        for proven_as in [variant_sets.expanded(loaded)]
+        for item in proven_as.challenge_set.items
         if proven_by_run(item) and claims_hang(item)
     ]
     assert len(hanging) >= 5
+    assert any(variant_sets.SEPARATOR in item.id for _, item in hanging)  # variants are kept too
     for loaded, item in hanging:
         proof = recorded[proofs.item_key(loaded.challenge_set.id, item.id)]
         assert proof.hash == evidence.item_hash(loaded, item), item.id
         assert proof.observed is not None and proof.observed["status"] == "timeout", item.id
+
+
+def test_a_variants_run_it_serves_the_outcome_recorded_for_that_variant(
+    app_factory, sqlite_url, tmp_path
+):
+    """A pinned variant was proven as `<item>@<variant>`: its recorded outcome is found there
+    (before, a variant always ran again, holding a slot for a hang's whole time-out)."""
+    folder = tmp_path / "challenges"
+    shutil.copytree(FIXTURES / "variants", folder)
+    loaded = next(
+        s for s in loader.load_path(folder).sets if s.challenge_set.id == "variant-basics"
+    )
+    proven_as = variant_sets.expanded(loaded)
+    first = loaded.challenge_set.items[0].id
+    recorded = {
+        proofs.item_key("variant-basics", item.id): proofs.Proof(
+            "pass",
+            evidence.item_hash(proven_as, item),
+            hangs.to_record("pass", [hang_observed()]),
+        )
+        for item in proven_as.challenge_set.items
+        if variant_sets.base_id(item.id) == first
+    }
+    assert len(recorded) >= 4 and all(variant_sets.SEPARATOR in key for key in recorded)
+    proofs.save(folder / proofs.FILE_NAME, recorded, "2.13.0+cpu", "gloo")
+    executor = GatedExecutor(wait_s=5.0)  # would block: it must not be called
+    with TestClient(app_factory(sqlite_url, executor=executor, challenges_dir=folder)) as client:
+        learner = Learner(client)
+        learner.start_as_guest()
+        attempt = learner.start("variant-basics")
+        page = learner.get(f"{attempt}/q/1").text
+        for option in shown_options(page):  # until right or out of tries: the question closes
+            learner.answer(attempt, 1, option.value)
+        response = learner.get(f"{attempt}/q/1/run")
+    assert response.status_code == 200
+    assert not executor.entered.is_set() and executor.requests == []
+    [(name, result)] = events(response.text)
+    assert name == "result" and result["recorded"] is True and result["status"] == "timeout"

@@ -204,3 +204,11 @@ def set_accommodation(database_url: str, user: int, accommodation: TimeAccommoda
         session.add(person)
         session.commit()
     engine.dispose()
+
+
+def test_the_class_page_is_titled_by_the_class_alone(people):
+    teacher, *_rest = people
+    url, _code = create_class(teacher)
+    title = re.search(r"<title>(.*?)</title>", teacher.get(url).text, re.S)
+    assert title is not None and "CS 249" in title[1]
+    assert "<" not in title[1] and "Groups" not in title[1], title[1]  # no page inside the title

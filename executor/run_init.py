@@ -90,9 +90,7 @@ class RunInit:
         signal.signal(STOP_SIGNAL, self._on_stop)
         signal.signal(DUMP_REQUEST_SIGNAL, self._on_dump_request)
         signal.signal(LOOK_REQUEST_SIGNAL, self._on_look_request)
-        limits = setup.ctx.limits
-        store_budget = run_budget(limits.max_nproc, limits.max_timeout_s, limits)
-        store_pid, store_channel = store.fork(self.plan, setup.port, store_budget)
+        store_pid, store_channel = store.fork(self.plan, setup.port)
         self.store_pid = store_pid
         with os.fdopen(setup.request_r, "rb") as source:
             payload = source.read()
@@ -104,11 +102,12 @@ class RunInit:
         budget = run_budget(budget_ranks(order["nproc"], launcher), order["timeout_s"],
                             setup.ctx.limits, order["backend"], len(setup.gpus))  # fmt: skip
         script = _write_script(order["code"], sandboxed=self.plan is not None)
-        if launcher == "torchrun":
-            started_store = store.started(store_pid, store_channel, order["timeout_s"])
-        else:
-            started_store = None
-            store.discard(store_pid)  # `python snippet.py` has no launcher's store
+        # `python snippet.py` has no launcher's store: closing the channel ends it unstarted.
+        started_store = (
+            store.start(store_pid, store_channel, budget, order["timeout_s"])
+            if launcher == "torchrun"
+            else None
+        )
         store_channel.close()
         self._say({"started": True})  # siblings may start their ranks now
         pids: dict[int, int] = {}

@@ -1,9 +1,11 @@
 """The run's rendezvous store process: forked by init while the cell is staged, it hosts the
-store on MASTER_PORT from then on, as torchrun's agent does, so a request never waits for it."""
+store on MASTER_PORT once the run's budget arrives, as torchrun's agent does."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
 import signal
 import socket
@@ -19,18 +21,13 @@ from executor.limits import RunBudget
 START_S = 60.0
 
 
-def fork(
-    plan: sandbox.SandboxPlan | None, port: int, budget: RunBudget
-) -> tuple[int, socket.socket]:
-    """Fork the process that hosts the run's store and start it; return its pid and init's
-    channel, on which it says when it listens.
+def fork(plan: sandbox.SandboxPlan | None, port: int) -> tuple[int, socket.socket]:
+    """Fork the process that will host the run's store; return its pid and init's channel.
 
     Forking from a warm parent (hundreds of MB mapped) is the dearest step of a run's start:
-    10-50 ms on 2 loaded cores, and starting the store (confining the process, binding
-    MASTER_PORT) took 3-30 ms more (median 20 ms at load 11), both once paid after the request.
-    Now both happen while the cell is staged, before init reads its order, so the store never
-    holds the code. Its limits cannot wait for the request: it gets those of the largest run
-    allowed (`budget`); the run's cgroups and wall deadline bound it as they bound the ranks.
+    10-50 ms on 2 loaded cores. Until the request comes, the process waits, root like init, on
+    a channel it shares with init, for the run's budget (or for the channel to close: a run that
+    uses no store). It is forked before init reads its order, so it never holds the code.
     """
     here, there = socket.socketpair()
     pid = os.fork()
@@ -42,23 +39,24 @@ def fork(
                 os.dup2(devnull, fd)
             os.dup2(there.fileno(), 3)
             os.closerange(4, 1 << 16)  # nothing of init's (the ranks' pipes) stays open here
-            _host(socket.socket(fileno=3), plan, port, budget)
+            _host(socket.socket(fileno=3), plan, port)
         finally:
             os._exit(0)
     there.close()
     return pid, here
 
 
-def _host(
-    channel: socket.socket, plan: sandbox.SandboxPlan | None, port: int, budget: RunBudget
-) -> None:
+def _host(channel: socket.socket, plan: sandbox.SandboxPlan | None, port: int) -> None:
     """Host the rendezvous store on MASTER_PORT, as torchrun's agent does.
 
     torchrun tells its workers to join the agent's store (TORCHELASTIC_USE_AGENT_STORE), so
     rank 0 does not create one; a snippet that builds its own store on MASTER_PORT fails
     there, and must fail here too. The store runs as the sandbox's unprivileged user.
     """
-    sandbox.confine_rank(plan, budget)
+    payload = channel.makefile("rb").readline()
+    if not payload:
+        return  # the run does not use a store
+    sandbox.confine_rank(plan, RunBudget(**json.loads(payload)))
     import torch.distributed as dist
 
     _store = dist.TCPStore("localhost", port, None, True, multi_tenant=True,
@@ -71,20 +69,12 @@ def _host(
         signal.pause()
 
 
-def started(pid: int, channel: socket.socket, timeout_s: float) -> int | None:
-    """Wait until the staged store listens (it usually has long before the request); its pid,
-    or None."""
+def start(pid: int, channel: socket.socket, budget: RunBudget, timeout_s: float) -> int | None:
+    """Have the staged store process start the store with the run's limits; its pid once it
+    listens, or None."""
     try:
+        channel.sendall(json.dumps(dataclasses.asdict(budget)).encode() + b"\n")
         channel.settimeout(min(START_S, timeout_s))
         return pid if channel.recv(1) == b"1" else None
     except OSError:  # TimeoutError included
         return None
-
-
-def discard(pid: int) -> None:
-    """End the staged store unused, and wait until it has: under `python snippet.py` nothing
-    listens on any port the snippet might try."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)

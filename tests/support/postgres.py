@@ -165,14 +165,18 @@ def postgres_database_url(request: pytest.FixtureRequest, template: str | None =
 
 
 def end_other_connections(url: str) -> None:
-    """End every other connection to this database, as a server restart would."""
+    """End every other connection to this database, as a server restart would.
+
+    Each backend is waited for (up to 10 s): without the time-out `pg_terminate_backend` returns
+    once the signal is sent, and under load a backend could still answer the next read and
+    then die in the middle of the write that follows, which is another test's case."""
     from sqlalchemy.pool import NullPool
 
     ender = create_engine(url, poolclass=NullPool)
     with ender.connect() as connection:
         connection.execute(
             text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
                 " WHERE datname = current_database() AND pid <> pg_backend_pid()"
             )
         )

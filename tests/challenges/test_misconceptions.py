@@ -7,9 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from ruamel.yaml import YAML
 
 from app.attempts import rules as attempt_rules
 from app.challenges import misconceptions
+from app.challenges.base import ChoiceBase
 from app.challenges.catalog import Catalog
 from app.challenges.loader import load_path
 from app.cli import main
@@ -147,6 +149,26 @@ def test_the_shipped_catalogue_is_sound_and_every_entry_is_named_by_a_distractor
     assert named == set(report.misconceptions)
     for entry in report.misconceptions.values():
         assert entry.belief.endswith(".") and entry.belief.count(". ") == 0, entry.id
+
+
+def test_every_shipped_distractor_names_a_belief_or_says_why_it_stands_for_none():
+    # A distractor left untagged is a slip (an arithmetic slip, a misread snippet), and the
+    # line above it says so, so that an untagged belief is a decision, not an oversight.
+    report = load_path(ROOT / "challenges")
+    silent = []
+    for loaded in report.sets:
+        document = YAML().load(Path(loaded.path).read_text())
+        lines = Path(loaded.path).read_text().splitlines()
+        for item, written in zip(loaded.challenge_set.items, document["items"], strict=True):
+            if not isinstance(item, ChoiceBase):
+                continue
+            for place, option in enumerate(item.options):
+                if option.id in item.answer_ids or option.misconception is not None:
+                    continue
+                line = written["options"].lc.item(place)[0]
+                if not lines[line - 1].strip().startswith("# Untagged:"):
+                    silent.append(f"{loaded.challenge_set.id}/{item.id} option {option.id}")
+    assert silent == []
 
 
 def test_the_catalogue_schema_forbids_unknown_fields():

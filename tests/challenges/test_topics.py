@@ -137,3 +137,40 @@ def test_a_cheat_sheet_file_must_exist_and_speak_to_learners(content: Path) -> N
     assert report.topics == []
     assert any("sheet.md" not in str(e) and "line 3" in str(e) and "TODO" in str(e)
                for e in report.errors), report.errors  # fmt: skip
+
+
+NUMERIC_TOPIC_ITEM = """\
+  - id: ranks-launched
+    kind: numeric
+    category: Conceptual
+    difficulty: beginner
+    title: How many ranks
+    prompt: How many processes does this launch start?
+    code_file: launch.py
+    answer: 4
+    explanation: One process per rank.
+"""
+
+
+def test_a_topic_items_code_file_is_read_and_shown_with_it(content: Path) -> None:
+    path = content / "drill" / "topic.yaml"
+    edit(path, "items:\n", "items:\n" + NUMERIC_TOPIC_ITEM)
+    (content / "drill" / "launch.py").write_text("# torchrun --nproc-per-node 4 train.py\n")
+    catalog = Catalog.load(content)
+    assert catalog.errors == []
+    entry = catalog.entry("drill", "ranks-launched")
+    assert entry is not None and entry.code == "# torchrun --nproc-per-node 4 train.py\n"
+
+
+def test_a_topic_items_missing_code_file_is_an_error_at_its_line(content: Path) -> None:
+    path = content / "drill" / "topic.yaml"
+    edit(path, "items:\n", "items:\n" + NUMERIC_TOPIC_ITEM)
+    report = load_path(content, display_root=content.parent)
+    assert report.topics == []
+    assert [(e.path, e.line, e.message) for e in report.errors] == [
+        (
+            "challenges/drill/topic.yaml",
+            line_of(path, "code_file: launch.py"),
+            "code_file 'launch.py' not found beside topic.yaml",
+        )
+    ]

@@ -21,6 +21,7 @@ from typing import Any
 # connected (ProcessGroupGloo's constructor, after connectFullMesh).
 GLOO_TRANSPORT_THREAD = "gloo_tcp_loop"
 GLOO_WORKER_THREAD = "pt_gloo_runloop"
+GLOO_LEAVING_THREAD = "gloo_tcp_left"  # a transport renamed as its group is destroyed
 # A rank waits no longer than this for its peers: under torchrun a worker's exit (the
 # interpreter's teardown with torch loaded) took 1.1-1.9 s at load 6 on 2 cores, and a peer
 # that joins no faster than that fails there too.
@@ -65,10 +66,24 @@ def wait_before_destroy(sandboxed: bool) -> None:
     def destroy_process_group(*args: Any, **kwargs: Any) -> Any:
         with contextlib.suppress(Exception):  # the wait is a courtesy: never the snippet's error
             _wait_for_joining_peers(sandboxed)
+            _mark_leaving()
         return original(*args, **kwargs)
 
     for module in (distributed, c10d):
         setattr(module, "destroy_process_group", destroy_process_group)  # noqa: B010
+
+
+def _mark_leaving() -> None:
+    """Rename this rank's gloo transport threads: a group being destroyed stops its workers
+    before its transport, and would read as joining to a peer's wait meanwhile (each rank's
+    destroy then waited on its peers': 3-rank runs took 40-75 ms longer)."""
+    for task in os.listdir("/proc/self/task"):
+        with contextlib.suppress(OSError):
+            with open(f"/proc/self/task/{task}/comm") as comm:
+                if comm.read().strip() != GLOO_TRANSPORT_THREAD:
+                    continue
+            with open(f"/proc/self/task/{task}/comm", "w") as comm:
+                comm.write(GLOO_LEAVING_THREAD)
 
 
 # The wrapper's code, one object for every wrapper wait_before_destroy makes.

@@ -52,9 +52,9 @@ def wait_before_destroy(sandboxed: bool) -> None:
     broadcast-from-rank-1 (3 ranks, src=2) did so in 14 of 844 runs at load 16-18 (two runs
     at a time, warm executor), a rank that had received the broadcast destroying while rank 0
     still connected; 2 of 818 with this wait alone, 0 of 1558 once a not yet named thread
-    counts as joining (joining()). The race is gloo's, under torchrun too, but a snippet's
-    outcome must not depend on it. Called in the rank before the snippet runs
-    (torch.distributed is imported by then: the zygote imports it).
+    counts as joining (joining()), 0 of 1128 with _mark_leaving too. The race is gloo's, under
+    torchrun too, but a snippet's outcome must not depend on it. Called in the rank before the
+    snippet runs (torch.distributed is imported by then: the zygote imports it).
     """
     distributed = sys.modules.get("torch.distributed")
     c10d = sys.modules.get("torch.distributed.distributed_c10d")

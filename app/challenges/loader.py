@@ -111,6 +111,12 @@ class LoadedTopic:
     # The file holding the cheat sheet and the line before its first: where claim lines are.
     claims_in: tuple[str, int] = ("", 0)
 
+    def __post_init__(self) -> None:
+        # As LoadedSet's: a rebuilt version's parameterised items keep the snippet render rewrites.
+        for item in getattr(self.topic, "items", ()):
+            if item.id in self.item_code:
+                variants.attach_source(item, self.item_code[item.id])
+
 
 @dataclass
 class LoadedLab:
@@ -589,6 +595,7 @@ def _resolve_item_code(
                 errors.append(_at(shown, document, ("items", index, "code_file"), problem))
         if isinstance(code, str):
             loaded.item_code[item.id] = code
+            variants.attach_source(item, code)  # what render rewrites per variant
     return errors
 
 

@@ -174,3 +174,26 @@ def test_a_topic_items_missing_code_file_is_an_error_at_its_line(content: Path) 
             "code_file 'launch.py' not found beside topic.yaml",
         )
     ]
+
+
+def test_a_parameterised_topic_items_code_file_is_rewritten_per_variant(content: Path) -> None:
+    from app.challenges import variants
+
+    path = content / "drill" / "topic.yaml"
+    item = NUMERIC_TOPIC_ITEM.replace(
+        "    answer: 4\n", "    params: {N: [4, 8]}\n    answer: 4\n    answer_from: N\n"
+    )
+    edit(path, "items:\n", "items:\n" + item)
+    (content / "drill" / "launch.py").write_text("N = 4  # ranks\nprint(N)\n")
+    catalog = Catalog.load(content)
+    assert catalog.errors == []
+    entry = catalog.entry("drill", "ranks-launched")
+    assert entry is not None
+    keys = [variant.key for variant in variants.variants_of(entry.item)]
+    shown = [variants.render(entry.item, key) for key in keys]
+    # As practice shows a variant (app.modes.routes._as_shown): its own code, else the entry's.
+    codes = [one.code if isinstance(one.code, str) else entry.code for one in shown]  # type: ignore[attr-defined]
+    answers = [one.answer for one in shown]  # type: ignore[attr-defined]
+    assert sorted(zip(codes, answers, strict=True)) == [
+        ("N = 4  # ranks\nprint(N)\n", 4.0), ("N = 8  # ranks\nprint(N)\n", 8.0)
+    ]  # fmt: skip

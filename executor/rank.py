@@ -149,6 +149,9 @@ def run_rank(launch: RankLaunch) -> NoReturn:
     # Best effort: an exception escaping run_rank would run init's code on in this process.
     with contextlib.suppress(Exception):
         forget_perturbation()
+    # Before the snippet can bind dist.destroy_process_group (leaving.py).
+    with contextlib.suppress(Exception):
+        leaving.wait_before_destroy(sandboxed=launch.plan is not None)
     before = random_state()
     exit_code, exception = _execute(launch.code, launch.script, launch.exception_chars)
     exit_code &= 0xFF  # what the shell would see, as for `python snippet.py`
@@ -312,7 +315,7 @@ def _execute(code: str, script: str, exception_chars: int) -> tuple[int, dict[st
     except SystemExit as stop:
         return _exit_code_of(stop), None
     except BaseException as error:
-        tb = error.__traceback__.tb_next if error.__traceback__ else None
+        tb = leaving.hide_wrapper(error.__traceback__.tb_next if error.__traceback__ else None)
         # The harness's own frame (this exec) is no frame of the learner's: the traceback starts
         # at the snippet's <module>, as `python snippet.py` shows it. The default hook prints the
         # exception's own __traceback__ (not its tb argument), so it is cut there.

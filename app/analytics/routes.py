@@ -25,6 +25,10 @@ MISCONCEPTION_WORDS = (
     "score rewards) chooses a distractor that stands for it. Share: those first picks out of "
     "every first pick on the items exposing it (finished attempts, every content version)."
 )
+LESSON_CHECK_WORDS = (
+    "A lesson check question counts the same way: each learner's first answer to it, whichever "
+    "try asked it first (judged against the lesson as served now)."
+)
 
 
 def _one_decimal(value: float | None) -> float | None:
@@ -51,6 +55,7 @@ def _page(request: Request, template: str, context: dict[str, object]) -> HTMLRe
             "finished_only": FINISHED_ONLY,
             "score_words": attempt_rules.SCORE_IN_WORDS,
             "misconception_words": MISCONCEPTION_WORDS,
+            "lesson_check_words": LESSON_CHECK_WORDS,
             **context,
         },
     )

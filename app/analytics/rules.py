@@ -267,14 +267,16 @@ def daily_activity(
 
 @dataclass(frozen=True)
 class ItemFirstPicks:
-    """One item's first picks, as the misconception dashboard counts them."""
+    """One item's first picks, as the misconception dashboard counts them: a set's item, or a
+    question of a topic's lesson check (`set_id` is then the topic's id)."""
 
     set_id: str
     item_id: str
     title: str
     exposes: frozenset[str]  # the misconceptions its distractors stand for
-    first_picks: int  # first answers given to it (in finished attempts)
+    first_picks: int  # first answers given to it (in finished attempts; any lesson check try)
     shown: Mapping[str, int] = field(default_factory=dict)  # misconception -> picks showing it
+    lesson_check: bool = False  # a lesson check's question, not a set's item
 
 
 @dataclass(frozen=True)
@@ -286,6 +288,8 @@ class MisconceptionRow:
     picked_first: int  # first picks that chose a distractor standing for it
     first_picks: int  # every first pick on the items exposing it
     items: tuple[tuple[str, str, str], ...]  # (set id, item id, title) of each item exposing it
+    # (topic id, question id, title) of each lesson check question exposing it
+    checks: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def share(self) -> float | None:
@@ -300,19 +304,23 @@ def misconception_rows(
     picked first; a misconception the catalogue no longer has keeps its id as its belief."""
     picked: dict[str, int] = {}
     picks: dict[str, int] = {}
-    where: dict[str, dict[tuple[str, str], str]] = {}
+    where: dict[str, dict[tuple[bool, str, str], str]] = {}
     for item in items:
         for name in item.exposes:
             picked[name] = picked.get(name, 0) + item.shown.get(name, 0)
             picks[name] = picks.get(name, 0) + item.first_picks
-            where.setdefault(name, {}).setdefault((item.set_id, item.item_id), item.title)
+            place = (item.lesson_check, item.set_id, item.item_id)
+            where.setdefault(name, {}).setdefault(place, item.title)
     rows = [
         MisconceptionRow(
             name,
             beliefs.get(name, name),
             picked[name],
             picks[name],
-            tuple((set_id, item_id, title) for (set_id, item_id), title in where[name].items()),
+            tuple(
+                (deck, one, title) for (check, deck, one), title in where[name].items() if not check
+            ),
+            tuple((deck, one, title) for (check, deck, one), title in where[name].items() if check),
         )
         for name in picked
     ]

@@ -30,7 +30,10 @@ from app.challenges import variants
 from app.challenges.catalog import Catalog
 from app.challenges.loader import LoadedSet
 from app.challenges.schema import ChoiceBase, ItemBase
+from app.classes.models import Membership
 from app.errors import NotFound
+from app.lessons import rules as lesson_rules
+from app.lessons.models import CHECK, LessonProgress
 
 FINISHED = col(SetAttempt.finished_at).is_not(None)
 CLOSED = (ItemStatus.CORRECT, ItemStatus.INCORRECT, ItemStatus.TIMED_OUT)
@@ -552,9 +555,16 @@ def set_title(session: Session, catalog: Catalog, set_id: str) -> str:
     return str(session.exec(statement).one())
 
 
-def first_pick_counts(session: Session, set_id: str | None = None) -> dict[ItemKey, dict[str, int]]:
+def _members(class_id: int) -> Any:
+    """The user ids of a class's members (a subquery)."""
+    return select(col(Membership.user_id)).where(col(Membership.class_id) == class_id)
+
+
+def first_pick_counts(
+    session: Session, set_id: str | None = None, class_id: int | None = None
+) -> dict[ItemKey, dict[str, int]]:
     """How often each answer was an item's first pick (its first submission), per item and
-    content version, in finished attempts."""
+    content version, in finished attempts (of one class's members only, with class_id)."""
     statement = (
         select_columns(
             col(SetAttempt.set_id),
@@ -570,6 +580,8 @@ def first_pick_counts(session: Session, set_id: str | None = None) -> dict[ItemK
     )
     if set_id is not None:
         statement = statement.where(col(SetAttempt.set_id) == set_id)
+    if class_id is not None:
+        statement = statement.where(col(SetAttempt.user_id).in_(_members(class_id)))
     counts: dict[ItemKey, dict[str, int]] = defaultdict(dict)
     for row_set, version, item_id, answer, count in session.execute(statement):
         counts[(row_set, version, item_id)][answer] = int(count)
@@ -577,11 +589,12 @@ def first_pick_counts(session: Session, set_id: str | None = None) -> dict[ItemK
 
 
 def misconception_rows(
-    session: Session, catalog: Catalog, set_id: str | None = None
+    session: Session, catalog: Catalog, set_id: str | None = None, class_id: int | None = None
 ) -> list[rules.MisconceptionRow]:
-    """Each misconception of the served sets (or one set) with how often the learners' first
-    picks showed it, judged by the rule their results pages use, and the items exposing it."""
-    counts = first_pick_counts(session, set_id)
+    """Each misconception of the served sets (or one set) and, course-wide, of the topics'
+    lesson checks, with how often the learners' (or one class's) first picks showed it, judged
+    by the rule their results pages use, and the items and check questions exposing it."""
+    counts = first_pick_counts(session, set_id, class_id)
     served = [catalog.get(set_id)] if set_id is not None else list(catalog.ordered())
     for loaded in served:  # items no one has answered yet still expose their misconceptions
         if loaded is not None:
@@ -608,5 +621,46 @@ def misconception_rows(
                 row_set, item_id, taken.title, exposes, sum(answers.values()), dict(shown)
             )
         )
+    if set_id is None:
+        records += lesson_check_first_picks(session, catalog, class_id)
     beliefs = {name: entry.belief for name, entry in catalog.misconceptions.items()}
     return rules.misconception_rows(records, beliefs)
+
+
+def lesson_check_first_picks(
+    session: Session, catalog: Catalog, class_id: int | None = None
+) -> list[rules.ItemFirstPicks]:
+    """Each lesson check question whose options name a misconception, with the learners' (or
+    one class's) first answers to it, judged against the lesson served now (a check keeps no
+    content version). The first answers live in each learner's check row, one row per learner
+    and topic: those rows are read, not every try."""
+    statement = select(col(LessonProgress.topic_id), col(LessonProgress.answer)).where(
+        col(LessonProgress.step) == CHECK
+    )
+    if class_id is not None:
+        statement = statement.where(col(LessonProgress.user_id).in_(_members(class_id)))
+    counts: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for topic_id, text in session.exec(statement):
+        # Only `missed` needs the key; the first answers are read as stored.
+        first = lesson_rules.CheckTries.read(text, lambda _question, _answer: True).first
+        for question_id, answer in first.items():
+            counts[(topic_id, question_id)][answer] += 1
+    records = []
+    for topic in catalog.topics():
+        lesson = topic.loaded_topic.topic.lesson if topic.loaded_topic else None
+        for question in lesson.check if lesson is not None else []:
+            exposes = frozenset(o.misconception for o in question.options if o.misconception)
+            if not exposes:
+                continue
+            answers = counts.get((topic.id, question.id), {})
+            shown: dict[str, int] = defaultdict(int)
+            for answer, count in answers.items():
+                for name in set(attempt_rules.first_pick_misconceptions(question, answer)):
+                    shown[name] += count
+            picks = sum(answers.values())
+            records.append(
+                rules.ItemFirstPicks(
+                    topic.id, question.id, question.title, exposes, picks, dict(shown), True
+                )
+            )
+    return records

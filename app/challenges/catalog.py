@@ -138,7 +138,14 @@ def _view(
         for one in sets
         for item in one.challenge_set.items
     ]
-    own = [Entry(topic_id, topic_id, item) for item in loaded.topic.items] if loaded else []
+    own = (
+        [
+            Entry(topic_id, topic_id, item, loaded.item_code.get(item.id))
+            for item in loaded.topic.items
+        ]
+        if loaded
+        else []
+    )
     return TopicView(
         id=topic_id,
         title=title,
@@ -423,7 +430,7 @@ class Catalog:
         if isinstance(kept, LoadedTopic):
             own = (*kept.topic.items, *kept.topic.cards)
             item = next((one for one in own if one.id == item_id), None)
-            return None if item is None else Entry(deck, deck, item)
+            return None if item is None else Entry(deck, deck, item, kept.item_code.get(item_id))
         return served
 
     def set_version(self, set_id: str, version: str | None) -> LoadedSet | None:

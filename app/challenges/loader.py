@@ -101,6 +101,7 @@ class LoadedTopic:
     claims: list[cheatsheet.Claim] = field(default_factory=list)  # the cheat sheet's claims
     fact_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # entry id -> `fact:`
     lesson_code: dict[str, str] = field(default_factory=dict)  # lesson example id -> code
+    item_code: dict[str, str] = field(default_factory=dict)  # own item id -> its shown snippet
     lesson_at: dict[str, tuple[int, int]] = field(
         default_factory=dict
     )  # example/check/option -> `id:`
@@ -109,6 +110,12 @@ class LoadedTopic:
     entry_at: dict[str, tuple[int, int]] = field(default_factory=dict)  # card/item id -> `id:`
     # The file holding the cheat sheet and the line before its first: where claim lines are.
     claims_in: tuple[str, int] = ("", 0)
+
+    def __post_init__(self) -> None:
+        # As LoadedSet's: a rebuilt version's parameterised items keep the snippet render rewrites.
+        for item in getattr(self.topic, "items", ()):
+            if item.id in self.item_code:
+                variants.attach_source(item, self.item_code[item.id])
 
 
 @dataclass
@@ -460,11 +467,10 @@ def load_topic_file(path: Path, shown: str) -> tuple[LoadedTopic | None, list[Lo
     errors += _resolve_topic_proofs(path, shown, document, loaded)
     errors += _resolve_lesson_code(path, shown, document, loaded)
     errors += _run_checks(path, shown, document, text, topic)
+    errors += _resolve_item_code(path, shown, document, loaded)
     for index, item in enumerate(topic.items):  # a topic's own items may have params too
-        code = getattr(item, "code", None)
-        found = variant_checks.item_errors(
-            item, code if isinstance(code, str) else None, None, "the code"
-        )
+        snippet = getattr(item, "code_file", None) or "the code"
+        found = variant_checks.item_errors(item, loaded.item_code.get(item.id), None, snippet)
         errors += [_at(shown, document, ("items", index, *w), m) for w, m in found]
     for list_name, entries in (("cards", topic.cards), ("items", topic.items)):
         for index, entry in enumerate(entries):
@@ -572,6 +578,24 @@ def _resolve_lesson_code(
                 errors.append(_at(shown, document, where, problem))
             elif code is not None:
                 loaded.lesson_code[example.id] = code
+    return errors
+
+
+def _resolve_item_code(
+    path: Path, shown: str, document: CommentedMap, loaded: LoadedTopic
+) -> list[LoadError]:
+    """Read the snippet each of the topic's own items shows (inline, or its code_file beside
+    the YAML), as a set's items have theirs read."""
+    errors: list[LoadError] = []
+    for index, item in enumerate(loaded.topic.items):
+        code, code_file = getattr(item, "code", None), getattr(item, "code_file", None)
+        if isinstance(code_file, str):
+            code, problem = _read_beside(path, code_file, "code_file")
+            if problem is not None:
+                errors.append(_at(shown, document, ("items", index, "code_file"), problem))
+        if isinstance(code, str):
+            loaded.item_code[item.id] = code
+            variants.attach_source(item, code)  # what render rewrites per variant
     return errors
 
 

@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import Field
 
 from app.accounts.models import User
+from app.analytics import service as analytics
 from app.challenges.catalog import Catalog
 from app.classes import reports, rules, service
 from app.classes.models import Assignment, ClassGroup, Klass
@@ -103,6 +104,18 @@ def class_page(
     """A class: its join code, roster, assignments with their extensions, gradebook links."""
     klass = service.class_for_staff(session, class_id, staff)
     return _page(request, staff, session, klass, catalog)
+
+
+@router.get("/staff/classes/{class_id}/misconceptions", response_class=HTMLResponse)
+def class_misconceptions(
+    request: Request, class_id: RowId, staff: StaffUser, session: SessionDep, catalog: CatalogDep
+):
+    """The misconceptions this class's first picks showed, in sets and lesson checks."""
+    klass = service.class_for_staff(session, class_id, staff)
+    rows = analytics.misconception_rows(session, catalog, class_id=klass.id)
+    return request.app.state.templates.TemplateResponse(
+        request, "classes/misconceptions.html", {"klass": klass, "rows": rows}
+    )
 
 
 @router.post("/staff/classes/{class_id}/roster", dependencies=[CsrfDep])

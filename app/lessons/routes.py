@@ -117,7 +117,7 @@ async def lesson_page(
         "lesson": lesson,
         "examples": examples,
         "check": view.check_form(questions, _check_seed(secret, user_id, topic.id, tries)),
-        "last_try": view.last_try(lesson, tries, check_passed, questions),
+        "last_try": _with_beliefs(catalog, view.last_try(lesson, tries, check_passed, questions)),
         "check_passed": check_passed,
         "next_step": next_step,
         "completed": check_row is not None and check_row.completed_at is not None,
@@ -125,6 +125,19 @@ async def lesson_page(
         "run": run,
     }
     return request.app.state.templates.TemplateResponse(request, "lesson.html", context)
+
+
+def _with_beliefs(catalog: Catalog, shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last try's feedback with, for each wrong pick whose option stands for a catalogued
+    misconception, the belief and what corrects it (as the results page names them)."""
+    for one in shown:
+        one["beliefs"] = {}
+        for option in one["picked"] if not one["right"] else []:
+            entry = catalog.misconceptions.get(option.misconception or "")
+            if entry is not None:
+                label = catalog.correction_label(entry)
+                one["beliefs"][option.id] = (entry.belief, entry.corrected_by.href, label)
+    return shown
 
 
 @router.post("/topics/{topic_id}/lesson/examples/{example_id}/predict", dependencies=[CsrfDep])

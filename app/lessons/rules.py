@@ -35,12 +35,14 @@ def check_passed(results: dict[str, bool], question_ids: list[str]) -> bool:
 @dataclass(frozen=True)
 class CheckTries:
     """The learner's tries at the check: how many, the last one's questions and answers (option
-    ids by question), and every question they have answered wrong, in the order first missed."""
+    ids by question), every question they have answered wrong, in the order first missed, and
+    their first answer to each question asked (what misconception dashboards count)."""
 
     tries: int = 0
     asked: tuple[str, ...] = ()
     answers: dict[str, str] = field(default_factory=dict)
     missed: tuple[str, ...] = ()
+    first: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def read(cls, text: str | None, is_right: Callable[[str, str], bool]) -> CheckTries:
@@ -54,23 +56,34 @@ class CheckTries:
         if "answers" not in data or not isinstance(data["answers"], dict):
             answers = {str(k): str(v) for k, v in data.items()}
             wrong = tuple(q for q, a in answers.items() if not is_right(q, a))
-            return cls(1 if answers else 0, tuple(answers), answers, wrong)
+            return cls(1 if answers else 0, tuple(answers), answers, wrong, answers)
+        tries = int(data.get("tries", 1))
+        answers = {str(k): str(v) for k, v in data["answers"].items()}
+        first = data.get("first")
+        if not isinstance(first, dict):
+            # Stored before first answers were kept: a single try's answers are its first; a
+            # later try's earlier answers are gone, so none is claimed.
+            first = answers if tries == 1 else {}
         return cls(
-            tries=int(data.get("tries", 1)),
+            tries=tries,
             asked=tuple(str(q) for q in data.get("asked", [])),
-            answers={str(k): str(v) for k, v in data["answers"].items()},
+            answers=answers,
             missed=tuple(str(q) for q in data.get("missed", [])),
+            first={str(k): str(v) for k, v in first.items()},
         )
 
     def dumps(self) -> str:
         """The tries as stored (JSON)."""
         fields = {"tries": self.tries, "asked": list(self.asked), "answers": self.answers}
-        return json.dumps({**fields, "missed": list(self.missed)}, sort_keys=True)
+        return json.dumps(
+            {**fields, "missed": list(self.missed), "first": self.first}, sort_keys=True
+        )
 
     def after(self, asked: list[str], answers: dict[str, str], wrong: list[str]) -> CheckTries:
         """The tries once this one is added."""
         missed = self.missed + tuple(q for q in wrong if q not in self.missed)
-        return CheckTries(self.tries + 1, tuple(asked), answers, missed)
+        first = {**answers, **self.first}  # an answer given before stays the first
+        return CheckTries(self.tries + 1, tuple(asked), answers, missed, first)
 
 
 def draw_check(pool: Sequence[str], asks: int, missed: Collection[str], seed: str) -> list[str]:

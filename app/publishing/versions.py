@@ -55,18 +55,17 @@ def payload_of(loaded: Loaded) -> tuple[Kind, str, dict[str, Any]]:
             payload["misconceptions"] = tags
         return "set", loaded.challenge_set.id, payload
     if isinstance(loaded, LoadedTopic):
-        return (
-            "topic",
-            loaded.topic.id,
-            {
-                "topic": loaded.topic.model_dump(mode="json"),
-                "cheat_sheet": loaded.cheat_sheet,
-                "proof_code": loaded.proof_code,
-                "entry_proof_code": loaded.entry_proof_code,
-                "lesson_code": loaded.lesson_code,
-                "fact_at": _positions(loaded.fact_at),
-            },
-        )
+        topic_payload: dict[str, Any] = {
+            "topic": loaded.topic.model_dump(mode="json"),
+            "cheat_sheet": loaded.cheat_sheet,
+            "proof_code": loaded.proof_code,
+            "entry_proof_code": loaded.entry_proof_code,
+            "lesson_code": loaded.lesson_code,
+            "fact_at": _positions(loaded.fact_at),
+        }
+        if loaded.item_code:  # only when its items show code: other topics keep their hash
+            topic_payload["item_code"] = loaded.item_code
+        return "topic", loaded.topic.id, topic_payload
     return (
         "lab",
         loaded.lab.id,
@@ -142,6 +141,7 @@ def loaded_of(kind: str, path: str, payload: dict[str, Any]) -> Loaded:
             dict(payload["entry_proof_code"]),
             fact_at=_tuples(payload["fact_at"]),
             lesson_code=_lesson_code(payload),
+            item_code=dict(payload.get("item_code", {})),
         )
         if topic.cheat_sheet is not None:
             topic.claims, _problems = cheatsheet.claims(topic.cheat_sheet)

@@ -251,3 +251,14 @@ def test_a_misconception_is_counted_over_every_item_exposing_it_most_picked_firs
     assert rows[0].share == 25.0 and rows[2].share is None
     assert rows[0].items == (("s", "q1", "One"), ("s", "q2", "Two"))  # one row per item
     assert (rows[0].belief, rows[2].belief) == ("Belief one.", "m3")  # no longer catalogued
+
+
+def test_a_lesson_checks_question_counts_with_a_sets_items_and_is_listed_apart():
+    items = [
+        rules.ItemFirstPicks("s", "q1", "One", frozenset({"m1"}), 4, {"m1": 1}),
+        rules.ItemFirstPicks("topic", "check-q", "Asked", frozenset({"m1"}), 3, {"m1": 2}, True),
+    ]
+    (row,) = rules.misconception_rows(items, {})
+    assert (row.picked_first, row.first_picks) == (3, 7)
+    assert row.items == (("s", "q1", "One"),)
+    assert row.checks == (("topic", "check-q", "Asked"),)

@@ -137,3 +137,63 @@ def test_a_cheat_sheet_file_must_exist_and_speak_to_learners(content: Path) -> N
     assert report.topics == []
     assert any("sheet.md" not in str(e) and "line 3" in str(e) and "TODO" in str(e)
                for e in report.errors), report.errors  # fmt: skip
+
+
+NUMERIC_TOPIC_ITEM = """\
+  - id: ranks-launched
+    kind: numeric
+    category: Conceptual
+    difficulty: beginner
+    title: How many ranks
+    prompt: How many processes does this launch start?
+    code_file: launch.py
+    answer: 4
+    explanation: One process per rank.
+"""
+
+
+def test_a_topic_items_code_file_is_read_and_shown_with_it(content: Path) -> None:
+    path = content / "drill" / "topic.yaml"
+    edit(path, "items:\n", "items:\n" + NUMERIC_TOPIC_ITEM)
+    (content / "drill" / "launch.py").write_text("# torchrun --nproc-per-node 4 train.py\n")
+    catalog = Catalog.load(content)
+    assert catalog.errors == []
+    entry = catalog.entry("drill", "ranks-launched")
+    assert entry is not None and entry.code == "# torchrun --nproc-per-node 4 train.py\n"
+
+
+def test_a_topic_items_missing_code_file_is_an_error_at_its_line(content: Path) -> None:
+    path = content / "drill" / "topic.yaml"
+    edit(path, "items:\n", "items:\n" + NUMERIC_TOPIC_ITEM)
+    report = load_path(content, display_root=content.parent)
+    assert report.topics == []
+    assert [(e.path, e.line, e.message) for e in report.errors] == [
+        (
+            "challenges/drill/topic.yaml",
+            line_of(path, "code_file: launch.py"),
+            "code_file 'launch.py' not found beside topic.yaml",
+        )
+    ]
+
+
+def test_a_parameterised_topic_items_code_file_is_rewritten_per_variant(content: Path) -> None:
+    from app.challenges import variants
+
+    path = content / "drill" / "topic.yaml"
+    item = NUMERIC_TOPIC_ITEM.replace(
+        "    answer: 4\n", "    params: {N: [4, 8]}\n    answer: 4\n    answer_from: N\n"
+    )
+    edit(path, "items:\n", "items:\n" + item)
+    (content / "drill" / "launch.py").write_text("N = 4  # ranks\nprint(N)\n")
+    catalog = Catalog.load(content)
+    assert catalog.errors == []
+    entry = catalog.entry("drill", "ranks-launched")
+    assert entry is not None
+    keys = [variant.key for variant in variants.variants_of(entry.item)]
+    shown = [variants.render(entry.item, key) for key in keys]
+    # As practice shows a variant (app.modes.routes._as_shown): its own code, else the entry's.
+    codes = [one.code if isinstance(one.code, str) else entry.code for one in shown]  # type: ignore[attr-defined]
+    answers = [one.answer for one in shown]  # type: ignore[attr-defined]
+    assert sorted(zip(codes, answers, strict=True)) == [
+        ("N = 4  # ranks\nprint(N)\n", 4.0), ("N = 8  # ranks\nprint(N)\n", 8.0)
+    ]  # fmt: skip

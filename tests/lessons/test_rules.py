@@ -77,3 +77,19 @@ def test_tries_stored_before_draws_read_as_one_try_of_those_answers():
     assert (tries.tries, tries.asked) == (1, ("where-sum", "who-calls"))
     assert tries.missed == ("where-sum",)
     assert rules.CheckTries.read("not json", lambda q, a: True) == rules.CheckTries()
+
+
+def test_the_tries_keep_each_questions_first_answer_whatever_comes_after():
+    tries = rules.CheckTries().after(["a", "b"], {"a": "B", "b": "A"}, ["a"])
+    tries = tries.after(["a", "c"], {"a": "A", "c": "B"}, ["c"])
+    assert tries.first == {"a": "B", "b": "A", "c": "B"}  # a's retry (A) is not its first
+    assert rules.CheckTries.read(tries.dumps(), lambda q, a: True).first == tries.first
+
+
+def test_tries_stored_before_first_answers_were_kept_claim_only_a_single_trys():
+    one = '{"answers": {"a": "B"}, "asked": ["a"], "missed": ["a"], "tries": 1}'
+    assert rules.CheckTries.read(one, lambda q, a: False).first == {"a": "B"}
+    two = '{"answers": {"a": "A"}, "asked": ["a"], "missed": ["a"], "tries": 2}'
+    assert rules.CheckTries.read(two, lambda q, a: False).first == {}
+    legacy = '{"a": "B"}'
+    assert rules.CheckTries.read(legacy, lambda q, a: False).first == {"a": "B"}

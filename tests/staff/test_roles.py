@@ -97,6 +97,8 @@ def test_every_staff_route_is_covered_by_these_tests(app):
         "POST /staff/classes/{class_id}/assignments",
         "POST /staff/classes/{class_id}/assignments/{assignment_id}/extensions",
         "GET /staff/classes/{class_id}/gradebook.csv",
+        # tests/analytics/test_lesson_check_misconceptions.py (a learner of the class refused).
+        "GET /staff/classes/{class_id}/misconceptions",
         # Groups and the per-assignment view: tests/classes/test_groups_and_view.py (a learner
         # of the class refused every one of them there).
         "POST /staff/classes/{class_id}/groups",

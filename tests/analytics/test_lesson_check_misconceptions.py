@@ -78,6 +78,9 @@ def test_a_class_answering_lesson_checks_shows_real_rows_on_the_dashboards(
         teacher.get("/login")
         teacher.post("/login", {"username": "teacher", "password": "password-123", "next": "/"})
         class_page = teacher.get(f"{class_url}/misconceptions")
+        # Every set the class page links is one its instructor, not an admin, may open.
+        set_links = set(re.findall(r'href="(/[a-z/]*sets/[^"]+)"', class_page.text))
+        assert set_links and {teacher.get(link).status_code for link in set_links} == {200}
 
     # First picks, course-wide: where-sum B by ana and cal (2 of 4), who-calls B by ana, ben
     # and cal (3 of 4); cal's and ana's later tries change nothing.

@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import socket
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -270,20 +269,22 @@ def fair(sandboxed: Executor) -> Iterator[Executor]:
 
 
 def test_with_cpu_fairness_a_fork_bomb_does_not_starve_a_concurrent_run(fair: Executor) -> None:
+    """With cpu_fairness on, a concurrent (cold) 2-rank run ends while the bomb still runs: the
+    bomb's processes are capped by its pids cgroup and share one slot's CPU weight. An order,
+    not a time (the machine may be loaded). Measured 2026-11-29: the run took 0.5 s with the
+    weight and 0.2 s without it, so the pids cap alone now keeps this bomb from starving it."""
     bomb = (HOSTILE / "fork_bomb.py").read_text()
 
-    async def both() -> tuple[RunResult, float]:
+    async def both() -> tuple[RunResult, bool]:
         attack = asyncio.create_task(
-            fair.run(RunRequest(code=bomb, nproc=1, timeout_s=3, use_cache=False))
+            fair.run(RunRequest(code=bomb, nproc=1, timeout_s=8, use_cache=False))
         )
         await asyncio.sleep(0.5)  # let the bomb fill its pids cgroup
-        started = time.monotonic()
         normal = await fair.run(RunRequest(code=NORMAL, nproc=2, use_cache=False))
-        elapsed = time.monotonic() - started
+        bomb_still_running = not attack.done()
         assert (await attack).status is RunStatus.TIMEOUT
-        return normal, elapsed
+        return normal, bomb_still_running
 
-    normal, elapsed = asyncio.run(both())
+    normal, bomb_still_running = asyncio.run(both())
     assert normal.status is RunStatus.OK
-    # Each slot has an equal cpu cgroup weight: the bomb's processes share one slot's CPU.
-    assert elapsed < 2.0
+    assert bomb_still_running

@@ -76,6 +76,8 @@ class RunDriver:
         self.output = Output(len(self.pipes), ctx.limits.exception_message_chars)
         self.status_buffer = b""
         self.isolated = self.started = False
+        self.cleared = False  # init has killed and reaped all else in the run's namespace
+        self.unsettled = False  # init's own end is still to be awaited (settle)
         self.max_rank_delay_s = 0.0  # verify's perturbation: the longest delay a rank was given
         # Parents drawn when the cell is staged (rank k: entry k modulo its length), and the
         # siblings' ranks staged in it then, by rank: where to write each one's order.
@@ -191,14 +193,25 @@ class RunDriver:
             self._start_sibling_ranks(order, parents, deadline)
             self._pump(deadline)
         finally:
-            self._kill()
-            self._await_init_end()
+            # Once init has cleared the namespace, every writer of the pipes is dead: the
+            # answer need not wait for init's own end, which settle() awaits before the slot
+            # stages its next run.
+            self.unsettled = True
+            if not self.cleared:
+                self.settle()
             self._drain()
             self.memory_exceeded |= self._oom_killed()
-            os.close(self.cell.pidfd)
         if self.setup_error is not None:
             return {"status": RunStatus.REJECTED, "message": f"sandbox setup: {self.setup_error}"}
         return self._outcome()
+
+    def settle(self) -> None:
+        """Kill what is left of the run in the slot's cgroups and wait for init's end."""
+        if self.unsettled:
+            self.unsettled = False
+            self._kill()
+            self._await_init_end()
+            os.close(self.cell.pidfd)
 
     def _start_sibling_ranks(
         self, order: RunOrder, parents: list[int | None], deadline: float
@@ -301,7 +314,7 @@ class RunDriver:
             failed = any(code != 0 for code in self.wait_codes.values())
             if failed and stop_at is None:
                 stop_at = time.monotonic() + perturbation_s + MONITOR_INTERVAL_S
-            if self.setup_error or self.output.exceeded or self.output.orphaned:
+            if self.cleared or self.setup_error or self.output.exceeded or self.output.orphaned:
                 return
             killed = any(code == -signal.SIGKILL for code in self.wait_codes.values())
             if killed and self._oom_killed():
@@ -426,6 +439,8 @@ class RunDriver:
             message = json.loads(line)
             if "setup_error" in message:
                 self.setup_error = message["setup_error"]
+            elif "cleared" in message:
+                self.cleared = True
             elif "started" in message:
                 self.started = True
             elif "isolated" in message:

@@ -35,6 +35,7 @@ from executor.wire import (
 )
 
 READ_CHUNK = 65536
+CLEAR_TRIES = 3  # a process forked as the kill went round gets another
 
 
 @dataclass
@@ -101,20 +102,20 @@ class RunInit:
         launcher = order.get("launcher", "torchrun")
         budget = run_budget(budget_ranks(order["nproc"], launcher), order["timeout_s"],
                             setup.ctx.limits, order["backend"], len(setup.gpus))  # fmt: skip
-        script = _write_script(order["code"], sandboxed=self.plan is not None)
+        # The store starts listening while init writes the snippet and forks its own ranks
+        # (on 2 cores, both at once); each of those ranks waits on `go` until it listens.
         # `python snippet.py` has no launcher's store: closing the channel ends it unstarted.
-        started_store = (
-            store.start(store_pid, store_channel, budget, order["timeout_s"])
-            if launcher == "torchrun"
-            else None
-        )
-        store_channel.close()
-        self._say({"started": True})  # siblings may start their ranks now
+        asked = launcher == "torchrun" and store.ask(store_channel, budget)
+        script = _write_script(order["code"], sandboxed=self.plan is not None)
+        go_r, go_w = os.pipe()
         pids: dict[int, int] = {}
         for rank in order["local"]:
             pipes = setup.ranks[rank]
             pid = os.fork()
             if pid == 0:
+                os.close(go_w)
+                os.read(go_r, 1)  # its end of file: the store listens (or will not)
+                os.close(go_r)
                 os.close(setup.hello_r)
                 signal.signal(STOP_SIGNAL, signal.SIG_DFL)  # init's, not the snippet's
                 signal.signal(DUMP_REQUEST_SIGNAL, signal.SIG_DFL)
@@ -151,6 +152,13 @@ class RunInit:
                 finally:
                     os._exit(70)  # run_rank never returns; if it raised, this fork ends
             pids[pid] = rank
+        os.close(go_r)
+        started_store = (
+            store.await_listening(store_pid, store_channel, order["timeout_s"]) if asked else None
+        )
+        store_channel.close()
+        os.close(go_w)  # init's ranks may join the store now
+        self._say({"started": True})  # siblings may start their ranks now
         for pipes in setup.ranks:
             for _, write_end in pipes.fds.values():
                 os.close(write_end)
@@ -158,6 +166,11 @@ class RunInit:
         if started_store is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(started_store, signal.SIGKILL)
+        if self.plan is not None and _clear_namespace():
+            # Nothing of the run is left but init: the slot may answer now. Init's own exit
+            # (the namespaces' teardown, some 35 ms at load 9) is waited for before the slot
+            # stages its next run, not before the answer.
+            self._say({"cleared": True})
         if self.plan is None:
             shutil.rmtree(os.path.dirname(script), ignore_errors=True)
             os.killpg(0, signal.SIGKILL)  # trusted: stragglers in the group die (setsid escapes)
@@ -301,6 +314,22 @@ def _write_script(code: str, sandboxed: bool) -> str:
         file.write(code)
     os.chmod(path, 0o644)
     return path
+
+
+def _clear_namespace() -> bool:
+    """Kill and reap every other process of the run's pid namespace (init is its pid 1);
+    whether none is left (a sibling's rank is reaped by its own parent, before it reports)."""
+    for _ in range(CLEAR_TRIES):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)  # from pid 1: every process of the namespace but init
+        while True:
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+        if _namespace_pids() == [1]:
+            return True
+    return False
 
 
 def _namespace_pids() -> list[int]:

@@ -50,6 +50,7 @@ class Slot:
         self.cgroups: sandbox.SlotCgroups | None = None
         own_pid_namespace = -1
         self.driver: RunDriver | None = None
+        self.ending: RunDriver | None = None  # the last run, until its init has ended
         self.stager: Stager | None = None
         if self.plan is not None:
             # A uid of the slot's own: per-uid kernel counts (threads, inotify) stay per run.
@@ -71,6 +72,9 @@ class Slot:
         Staged ahead for a run without GPUs, the common case; a run holding GPUs gets a cell
         staged for exactly those (their device nodes are part of its root), at a few ms more.
         """
+        if self.ending is not None:
+            self.ending.settle()  # the last run's init ends before the next is staged
+            self.ending = None
         if self.driver is not None and self.driver.gpus != gpus:
             self.driver.discard()
             self.driver = None
@@ -115,6 +119,7 @@ class Slot:
             self.prepare(gpus)
             assert self.driver is not None
             driver, self.driver = self.driver, None
+            self.ending = driver  # settled by the next prepare(), after the answer is sent
             outcome = driver.execute(request, budget, send, started + timeout_s, backend)
         except sandbox.SandboxError as error:
             outcome = {"status": RunStatus.REJECTED, "message": f"sandbox setup failed: {error}"}

@@ -105,7 +105,8 @@ class StagedCell:
 
 def status_line(message: dict[str, Any]) -> bytes:
     """One line of init's status pipe: {"isolated"}, {"started"}, {"setup_error"}, a rank's end
-    {"rank", "wait"}, a look's answer {"look"}, or a time-out's CPU sample {"cpu", "sample_ms"}."""
+    {"rank", "wait"}, a look's answer {"look"}, a time-out's CPU sample {"cpu", "sample_ms"}, or
+    {"cleared"} (every rank ended, nothing else left in the run's pid namespace)."""
     return (json.dumps(message) + "\n").encode()
 
 

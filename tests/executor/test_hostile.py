@@ -55,7 +55,8 @@ def leftover_processes(zygote: int) -> list[str]:
     """
     leftovers = []
     for entry in os.listdir("/proc"):
-        if entry.isdigit() and _uid(entry).isdigit() and identities.in_range(int(_uid(entry))):
+        uid = _uid(entry) if entry.isdigit() else "-"  # read once: the process may end meanwhile
+        if uid.isdigit() and identities.in_range(int(uid)):
             chain = _ancestors(entry)
             mine = str(zygote) in chain
             escaped = not any("executor.zygote" in _cmdline(pid) for pid in chain)

@@ -136,7 +136,7 @@ def measure(path: Path, jobs: int, group: Path | None, top: int, hangs: bool = F
     cpu_before, own_before = _cpu_s(group), _own_cpu_s()
     started = time.monotonic()
     slots = jobs + packing.SPARE_SLOTS if jobs > 1 else None  # as `ranklab verify` starts it
-    with embedded.temporary_executor(slots=slots) as url:
+    with embedded.temporary_executor(slots=slots, warm_compile=True) as url:  # as verify
         warm = time.monotonic()
         client = Recording(HttpExecutorClient(url, token=Settings().executor_token))
         outcomes = list(pipeline.run(client, selection, pipeline.REPEATS, jobs))

@@ -181,6 +181,7 @@ def measure(path: Path, jobs: int, group: Path | None, top: int, hangs: bool = F
     for key, ms in per_item.items():
         per_set[key.split("/", 1)[0]] += ms
     _tail(runs, owner, jobs)
+    _long_reruns(outcomes)
     print("  by set or proof owner:")
     for key, ms in sorted(per_set.items(), key=lambda pair: -pair[1])[:8]:
         print(f"    {ms / 1000:6.1f} s {100 * ms / total:4.1f}%  {key}")
@@ -205,6 +206,20 @@ def _tail(runs: list[Run], owner: dict[str, str], jobs: int) -> None:
     for run in sorted(runs, key=lambda run: -run.ended_s)[:5]:
         name = owner.get(_digest(run.code), "?")
         print(f"    {run.ended_s:6.1f} s  {run.wall_ms / 1000:5.1f} s {run.status:8} {name}")
+
+
+def _long_reruns(outcomes: list[pipeline.Outcome]) -> None:
+    """The time-outs the stacks did not prove hung, so that a re-run at a much longer limit
+    (30 s or more) told a hang from slowness: where each rank was, and its CPU over the sample."""
+    for outcome in outcomes:
+        observations = outcome.report.observations
+        if not any(observation.long_limit for observation in observations):
+            continue
+        print(f"  long re-run: {outcome.key}")
+        for observation in observations:
+            if observation.result.status.value == "timeout" and not observation.long_limit:
+                for rank in observation.result.ranks:
+                    print(f"      rank {rank.rank} {rank.status.value}: {rank.stuck}")
 
 
 def _only_hang_claims(selection: Selection) -> None:

@@ -1,6 +1,6 @@
 """Where verify's time goes: every run of `ranklab verify --all`, timed, with the CPU it cost.
 
-`make bench-verify` (`--jobs 2` by default; `--jobs 1 2 3` measures each in turn; `--hangs`:
+`make bench-verify` (`--jobs 3` by default, as `make proofs`; `--jobs 1 2 3` measures each in turn; `--hangs`:
 only the items and proofs whose claim says the run hangs, the "timeout" runs). Verifies the
 whole course from scratch through a private executor with a slot per job, as `make proofs`
 does, and prints for each --jobs: the wall time, the CPU seconds of everything it started (the
@@ -249,7 +249,7 @@ def _digest(code: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--jobs", type=int, nargs="+", default=[2])
+    parser.add_argument("--jobs", type=int, nargs="+", default=[3])  # as `make proofs`
     parser.add_argument("--path", type=Path, default=ROOT / "challenges")
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--hangs", action="store_true", help="only the claims that it hangs")

@@ -6,6 +6,10 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.executor  # a fork of a torch process runs a DDP and a compile step
+
 # Run in a fresh interpreter: the list is what a fork of a torch-only parent newly imports.
 FIND = """
 import json, sys

@@ -65,7 +65,7 @@ check-content: $(STAMP)
 # Prove every key of the course again, record the verdicts in challenges/proofs.json and
 # regenerate CONTENT.md from them (about 2 minutes on 2 cores: docs/benchmarks.md, 105-116 s).
 proofs: $(STAMP)
-	$(BIN)/ranklab verify challenges --jobs 2 --no-record --proofs challenges/proofs.json
+	$(BIN)/ranklab verify challenges --jobs 3 --no-record --proofs challenges/proofs.json
 	$(BIN)/ranklab content
 
 # The documentation site (docs/, mkdocs.yml), built strictly: a broken link or anchor fails.

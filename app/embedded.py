@@ -43,7 +43,9 @@ class EmbeddedExecutorError(RuntimeError):
     """The embedded executor did not start, or something else answers where it should be."""
 
 
-def executor_environment(slots: int | None = None, token: str | None = None) -> dict[str, str]:
+def executor_environment(
+    slots: int | None = None, token: str | None = None, warm_compile: bool = False
+) -> dict[str, str]:
     """The embedded executor's environment: no app secrets (RANKLAB_EXECUTOR_* settings pass)."""
     environment = {
         name: value
@@ -55,6 +57,8 @@ def executor_environment(slots: int | None = None, token: str | None = None) -> 
         environment["RANKLAB_EXECUTOR_MAX_CONCURRENT_RUNS"] = str(slots)
     if token is not None:
         environment["RANKLAB_EXECUTOR_TOKEN"] = token
+    if warm_compile:  # verify's: its torch.compile runs cost half (executor/settings.py)
+        environment["RANKLAB_EXECUTOR_WARM_COMPILE"] = "1"
     return environment
 
 
@@ -66,6 +70,7 @@ def spawn_executor(
     slots: int | None = None,
     token: str | None = None,
     log_level: str = "info",
+    warm_compile: bool = False,
 ) -> subprocess.Popen[bytes]:
     """Start `ranklab executor serve` in its own process group (so it can be stopped whole).
 
@@ -93,7 +98,7 @@ def spawn_executor(
         command.append("--trusted")
     return subprocess.Popen(
         command,
-        env=executor_environment(slots, token),
+        env=executor_environment(slots, token, warm_compile),
         start_new_session=True,
         stdout=log,
         stderr=subprocess.STDOUT if log else None,
@@ -155,13 +160,14 @@ def temporary_executor(
     wait_s: float = 180.0,
     slots: int | None = None,
     token: str | None = None,
+    warm_compile: bool = False,
 ) -> Iterator[str]:
     """Run a private executor (`slots` runs at once, else one per core); yield its URL when warm.
 
     With a `token`, it accepts runs only with that token (and a stale executor on the port is
     refused); without one it inherits RANKLAB_EXECUTOR_TOKEN, if set.
     """
-    with starting_executor(trusted, wait_s, slots, token) as starting:
+    with starting_executor(trusted, wait_s, slots, token, warm_compile) as starting:
         yield starting.ready()
 
 
@@ -185,6 +191,7 @@ def starting_executor(
     wait_s: float = 180.0,
     slots: int | None = None,
     token: str | None = None,
+    warm_compile: bool = False,
 ) -> Iterator[StartingExecutor]:
     """Start a private executor (as temporary_executor) without waiting for it to be warm, so
     the caller can do its own work meanwhile (verify loads the course: the executor's start
@@ -193,7 +200,9 @@ def starting_executor(
     url = f"http://127.0.0.1:{port}"
     # Its access log would drown the command's own output; kept to explain a failed start.
     with tempfile.TemporaryFile() as log:
-        process = spawn_executor("127.0.0.1", port, trusted, log, slots, token)
+        process = spawn_executor(
+            "127.0.0.1", port, trusted, log, slots, token, warm_compile=warm_compile
+        )
         try:
             yield StartingExecutor(process, url, token, wait_s, log)
         finally:

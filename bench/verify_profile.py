@@ -1,6 +1,6 @@
 """Where verify's time goes: every run of `ranklab verify --all`, timed, with the CPU it cost.
 
-`make bench-verify` (`--jobs 2` by default; `--jobs 1 2 3` measures each in turn; `--hangs`:
+`make bench-verify` (`--jobs 3` by default, as `make proofs`; `--jobs 1 2 3` measures each in turn; `--hangs`:
 only the items and proofs whose claim says the run hangs, the "timeout" runs). Verifies the
 whole course from scratch through a private executor with a slot per job, as `make proofs`
 does, and prints for each --jobs: the wall time, the CPU seconds of everything it started (the
@@ -136,7 +136,7 @@ def measure(path: Path, jobs: int, group: Path | None, top: int, hangs: bool = F
     cpu_before, own_before = _cpu_s(group), _own_cpu_s()
     started = time.monotonic()
     slots = jobs + packing.SPARE_SLOTS if jobs > 1 else None  # as `ranklab verify` starts it
-    with embedded.temporary_executor(slots=slots) as url:
+    with embedded.temporary_executor(slots=slots, warm_compile=True) as url:  # as verify
         warm = time.monotonic()
         client = Recording(HttpExecutorClient(url, token=Settings().executor_token))
         outcomes = list(pipeline.run(client, selection, pipeline.REPEATS, jobs))
@@ -181,6 +181,7 @@ def measure(path: Path, jobs: int, group: Path | None, top: int, hangs: bool = F
     for key, ms in per_item.items():
         per_set[key.split("/", 1)[0]] += ms
     _tail(runs, owner, jobs)
+    _long_reruns(outcomes)
     print("  by set or proof owner:")
     for key, ms in sorted(per_set.items(), key=lambda pair: -pair[1])[:8]:
         print(f"    {ms / 1000:6.1f} s {100 * ms / total:4.1f}%  {key}")
@@ -205,6 +206,20 @@ def _tail(runs: list[Run], owner: dict[str, str], jobs: int) -> None:
     for run in sorted(runs, key=lambda run: -run.ended_s)[:5]:
         name = owner.get(_digest(run.code), "?")
         print(f"    {run.ended_s:6.1f} s  {run.wall_ms / 1000:5.1f} s {run.status:8} {name}")
+
+
+def _long_reruns(outcomes: list[pipeline.Outcome]) -> None:
+    """The time-outs the stacks did not prove hung, so that a re-run at a much longer limit
+    (30 s or more) told a hang from slowness: where each rank was, and its CPU over the sample."""
+    for outcome in outcomes:
+        observations = outcome.report.observations
+        if not any(observation.long_limit for observation in observations):
+            continue
+        print(f"  long re-run: {outcome.key}")
+        for observation in observations:
+            if observation.result.status.value == "timeout" and not observation.long_limit:
+                for rank in observation.result.ranks:
+                    print(f"      rank {rank.rank} {rank.status.value}: {rank.stuck}")
 
 
 def _only_hang_claims(selection: Selection) -> None:
@@ -234,7 +249,7 @@ def _digest(code: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--jobs", type=int, nargs="+", default=[2])
+    parser.add_argument("--jobs", type=int, nargs="+", default=[3])  # as `make proofs`
     parser.add_argument("--path", type=Path, default=ROOT / "challenges")
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--hangs", action="store_true", help="only the claims that it hangs")

@@ -133,6 +133,7 @@ class WarmPool:
                 "socket": f"{self._inherited_directory}/zygote.sock",
                 "trusted": self.settings.trusted,
                 "warm": self.settings.warm,
+                "warm_compile": self.settings.warm_compile,
                 "limits": self.settings.limits.model_dump(),
                 "exposed": self.settings.exposed_paths,
                 "cgroup_root": self.settings.cgroup_root,

@@ -49,6 +49,13 @@ WAITING_CALLS = frozenset(
     }
 )  # fmt: skip
 
+# DistributedDataParallel.forward (torch/nn/parallel/distributed.py) as the stack names it when
+# the snippet calls the model: its collectives run from C++ too (the second iteration's forward
+# rebuilds the gradient buckets, broadcasting their order from rank 0; buffers are broadcast).
+# A rank there with an uneven batch count waits for a peer that never comes; one whose module
+# works inside it uses CPU, and one asleep in the snippet's own forward is stuck on that line.
+DDP_FORWARD = "distributed.forward"
+
 
 @dataclass(frozen=True)
 class Frame:
@@ -108,11 +115,13 @@ def stuck_at(
 def waits_for_peer(stuck: StuckAt | None) -> bool:
     """Whether the call a rank's stack shows it in is one that waits for another rank: a
     torch.distributed collective, point-to-point transfer, barrier or rendezvous, or a DDP
-    backward (which all-reduces the gradients from C++, with no torch.distributed frame)."""
+    backward (which all-reduces the gradients from C++, with no torch.distributed frame) or
+    forward (DDP_FORWARD)."""
     if stuck is None or stuck.call is None:
         return False
     name = stuck.call.rsplit(".", 1)[-1]
-    return (stuck.distributed and name in WAITING_CALLS) or name == "backward"
+    distributed_wait = stuck.distributed and name in WAITING_CALLS
+    return distributed_wait or name == "backward" or stuck.call == DDP_FORWARD
 
 
 def _in_snippet(frame: Frame, snippet_name: str) -> bool:

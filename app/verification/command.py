@@ -55,7 +55,7 @@ def verify(
     if early:
         from app import embedded
     with (
-        embedded.starting_executor(trusted=trusted, slots=_slots(jobs))
+        embedded.starting_executor(trusted=trusted, slots=_slots(jobs), warm_compile=True)
         if early
         else contextlib.nullcontext(None)
     ) as starting:
@@ -201,7 +201,7 @@ def _executor(
         return contextlib.nullcontext(starting.ready())
     from app import embedded
 
-    return embedded.temporary_executor(trusted=trusted, slots=_slots(jobs))
+    return embedded.temporary_executor(trusted=trusted, slots=_slots(jobs), warm_compile=True)
 
 
 def _slots(jobs: int) -> int | None:

@@ -56,6 +56,19 @@ else:
 print("done")
 """
 
+# Rank 0 has one more batch; its second forward waits for a collective rank 1 never joins
+# (rank 1 waits in the barrier): join's barrier-after-uneven item with one shared batch.
+DDP_FORWARD_DEADLOCK = """\
+import torch, torch.distributed as dist, torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("gloo")
+model = DDP(nn.Linear(2, 1))
+for step in range(2 if dist.get_rank() == 0 else 1):
+    model(torch.ones(4, 2)).sum().backward()
+dist.barrier()
+print("done")
+"""
+
 # Both ranks spend the limit inside all_reduce, working: about 6 s of collectives, then done.
 BUSY_COLLECTIVES = """\
 import time, torch, torch.distributed as dist
@@ -98,6 +111,16 @@ def test_a_deadlock_is_proven_from_its_stacks_without_the_long_rerun(executor_ur
     assert [o.result.stopped_when_stuck for o in report.observations] == [False, True, True]
     (proof,) = [note for note in report.notes if note.startswith("hang proven")]
     assert "rank 0: line 4, `dist.all_reduce`; rank 1: line 6, `dist.barrier`" in proof
+
+
+def test_a_rank_idle_in_a_ddp_forward_is_proven_stuck_without_the_long_rerun(
+    executor_url, tmp_path
+):
+    report = verify(executor_url, tmp_path, "ddp-forward", DDP_FORWARD_DEADLOCK, limit_s=4)
+    assert report.verdict is Verdict.PASS, report.problems
+    assert [o.long_limit for o in report.observations] == [False, False, False]
+    (proof,) = [note for note in report.notes if note.startswith("hang proven")]
+    assert "rank 0: line 6, `distributed.forward`; rank 1: line 7, `dist.barrier`" in proof
 
 
 def test_ranks_working_inside_collectives_are_not_proven_stuck(executor_url, tmp_path):

@@ -32,6 +32,9 @@ def test_every_running_rank_idle_in_a_collective_proves_a_hang():
     # DDP's backward all-reduces the gradients: idle there, it waits for them
     idle_backward = StuckAt(line=9, call="loss.backward", cpu_ms=0, sample_ms=200)
     assert proven_hang(timed_out(idle_backward, IDLE_IN_BARRIER)) is not None
+    # so does its forward (the second one rebuilds the buckets, broadcasting their order)
+    idle_forward = StuckAt(line=9, call="distributed.forward", cpu_ms=0, sample_ms=200)
+    assert proven_hang(timed_out(idle_forward, IDLE_IN_BARRIER)) is not None
     # a rank that ended before the limit does not stand in the way
     assert proven_hang(timed_out(IDLE_IN_BARRIER, finished=1)) is not None
 
@@ -46,6 +49,8 @@ def test_anything_less_leaves_the_proof_to_the_long_rerun():
         assert proven_hang(timed_out(IDLE_IN_ALL_REDUCE, other)) is None, other
     busy_backward = StuckAt(line=9, call="loss.backward", cpu_ms=150, sample_ms=200)
     assert proven_hang(timed_out(IDLE_IN_ALL_REDUCE, busy_backward)) is None
+    another_forward = StuckAt(line=9, call="net.forward", cpu_ms=0, sample_ms=200)
+    assert proven_hang(timed_out(IDLE_IN_ALL_REDUCE, another_forward)) is None
     ended = timed_out(IDLE_IN_ALL_REDUCE).model_copy(update={"status": "error"})
     assert proven_hang(ended) is None
 

@@ -20,7 +20,13 @@ from tests.conftest import TEST_CHALLENGES
 
 
 @pytest.fixture
-def steps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def started_with() -> list[dict[str, object]]:
+    """The keyword arguments each private executor was started with."""
+    return []
+
+
+@pytest.fixture
+def steps(monkeypatch: pytest.MonkeyPatch, started_with: list[dict[str, object]]) -> list[str]:
     seen: list[str] = []
 
     class Starting:
@@ -29,16 +35,18 @@ def steps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             return "http://127.0.0.1:9"  # nothing listens: the runs are faked below
 
     @contextlib.contextmanager
-    def starting_executor(**_: object) -> Iterator[Starting]:
+    def starting_executor(**options: object) -> Iterator[Starting]:
         seen.append("start")
+        started_with.append(options)
         try:
             yield Starting()
         finally:
             seen.append("stop")
 
     @contextlib.contextmanager
-    def temporary_executor(**_: object) -> Iterator[str]:
+    def temporary_executor(**options: object) -> Iterator[str]:
         seen.extend(["start", "warm"])
+        started_with.append(options)
         try:
             yield "http://127.0.0.1:9"
         finally:
@@ -74,6 +82,15 @@ def test_verify_without_all_starts_an_executor_only_after_the_load(steps: list[s
 def test_an_unknown_item_stops_the_executor_started_early(steps: list[str]) -> None:
     assert command.verify(TEST_CHALLENGES / "runs", run_all=True, items=["no-such-item"]) == 2
     assert steps == ["start", "load", "stop"]
+
+
+def test_verify_starts_its_executor_warm_for_torch_compile(
+    steps: list[str], started_with: list[dict[str, object]]
+) -> None:
+    # Its compile runs cost half (executor/zygote.py's COMPILE_WARMUP_SNIPPET), early or late.
+    assert command.verify(TEST_CHALLENGES / "runs", run_all=True) == 0
+    assert command.verify(TEST_CHALLENGES / "runs") == 0
+    assert [options.get("warm_compile") for options in started_with] == [True, True]
 
 
 def test_verify_does_not_import_the_web_app_until_an_executor_starts():

@@ -110,9 +110,10 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument(
         "--jobs",
         type=int,
-        default=1,
+        default=None,
         metavar="N",
-        help="items verified at once through the executor's slots (default 1)",
+        help="items verified at once through the executor's slots (default: the cores + 1, "
+        "at most 8, with the private executor; 1 with --executor, whose slots others share)",
     )
     verify.add_argument(
         "--json", action="store_true", help="print one JSON record per item, then a summary"
@@ -399,7 +400,8 @@ def _lti_list(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from app.verification import command
 
-    if args.jobs < 1:
+    jobs = command.default_jobs(args.executor) if args.jobs is None else args.jobs
+    if jobs < 1:
         print("ranklab verify: --jobs must be at least 1", file=sys.stderr)
         return 2
     return command.verify(
@@ -407,7 +409,7 @@ def _verify(args: argparse.Namespace) -> int:
         executor_url=args.executor,
         repeats=args.repeats,
         trusted=args.trusted,
-        jobs=args.jobs,
+        jobs=jobs,
         as_json=args.json,
         database_url=None if args.no_record else Settings().database_url,
         proofs_path=args.proofs,

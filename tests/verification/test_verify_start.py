@@ -101,3 +101,22 @@ def test_verify_does_not_import_the_web_app_until_an_executor_starts():
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert shown.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("cores", "options", "jobs"),
+    [(2, [], 3), (16, [], 8), (None, [], 2), (2, ["--executor", "http://127.0.0.1:9"], 1),
+     (2, ["--jobs", "2"], 2)],
+)  # fmt: skip
+def test_verify_without_jobs_keeps_every_core_busy_with_its_own_executor_only(
+    monkeypatch: pytest.MonkeyPatch, cores: int | None, options: list[str], jobs: int
+) -> None:
+    # A third job on 2 cores keeps both busy while a run's ranks wait on each other; a given
+    # executor's slots are shared with others, so one at a time there unless asked.
+    from app import cli
+
+    asked: list[object] = []
+    monkeypatch.setattr(command.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(command, "verify", lambda path, **kw: asked.append(kw["jobs"]) or 0)
+    assert cli.main(["verify", str(TEST_CHALLENGES / "runs"), *options]) == 0
+    assert asked == [jobs]

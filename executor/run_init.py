@@ -102,20 +102,20 @@ class RunInit:
         launcher = order.get("launcher", "torchrun")
         budget = run_budget(budget_ranks(order["nproc"], launcher), order["timeout_s"],
                             setup.ctx.limits, order["backend"], len(setup.gpus))  # fmt: skip
-        # The store starts listening while init writes the snippet and forks its own ranks
-        # (on 2 cores, both at once); each of those ranks waits on `go` until it listens.
-        # `python snippet.py` has no launcher's store: closing the channel ends it unstarted.
-        asked = launcher == "torchrun" and store.ask(store_channel, budget)
         script = _write_script(order["code"], sandboxed=self.plan is not None)
-        go_r, go_w = os.pipe()
+        # `python snippet.py` has no launcher's store: closing the channel ends it unstarted.
+        started_store = (
+            store.start(store_pid, store_channel, budget, order["timeout_s"])
+            if launcher == "torchrun"
+            else None
+        )
+        store_channel.close()
+        self._say({"started": True})  # siblings may start their ranks now
         pids: dict[int, int] = {}
         for rank in order["local"]:
             pipes = setup.ranks[rank]
             pid = os.fork()
             if pid == 0:
-                os.close(go_w)
-                os.read(go_r, 1)  # its end of file: the store listens (or will not)
-                os.close(go_r)
                 os.close(setup.hello_r)
                 signal.signal(STOP_SIGNAL, signal.SIG_DFL)  # init's, not the snippet's
                 signal.signal(DUMP_REQUEST_SIGNAL, signal.SIG_DFL)
@@ -152,13 +152,6 @@ class RunInit:
                 finally:
                     os._exit(70)  # run_rank never returns; if it raised, this fork ends
             pids[pid] = rank
-        os.close(go_r)
-        started_store = (
-            store.await_listening(store_pid, store_channel, order["timeout_s"]) if asked else None
-        )
-        store_channel.close()
-        os.close(go_w)  # init's ranks may join the store now
-        self._say({"started": True})  # siblings may start their ranks now
         for pipes in setup.ranks:
             for _, write_end in pipes.fds.values():
                 os.close(write_end)

@@ -69,19 +69,11 @@ def _host(channel: socket.socket, plan: sandbox.SandboxPlan | None, port: int) -
         signal.pause()
 
 
-def ask(channel: socket.socket, budget: RunBudget) -> bool:
-    """Have the staged store process start the store with the run's limits (not waiting for
-    it: see await_listening); whether the request went out."""
+def start(pid: int, channel: socket.socket, budget: RunBudget, timeout_s: float) -> int | None:
+    """Have the staged store process start the store with the run's limits; its pid once it
+    listens, or None."""
     try:
         channel.sendall(json.dumps(dataclasses.asdict(budget)).encode() + b"\n")
-    except OSError:
-        return False
-    return True
-
-
-def await_listening(pid: int, channel: socket.socket, timeout_s: float) -> int | None:
-    """Wait until the store process, asked to start, listens; its pid then, or None."""
-    try:
         channel.settimeout(min(START_S, timeout_s))
         return pid if channel.recv(1) == b"1" else None
     except OSError:  # TimeoutError included

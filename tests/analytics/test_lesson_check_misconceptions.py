@@ -86,12 +86,8 @@ def test_a_class_answering_lesson_checks_shows_real_rows_on_the_dashboards(
     # and cal (3 of 4); cal's and ana's later tries change nothing.
     course = rows_of(course_page)
     assert list(course)[:2] == [RANK_ZERO, RETURNS]  # most picked first
-    assert [course[RANK_ZERO][key] for key in ("picked-first", "first-picks", "share")] == [
-        "3", "4", "75.0"
-    ]  # fmt: skip
-    assert [course[RETURNS][key] for key in ("picked-first", "first-picks", "share")] == [
-        "2", "4", "50.0"
-    ]  # fmt: skip
+    assert counts(course, RANK_ZERO) == ["3", "4", "75.0"]
+    assert counts(course, RETURNS) == ["2", "4", "50.0"]
     assert "lesson check of lesson-drill/who-calls Who calls it" in course[RANK_ZERO]["items"]
     assert "lesson check of lesson-drill/where-sum" in course[RETURNS]["items"]
     # The set's misconceptions are still there, with no first picks yet.
@@ -99,12 +95,8 @@ def test_a_class_answering_lesson_checks_shows_real_rows_on_the_dashboards(
     # The class: ana, ben and dee only (cal is not a member).
     assert class_page.status_code == 200, class_page.text
     mine = rows_of(class_page.text)
-    assert [mine[RANK_ZERO][key] for key in ("picked-first", "first-picks", "share")] == [
-        "2", "3", "66.7"
-    ]  # fmt: skip
-    assert [mine[RETURNS][key] for key in ("picked-first", "first-picks", "share")] == [
-        "1", "3", "33.3"
-    ]  # fmt: skip
+    assert counts(mine, RANK_ZERO) == ["2", "3", "66.7"]
+    assert counts(mine, RETURNS) == ["1", "3", "33.3"]
     # A learner's feedback names the belief their wrong pick shows and links what corrects it.
     named = re.findall(
         r'data-misconception="([a-z-]+)"><strong>Wrong belief:</strong>.*?'
@@ -117,3 +109,8 @@ def test_a_class_answering_lesson_checks_shows_real_rows_on_the_dashboards(
         (RANK_ZERO, "/topics/lesson-drill/lesson#section-stopped"),
     ]
     assert 'data-testid="pick-misconception"' not in feedback["dee"]  # all right: none shown
+
+
+def counts(rows: dict[str, dict[str, str]], misconception: str) -> list[str]:
+    """A dashboard row's picked-first count, first picks on its items and share."""
+    return [rows[misconception][key] for key in ("picked-first", "first-picks", "share")]

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from executor.contract import RankStatus, RunStatus
+from executor.contract import RankResult, RankStatus, RunStatus
 from executor.runner import Executor
 from tests.support.executor import run
 
@@ -299,23 +299,30 @@ else:
 """
 
 
+def runs_where_rank_1_left_first(
+    executor: Executor, code: str, wanted: int = 4
+) -> list[RankResult]:
+    """Rank 0's result in the first `wanted` runs of code where rank 1 left before rank 0 had
+    connected to it (rank 1 always ends well)."""
+    provoked: list[RankResult] = []
+    for _ in range(24):  # which rank connects is drawn per run (ports): half the runs provoke
+        late, left = run(executor, code, nproc=2).ranks
+        assert (left.status, left.exit_code) == (RankStatus.OK, 0), left
+        if "rank 1 had left" in late.stdout:
+            provoked.append(late)
+            if len(provoked) == wanted:
+                break
+    assert len(provoked) == wanted, "rank 1 was the side that connects in too few runs"
+    return provoked
+
+
 def test_a_rank_that_leaves_lets_a_slower_peer_finish_joining_first(executor: Executor) -> None:
     """Parity case barrier_one_rank failed under load: rank 1 left right after
     init_process_group, before rank 0 had connected to it. Now a leaving rank waits until no
     peer is still joining; rank 0 joins, and its barrier finds rank 1 gone, as under torchrun."""
-    provoked = 0
-    for _ in range(24):  # which rank connects is drawn per run (ports): half the runs provoke
-        result = run(executor, LATE_JOINER, nproc=2)
-        late, left = result.ranks
-        assert (left.status, left.exit_code) == (RankStatus.OK, 0), left
-        if "rank 1 had left" not in late.stdout:
-            continue
-        provoked += 1
+    for late in runs_where_rank_1_left_first(executor, LATE_JOINER):
         assert "connectFullMesh" not in late.stderr, late.stderr
         assert "Connection closed by peer" in late.stderr.splitlines()[-1], late.stderr
-        if provoked == 4:
-            break
-    assert provoked == 4, "rank 1 was the side that connects in too few runs"
 
 
 # LATE_JOINER's late lookup, but rank 1 destroys its group once joined, as the snippets that end
@@ -344,19 +351,9 @@ def test_a_rank_that_destroys_its_group_lets_a_slower_peer_finish_joining_first(
     connecting its mesh to this rank failed in init_process_group. Now the destroy waits (at
     most 2 s) until no peer is still joining, and every rank ends as the snippet says."""
     assert DESTROYS_WHILE_A_PEER_JOINS != LATE_JOINER
-    provoked = 0
-    for _ in range(24):  # which rank connects is drawn per run (ports): half the runs provoke
-        result = run(executor, DESTROYS_WHILE_A_PEER_JOINS, nproc=2)
-        late, left = result.ranks
-        assert (left.status, left.exit_code) == (RankStatus.OK, 0), left
-        if "rank 1 had left" not in late.stdout:
-            continue
-        provoked += 1
+    for late in runs_where_rank_1_left_first(executor, DESTROYS_WHILE_A_PEER_JOINS):
         assert "connectFullMesh" not in late.stderr, late.stderr
         assert (late.status, late.stdout.splitlines()[-1]) == (RankStatus.OK, "done"), late
-        if provoked == 4:
-            break
-    assert provoked == 4, "rank 1 was the side that connects in too few runs"
 
 
 def test_an_error_in_destroy_process_group_shows_no_frame_of_the_executors(

@@ -1,13 +1,13 @@
 """Where verify's time goes: every run of `ranklab verify --all`, timed, with the CPU it cost.
 
-`make bench-verify` (`--jobs 3` by default, as `make proofs`; `--jobs 1 2 3` measures each in turn; `--hangs`:
-only the items and proofs whose claim says the run hangs, the "timeout" runs). Verifies the
-whole course from scratch through a private executor with a slot per job, as `make proofs`
-does, and prints for each --jobs: the wall time, the CPU seconds of everything it started (the
-verify process, the executor and every rank: a cpuacct cgroup of its own where the host has
-cgroup v1's cpuacct, else this process's children), the runs by kind, the costliest items and
-topics, and how long runs waited outside the snippet (the executor's run time against the
-client's). Numbers, not checks: the machine may be shared.
+`make bench-verify` (`--jobs 3` by default, as `make proofs`; `--jobs 1 2 3` measures each in
+turn; `--hangs`: only the items and proofs whose claim says the run hangs, the "timeout"
+runs). Verifies the whole course from scratch through a private executor with a slot per job,
+as `make proofs` does, and prints for each --jobs: the wall time, the CPU seconds of
+everything it started (the verify process, the executor and every rank: a cpuacct cgroup of
+its own where the host has cgroup v1's cpuacct, else this process's children), the runs by
+kind, the costliest items and topics, and how long runs waited outside the snippet (the
+executor's run time against the client's). Numbers, not checks: the machine may be shared.
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def main() -> None:
             return  # the service gave up on this start
         modules = json.loads(line)["modules"]
     elif modules is None:
-        modules = _modules_used_by(_warmup_snippet(config)) if config["warm"] else []
+        modules = _modules_to_warm(config)
         if config.get("siblings"):
             print(json.dumps({"event": "modules", "modules": modules}), flush=True)
     modules = _warm(config["warm"], modules)
@@ -166,13 +166,10 @@ def _serve_as_sibling(config: dict[str, Any], context: ZygoteContext, started: f
     )  # fmt: skip
 
 
-def _preload(warm: bool, modules: list[str] | None) -> tuple[str, list[str]]:
-    """Import torch and, when warm, what a DDP snippet imports lazily; return torch's version
-    and the modules warmed up. Nothing here may call torch.cuda (see main)."""
-    torch_version = _import_torch()
-    if warm and modules is None:  # a sibling is handed the main zygote's list
-        modules = _modules_used_by(WARMUP_SNIPPET)
-    return torch_version, _warm(warm, modules)
+def _modules_to_warm(config: dict[str, Any]) -> list[str]:
+    """What the warm-up snippet imports lazily, found in a throw-away fork (none when cold).
+    Nothing here may call torch.cuda (see main)."""
+    return _modules_used_by(_warmup_snippet(config)) if config["warm"] else []
 
 
 def _warmup_snippet(config: dict[str, Any]) -> str:

@@ -493,7 +493,8 @@ for module, prefix in ((torch.cuda, "torch.cuda."), (torch._C, "torch._C.")):
             setattr(module, name, recording(prefix + name, value))
             patched += 1
 from executor import zygote
-version, modules = zygote._preload(warm=True, modules=None)
+zygote._import_torch()  # as the warm parent starts (zygote.main), torch.compile's warm-up too
+modules = zygote._warm(True, zygote._modules_to_warm({"warm": True, "warm_compile": True}))
 print(json.dumps({"called": called, "patched": patched, "warmed": len(modules)}))
 """
 

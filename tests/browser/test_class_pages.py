@@ -68,6 +68,7 @@ def a_class(browser, live_server, live_database_url) -> Iterator[dict]:
     yield {
         "learner results": learner_url,
         "class": class_url,
+        "misconceptions": f"{class_url}/misconceptions",
         "view": view_url,
         "due": due,
         "teacher": teacher.storage_state(),
@@ -134,6 +135,7 @@ WIDER_THAN = """width => [...document.querySelectorAll("body *")]
   .map((element) => `${element.tagName}[${element.dataset.testid || ""}]`)"""
 CLASS_PAGES = [
     ("class, instructor's page", "teacher", "class"),
+    ("class, misconceptions", "teacher", "misconceptions"),
     ("class, per-assignment view", "teacher", "view"),
     ("class, a learner's results", "teacher", "learner results"),
     ("class, join", "learner", "/join"),

@@ -9,6 +9,7 @@ end on its status pipe, and acts on the slot worker's signals (stop, dump stacks
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import select
@@ -23,7 +24,7 @@ from executor import hangstop, sandbox, stacks, store
 from executor import rank as rank_module
 from executor.context import ZygoteContext
 from executor.gpus import Gpu
-from executor.limits import run_budget, shm_bytes
+from executor.limits import RunBudget, run_budget, shm_bytes
 from executor.wire import (
     DUMP_REQUEST_SIGNAL,
     LOOK_REQUEST_SIGNAL,
@@ -32,6 +33,7 @@ from executor.wire import (
     RankPipes,
     budget_ranks,
     status_line,
+    write_all,
 )
 
 READ_CHUNK = 65536
@@ -93,6 +95,9 @@ class RunInit:
         signal.signal(LOOK_REQUEST_SIGNAL, self._on_look_request)
         store_pid, store_channel = store.fork(self.plan, setup.port)
         self.store_pid = store_pid
+        # Forked now, while the cell is staged, so that the request does not wait for a fork
+        # of a warm parent: it waits for its order on a pipe of its own (_staged_rank).
+        staged = self._stage_rank((setup.request_r, store_channel.fileno()))
         with os.fdopen(setup.request_r, "rb") as source:
             payload = source.read()
         if not payload:
@@ -112,45 +117,16 @@ class RunInit:
         store_channel.close()
         self._say({"started": True})  # siblings may start their ranks now
         pids: dict[int, int] = {}
-        for rank in order["local"]:
-            pipes = setup.ranks[rank]
+        local = list(order["local"])
+        if staged is not None:
+            staged_pid, staged_w = staged
+            if local and _hand_over(staged_w, order, local[0], script, budget):
+                pids[staged_pid] = local.pop(0)
+            os.close(staged_w)  # unwritten: the staged rank ends, reaped with the orphans
+        for rank in local:
             pid = os.fork()
             if pid == 0:
-                os.close(setup.hello_r)
-                signal.signal(STOP_SIGNAL, signal.SIG_DFL)  # init's, not the snippet's
-                signal.signal(DUMP_REQUEST_SIGNAL, signal.SIG_DFL)
-                signal.signal(LOOK_REQUEST_SIGNAL, signal.SIG_DFL)
-                if self.plan is not None:
-                    # A session of its own, as torchrun starts each worker: kill(0, ...) in a
-                    # rank reaches its own process tree only, and the SIGTERM stop reaches the
-                    # rank's children too. (Trusted ranks stay in init's group, which the
-                    # deadline kills; sandboxed ones die with the pid namespace.)
-                    os.setsid()
-                fds = pipes.write_ends()
-                try:
-                    rank_module.run_rank(
-                        rank_module.RankLaunch(
-                            code=order["code"],
-                            script=script,
-                            rank=rank,
-                            nproc=order["nproc"],
-                            master_port=order["port"],
-                            run_id=order["run_id"],
-                            launcher=launcher,
-                            environment=order["environment"],
-                            reseed=setup.ctx.reseed,
-                            stdout_fd=fds["stdout"],
-                            stderr_fd=fds["stderr"],
-                            result_fd=fds["result"],
-                            stack_fd=fds["stack"],
-                            budget=budget,
-                            plan=self.plan,
-                            exception_chars=setup.ctx.limits.exception_message_chars,
-                            delay_s=rank_module.delay_of(order, rank),
-                        )
-                    )
-                finally:
-                    os._exit(70)  # run_rank never returns; if it raised, this fork ends
+                self._become_rank(_launch(order, rank, script, budget))
             pids[pid] = rank
         for pipes in setup.ranks:
             for _, write_end in pipes.fds.values():
@@ -168,6 +144,59 @@ class RunInit:
             shutil.rmtree(os.path.dirname(script), ignore_errors=True)
             os.killpg(0, signal.SIGKILL)  # trusted: stragglers in the group die (setsid escapes)
         os._exit(0)
+
+    def _stage_rank(self, closed: tuple[int, ...]) -> tuple[int, int] | None:
+        """Fork a rank that waits for its order (its pid, and where to write the order), or
+        None if the fork failed (the rank is then forked after the order, as any other)."""
+        order_r, order_w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(order_r)
+            os.close(order_w)
+            return None
+        if pid == 0:
+            try:
+                for fd in (order_w, *closed):
+                    os.close(fd)
+                with os.fdopen(order_r, "rb") as source:
+                    payload = source.read()
+                if not payload:
+                    os._exit(0)  # the run has no rank of init's, or init went away
+                handed = json.loads(payload)
+                del payload
+                launch = _launch(handed["order"], int(handed["rank"]), handed["script"],
+                                 RunBudget(**handed["budget"]))  # fmt: skip
+                del handed
+            except BaseException:
+                os._exit(70)
+            self._become_rank(launch)
+        os.close(order_r)
+        return pid, order_w
+
+    def _become_rank(self, launch: rank_module.RankLaunch) -> NoReturn:
+        """In a child of init: become a rank of the run (never returns)."""
+        setup = self.setup
+        try:
+            os.close(setup.hello_r)
+            signal.signal(STOP_SIGNAL, signal.SIG_DFL)  # init's, not the snippet's
+            signal.signal(DUMP_REQUEST_SIGNAL, signal.SIG_DFL)
+            signal.signal(LOOK_REQUEST_SIGNAL, signal.SIG_DFL)
+            if self.plan is not None:
+                # A session of its own, as torchrun starts each worker: kill(0, ...) in a
+                # rank reaches its own process tree only, and the SIGTERM stop reaches the
+                # rank's children too. (Trusted ranks stay in init's group, which the
+                # deadline kills; sandboxed ones die with the pid namespace.)
+                os.setsid()
+            fds = setup.ranks[launch.rank].write_ends()
+            launch.stdout_fd, launch.stderr_fd = fds["stdout"], fds["stderr"]
+            launch.result_fd, launch.stack_fd = fds["result"], fds["stack"]
+            launch.reseed = setup.ctx.reseed
+            launch.plan = self.plan
+            launch.exception_chars = setup.ctx.limits.exception_message_chars
+            rank_module.run_rank(launch)
+        finally:
+            os._exit(70)  # run_rank never returns; if it raised, this fork ends
 
     def _reap_ranks(self, pids: dict[int, int], expected: set[int]) -> None:
         """Report each rank's exit: init's own children, and siblings' ranks as they tell it."""
@@ -288,6 +317,43 @@ class RunInit:
 def become(setup: InitSetup) -> NoReturn:
     """Run as the run's init, in the child the stager just forked."""
     RunInit(setup).main()
+
+
+def _launch(order: dict[str, Any], rank: int, script: str, budget: RunBudget
+            ) -> rank_module.RankLaunch:  # fmt: skip
+    """Rank `rank`'s launch, from the run's order (the descriptors and the init-side settings
+    are filled in by _become_rank, in the rank's own process)."""
+    return rank_module.RankLaunch(
+        code=order["code"],
+        script=script,
+        rank=rank,
+        nproc=order["nproc"],
+        master_port=order["port"],
+        run_id=order["run_id"],
+        launcher=order.get("launcher", "torchrun"),
+        environment=order["environment"],
+        reseed=False,
+        stdout_fd=-1,
+        stderr_fd=-1,
+        result_fd=-1,
+        stack_fd=-1,
+        budget=budget,
+        plan=None,
+        exception_chars=0,
+        delay_s=rank_module.delay_of(order, rank),
+    )
+
+
+def _hand_over(
+    staged_w: int, order: dict[str, Any], rank: int, script: str, budget: RunBudget
+) -> bool:
+    """Write rank `rank`'s order to the staged rank; whether it took it (it may have died)."""
+    handed = {"order": order, "rank": rank, "script": script, "budget": dataclasses.asdict(budget)}
+    try:
+        write_all(staged_w, json.dumps(handed).encode())
+    except OSError:
+        return False
+    return True
 
 
 def script_path(sandboxed: bool) -> str:

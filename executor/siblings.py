@@ -231,9 +231,9 @@ def _handle(connection: socket.socket, context: ZygoteContext) -> None:
 def _enter_and_fork_rank(
     order: dict[str, Any], fds: list[int], context: ZygoteContext, errors_w: int
 ) -> NoReturn:
-    """In a child of the worker: enter the cell's namespaces, wait there for the rank's order on
-    the order descriptor, fork the rank into them, report how it ended to the cell's init."""
-    hello = -1
+    """In a child of the worker: enter the cell's namespaces and fork the rank into them at
+    once, where it waits for its order on the order descriptor (_await_order); wait for the
+    rank and report how it ended to the cell's init, if it had an order."""
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the worker's SIG_IGN would reap the rank
         namespaces = dict(zip(NAMESPACES, fds, strict=False))
@@ -241,8 +241,42 @@ def _enter_and_fork_rank(
         for name, fd in namespaces.items():
             # pid applies to children only: the rank forked next is inside the cell.
             _setns(fd, name)
-        os.close(errors_w)  # in the cell: the staging is answered
+            os.close(fd)
+        # The rank says here that it took an order: only then does its end concern init.
+        ordered_r, ordered_w = os.pipe()
+        rank_pid = os.fork()
+        if rank_pid == 0:
+            os.close(errors_w)
+            os.close(ordered_r)
+            _await_order(staged, (stdout, stderr, result, stack), hello, ordered_w, context)
+        os.close(errors_w)  # in the cell, its rank forked: the staging is answered
         errors_w = -1
+        for fd in (staged, stdout, stderr, result, stack, ordered_w):
+            os.close(fd)
+    except BaseException as error:
+        if errors_w >= 0:
+            os.write(errors_w, f"the rank could not join its run: {error!r}".encode())
+        os._exit(70)
+    _, wait_status = os.waitpid(rank_pid, 0)
+    with os.fdopen(ordered_r, "rb") as ordered:
+        rank = ordered.read()
+    if rank:
+        ended = {"rank": int(rank), "wait": os.waitstatus_to_exitcode(wait_status)}
+        with contextlib.suppress(OSError):  # the cell is gone when its deadline killed the rank
+            os.write(hello, (json.dumps(ended) + "\n").encode())
+    os._exit(0)
+
+
+def _await_order(
+    staged: int,
+    streams: tuple[int, int, int, int],
+    hello: int,
+    ordered_w: int,
+    context: ZygoteContext,
+) -> NoReturn:
+    """The staged rank, in the cell: wait for the rank's order, then become that rank."""
+    order: dict[str, Any] = {}
+    try:
         with os.fdopen(staged, "rb") as source:
             payload = source.read()
         if not payload:
@@ -250,64 +284,52 @@ def _enter_and_fork_rank(
         order = json.loads(payload)
         del payload  # its bytes would outlive the order's dict, which the rank clears (rank.py)
         plan = _slot_plan(context.plan, order)
-        rank_pid = os.fork()
-        if rank_pid == 0:
-            if errors_w >= 0:
-                os.close(errors_w)
-            # Init knows its own ranks' pids, not this one's (its pid inside the cell): told
-            # before any snippet code runs, so the snippet cannot change it. Init samples the
-            # rank's CPU time by it at a time-out (stacks.py).
-            started = {"rank": order["rank"], "pid": os.getpid()}
-            with contextlib.suppress(OSError):
-                os.write(hello, (json.dumps(started) + "\n").encode())
-            os.close(hello)
-            # Its parent is outside the run (getppid() says 0), so kill(0, ...) would reach the
-            # sibling's process group: a session of its own keeps that to the rank itself.
-            os.setsid()
-            budget = run_budget(
-                order["budget_ranks"],
-                order["timeout_s"],
-                context.limits,
-                order["backend"],
-                order.get("gpu_count", 0),
-            )
-            rank_module.run_rank(
-                rank_module.RankLaunch(
-                    code=order["code"],
-                    script=order["script"],
-                    rank=order["rank"],
-                    nproc=order["nproc"],
-                    master_port=order["port"],
-                    run_id=order["run_id"],
-                    launcher=order["launcher"],
-                    environment=order["environment"],
-                    reseed=context.reseed,
-                    stdout_fd=stdout,
-                    stderr_fd=stderr,
-                    result_fd=result,
-                    stack_fd=stack,
-                    budget=budget,
-                    plan=plan,
-                    exception_chars=context.limits.exception_message_chars,
-                    delay_s=rank_module.delay_of(order, order["rank"]),
-                )
-            )
-        for fd in (errors_w, stdout, stderr, result, stack):
-            if fd >= 0:
-                os.close(fd)
+        os.write(ordered_w, str(int(order["rank"])).encode())
+        os.close(ordered_w)
+        # Init knows its own ranks' pids, not this one's (its pid inside the cell): told
+        # before any snippet code runs, so the snippet cannot change it. Init samples the
+        # rank's CPU time by it at a time-out (stacks.py).
+        started = {"rank": order["rank"], "pid": os.getpid()}
+        with contextlib.suppress(OSError):
+            os.write(hello, (json.dumps(started) + "\n").encode())
+        # Its parent is outside the run (getppid() says 0), so kill(0, ...) would reach the
+        # sibling's process group: a session of its own keeps that to the rank itself.
+        os.setsid()
+        budget = run_budget(
+            order["budget_ranks"],
+            order["timeout_s"],
+            context.limits,
+            order["backend"],
+            order.get("gpu_count", 0),
+        )
+        stdout, stderr, result, stack = streams
+        launch = rank_module.RankLaunch(
+            code=order["code"],
+            script=order["script"],
+            rank=order["rank"],
+            nproc=order["nproc"],
+            master_port=order["port"],
+            run_id=order["run_id"],
+            launcher=order["launcher"],
+            environment=order["environment"],
+            reseed=context.reseed,
+            stdout_fd=stdout,
+            stderr_fd=stderr,
+            result_fd=result,
+            stack_fd=stack,
+            budget=budget,
+            plan=plan,
+            exception_chars=context.limits.exception_message_chars,
+            delay_s=rank_module.delay_of(order, order["rank"]),
+        )
     except BaseException as error:
-        if errors_w >= 0:
-            os.write(errors_w, f"the rank could not join its run: {error!r}".encode())
-        elif hello >= 0 and "rank" in order:  # staged and answered: init refuses the run
+        if "rank" in order:  # answered: init refuses the run
             failed = {"rank": order["rank"], "setup_error": f"a rank could not start: {error!r}"}
             with contextlib.suppress(OSError):
                 os.write(hello, (json.dumps(failed) + "\n").encode())
         os._exit(70)
-    _, wait_status = os.waitpid(rank_pid, 0)
-    ended = {"rank": order["rank"], "wait": os.waitstatus_to_exitcode(wait_status)}
-    with contextlib.suppress(OSError):  # the cell is gone when its deadline killed the rank
-        os.write(hello, (json.dumps(ended) + "\n").encode())
-    os._exit(0)
+    os.close(hello)
+    rank_module.run_rank(launch)
 
 
 def _slot_plan(

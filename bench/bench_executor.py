@@ -17,6 +17,12 @@ The breakdown of a run comes from wall-clock marks the snippet prints (CLOCK_REA
 inside the sandbox) and the client's own: fork (request sent until the last rank runs the
 snippet), rendezvous (init_process_group), snippet (the DDP step), teardown
 (destroy_process_group), result (the last rank's end until the response is read).
+
+Each timed run starts once both executors are idle (`--settle-ms`, 300 by default: after a run a
+slot stages the next one, some forks of a warm parent, and with two executors on the same cores
+one's staging would otherwise land in the other's timed run): the latency a learner sees when
+pressing Run. The 2-rank rows are measured back to back as well (no pause: the staging of the
+run before competes for the cores), and the throughput figure is back to back throughout.
 """
 
 from __future__ import annotations
@@ -82,7 +88,7 @@ class Service:
     process: subprocess.Popen[bytes] | None = None
     base: str = ""
     health: dict[str, Any] = field(default_factory=dict)
-    latency: dict[int, list[dict[str, float]]] = field(default_factory=dict)
+    latency: dict[str, list[dict[str, float]]] = field(default_factory=dict)
     memory: list[tuple[int, int]] = field(default_factory=list)
     cached: list[float] = field(default_factory=list)
     throughput: list[tuple[int, int, float]] = field(default_factory=list)
@@ -129,6 +135,8 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--torchrun-runs", type=int, default=3)
     parser.add_argument("--trusted", action="store_true", help="benchmark without the sandbox")
+    parser.add_argument("--settle-ms", type=int, default=300,
+                        help="pause before each timed run, so that it starts on idle executors")
     parser.add_argument("--against", type=Path, help="another checkout to compare with (base)")
     args = parser.parse_args()
 
@@ -140,7 +148,9 @@ def main() -> int:
         for service in services:
             service.start(args.trusted)
         for nproc in (2, 4):
-            alternate(services, args.runs, functools.partial(timed_run, nproc=nproc))
+            run = functools.partial(timed_run, nproc=nproc, settle_s=args.settle_ms / 1000)
+            alternate(services, args.runs, run)
+        alternate(services, args.runs, functools.partial(timed_run, nproc=2, settle_s=0.0))
         alternate(services, args.runs * 2, cached_run)
         chunk = max(1, args.throughput_runs // 2)
         alternate(services, 2, lambda s: s.throughput.append(throughput(s, args.clients, chunk)))
@@ -169,12 +179,18 @@ def post_run(base: str, client: httpx.Client, nproc: int, use_cache: bool) -> di
     return result
 
 
-def timed_run(service: Service, nproc: int) -> None:
+def row_of(nproc: int, settle_s: float) -> str:
+    """The table's row for runs of `nproc` ranks, started on idle executors or back to back."""
+    return f"{nproc}-rank DDP" if settle_s > 0 else f"{nproc}-rank, back to back"
+
+
+def timed_run(service: Service, nproc: int, settle_s: float) -> None:
     """One uncached run through HTTP, with its breakdown (the first is untimed: page faults)."""
     with httpx.Client(timeout=60) as client:
         if nproc not in service.warmed:
             post_run(service.base, client, nproc, use_cache=False)
             service.warmed.add(nproc)
+        time.sleep(settle_s)
         sent = time.time()
         result = post_run(service.base, client, nproc, use_cache=False)
         received = time.time()
@@ -187,8 +203,8 @@ def timed_run(service: Service, nproc: int) -> None:
     bounds = [sent, *last, received]
     breakdown = {phase: (bounds[i + 1] - bounds[i]) * 1000 for i, phase in enumerate(PHASES)}
     breakdown["total"] = (received - sent) * 1000
-    service.latency.setdefault(nproc, []).append(breakdown)
-    if nproc == 2:
+    service.latency.setdefault(row_of(nproc, settle_s), []).append(breakdown)
+    if nproc == 2 and settle_s > 0:
         service.memory.extend(rank_memory(result["ranks"]))
 
 
@@ -290,28 +306,29 @@ def report(
     this = services[-1]
     print()
     print(f"RankLab executor benchmark: {os.cpu_count()} cores, torch {this.health.get('torch')},")
-    print(f"sandbox: {this.health.get('sandbox')}; {args.runs} timed runs per latency row")
+    print(f"sandbox: {this.health.get('sandbox')}; {args.runs} timed runs per latency row, "
+          f"each after {args.settle_ms} ms idle (but the back-to-back row)")
     print(f"load average before {load[0][0]:.2f}, after {load[1][0]:.2f} (1 min)")
     for service in services:
         print(f"  {service.label}: {service.tree}")
     print()
-    header = f"{'p50 ms (p90)':<26}" + "".join(f"{phase:>11}" for phase in PHASES)
+    header = f"{'p50 ms (p90)':<34}" + "".join(f"{phase:>11}" for phase in PHASES)
     print(header + f"{'total':>16}")
     print("-" * (len(header) + 16))
-    for nproc in (2, 4):
+    for row in (row_of(2, 1), row_of(4, 1), row_of(2, 0)):
         for service in services:
-            rows = service.latency.get(nproc, [])
+            rows = service.latency.get(row, [])
             cells = "".join(f"{p50([r[phase] for r in rows]):>11.1f}" for phase in PHASES)
             totals = [r["total"] for r in rows]
-            print(f"{f'{nproc}-rank DDP, {service.label}':<26}{cells}"
+            print(f"{f'{row}, {service.label}':<34}{cells}"
                   f"{p50(totals):>9.1f} ({p90(totals):.0f})")  # fmt: skip
         if len(services) == 2:
-            base, ours = (service.latency.get(nproc, []) for service in services)
+            base, ours = (service.latency.get(row, []) for service in services)
             ratios = "".join(
                 f"{ratio(p50([r[p] for r in ours]), p50([r[p] for r in base])):>11}" for p in PHASES
             )
             total = ratio(p50([r["total"] for r in ours]), p50([r["total"] for r in base]))
-            print(f"{'  this / base':<26}{ratios}{total:>9}")
+            print(f"{'  this / base':<34}{ratios}{total:>9}")
     print()
     for service in services:
         rate, failures, elapsed = rate_of(service)
@@ -320,8 +337,8 @@ def report(
               f"{rate:.1f} runs/s from {args.clients} clients ({runs} runs in {elapsed:.1f} s, "
               f"{failures} failures); memory per rank {memory_text(service.memory)}")  # fmt: skip
     print()
-    warm2 = p50([r["total"] for r in this.latency.get(2, [])])
-    warm4 = p50([r["total"] for r in this.latency.get(4, [])])
+    warm2 = p50([r["total"] for r in this.latency.get(row_of(2, 1), [])])
+    warm4 = p50([r["total"] for r in this.latency.get(row_of(4, 1), [])])
     for label, warm, cold in (("2-rank", warm2, cold2), ("4-rank", warm4, cold4)):
         cold_p50 = p50(cold["times"])
         times = f"{cold_p50 / warm:.0f}x" if cold["times"] else "n/a"

@@ -24,6 +24,8 @@ class ZygoteContext:
     reseed: bool = True
     sibling_dir: str | None = None  # where the siblings' workers listen (see siblings.py)
     siblings: int = 0
+    # The pages of the warm parent a typical run writes, copied by each staged rank (prefault.py)
+    hot_pages: tuple[tuple[int, int], ...] = ()
 
 
 def now_iso() -> str:

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from executor import hangstop, sandbox, stacks, store
+from executor import hangstop, prefault, sandbox, stacks, store
 from executor import rank as rank_module
 from executor.context import ZygoteContext
 from executor.gpus import Gpu
@@ -159,6 +159,7 @@ class RunInit:
             try:
                 for fd in (order_w, *closed):
                     os.close(fd)
+                prefault.populate(self.setup.ctx.hot_pages)  # while staged (prefault.py)
                 with os.fdopen(order_r, "rb") as source:
                     payload = source.read()
                 if not payload:

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from executor import identities, sandbox
+from executor import identities, prefault, sandbox
 from executor import rank as rank_module
 from executor.limits import run_budget
 from executor.wire import STREAMS
@@ -277,6 +277,7 @@ def _await_order(
     """The staged rank, in the cell: wait for the rank's order, then become that rank."""
     order: dict[str, Any] = {}
     try:
+        prefault.populate(context.hot_pages)  # while staged (prefault.py)
         with os.fdopen(staged, "rb") as source:
             payload = source.read()
         if not payload:

@@ -25,7 +25,7 @@ import warnings
 import weakref
 from typing import Any
 
-from executor import hugepages, sandbox, siblings, slot
+from executor import hugepages, prefault, sandbox, siblings, slot
 from executor.context import ZygoteContext
 from executor.gpus import Gpu
 from executor.limits import Limits
@@ -135,6 +135,8 @@ def main() -> None:
     gc.collect()
     gc.freeze()
     ready["huge_pages_mb"] = hugepages.collapse_heap()  # cheaper forks (hugepages.py)
+    context = _with_hot_pages(context, config)
+    ready["hot_pages_mb"] = sum(length for _, length in context.hot_pages) // (1024 * 1024)
     ready["startup_s"] = round(time.monotonic() - started, 3)
     print(json.dumps(ready), flush=True)
     _serve(listener, context, int(config["slots"]))
@@ -152,11 +154,12 @@ def _serve_as_sibling(config: dict[str, Any], context: ZygoteContext, started: f
         )
         context = dataclasses.replace(context, plan=plan)
     slot_names = [f"slot-{config['main_pid']}-{index}" for index in range(config["slots"])]
-    assert context.sibling_dir is not None
     _keep_preload_finalizers_from_exit()
     gc.collect()
     gc.freeze()
     huge_pages_mb = hugepages.collapse_heap()  # cheaper forks (hugepages.py)
+    context = _with_hot_pages(context, config)
+    assert context.sibling_dir is not None
     ready = {"event": "ready", "sibling": config["sibling"], "huge_pages_mb": huge_pages_mb,
              "startup_s": round(time.monotonic() - started, 3)}  # fmt: skip
     # Listen before saying ready, so that the first run can already use this parent.
@@ -164,6 +167,16 @@ def _serve_as_sibling(config: dict[str, Any], context: ZygoteContext, started: f
         context, context.sibling_dir, config["sibling"], slot_names,
         on_listening=lambda: print(json.dumps(ready), flush=True),
     )  # fmt: skip
+
+
+def _with_hot_pages(context: ZygoteContext, config: dict[str, Any]) -> ZygoteContext:
+    """The context, with the pages a run writes learned from the warm-up snippet (prefault.py);
+    last, once the parent's heap is as its forks will find it."""
+    if not config["warm"]:
+        return context
+    environment = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
+                   "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}  # fmt: skip
+    return dataclasses.replace(context, hot_pages=prefault.learn(WARMUP_SNIPPET, environment))
 
 
 def _modules_to_warm(config: dict[str, Any]) -> list[str]:

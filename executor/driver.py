@@ -26,6 +26,7 @@ from executor.limits import RunBudget, rank_status, run_status
 from executor.output import Output, RankOutput, Send
 from executor.wire import (
     DUMP_REQUEST_SIGNAL,
+    END_STORE_SIGNAL,
     LOOK_REQUEST_SIGNAL,
     SANDBOX_SCRIPT_DIR,
     STOP_SIGNAL,
@@ -92,6 +93,7 @@ class RunDriver:
         self.stopped_when_stuck = False
         self.oom_before = 0
         self.code = ""
+        self.store_ended = False  # init was told to end the store (every record is in)
 
     @property
     def init_pid(self) -> int:
@@ -412,7 +414,17 @@ class RunDriver:
             self.status_buffer = self._status_lines(self.status_buffer + data)
         else:
             self.output.take(source[0], source[1], data)
+            if source[1] == "result" and not self.store_ended and self._records_in():
+                # Every rank's snippet has ended: its store's exit may overlap theirs.
+                self.store_ended = True
+                self._signal(END_STORE_SIGNAL)
         return True
+
+    def _records_in(self) -> bool:
+        """Whether every rank has written its whole record (a forged early one only costs its
+        own run the store)."""
+        return all(rank.record.endswith(b"\n") or rank.record_overflowed
+                   for rank in self.output.ranks)  # fmt: skip
 
     def _signal(self, signum: int) -> bool:
         """Send init a signal through its pidfd; False once it has ended."""

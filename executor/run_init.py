@@ -27,6 +27,7 @@ from executor.gpus import Gpu
 from executor.limits import RunBudget, run_budget, shm_bytes
 from executor.wire import (
     DUMP_REQUEST_SIGNAL,
+    END_STORE_SIGNAL,
     LOOK_REQUEST_SIGNAL,
     SANDBOX_SCRIPT_DIR,
     STOP_SIGNAL,
@@ -65,6 +66,8 @@ class RunInit:
         self.dump_requested = False  # sample and dump the ranks (the deadline came)
         self.look_requested = False  # look whether the ranks are blocked (hangstop.py)
         self.store_pid = 0
+        self.started_store: int | None = None  # the store process, once it listens
+        self.end_store_requested = False  # every rank's record is in: end the store
 
     def main(self) -> NoReturn:
         """Isolate, wait for the order, fork the ranks, report their ends, exit."""
@@ -93,6 +96,7 @@ class RunInit:
         signal.signal(STOP_SIGNAL, self._on_stop)
         signal.signal(DUMP_REQUEST_SIGNAL, self._on_dump_request)
         signal.signal(LOOK_REQUEST_SIGNAL, self._on_look_request)
+        signal.signal(END_STORE_SIGNAL, self._on_end_store)
         store_pid, store_channel = store.fork(self.plan, setup.port)
         self.store_pid = store_pid
         # Forked now, while the cell is staged, so that the request does not wait for a fork
@@ -109,7 +113,7 @@ class RunInit:
                             setup.ctx.limits, order["backend"], len(setup.gpus))  # fmt: skip
         script = _write_script(order["code"], sandboxed=self.plan is not None)
         # `python snippet.py` has no launcher's store: closing the channel ends it unstarted.
-        started_store = (
+        self.started_store = (
             store.start(store_pid, store_channel, budget, order["timeout_s"])
             if launcher == "torchrun"
             else None
@@ -132,9 +136,7 @@ class RunInit:
             for _, write_end in pipes.fds.values():
                 os.close(write_end)
         self._reap_ranks(pids, set(range(order["processes"])))
-        if started_store is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(started_store, signal.SIGKILL)
+        self._end_store()
         if self.plan is not None and _clear_namespace():
             # Nothing of the run is left but init: the slot may answer now. Init's own exit
             # (the namespaces' teardown, some 35 ms at load 9) is waited for before the slot
@@ -183,6 +185,7 @@ class RunInit:
             signal.signal(STOP_SIGNAL, signal.SIG_DFL)  # init's, not the snippet's
             signal.signal(DUMP_REQUEST_SIGNAL, signal.SIG_DFL)
             signal.signal(LOOK_REQUEST_SIGNAL, signal.SIG_DFL)
+            signal.signal(END_STORE_SIGNAL, signal.SIG_DFL)
             if self.plan is not None:
                 # A session of its own, as torchrun starts each worker: kill(0, ...) in a
                 # rank reaches its own process tree only, and the SIGTERM stop reaches the
@@ -212,6 +215,8 @@ class RunInit:
         remote: dict[int, int] = {}  # siblings' ranks still running: pid in the cell -> rank
         look: hangstop.Look | None = None  # a look for verify's early stop, under way
         while expected:
+            if self.end_store_requested:
+                self._end_store()
             if self.stop_requested and not self.stop_sent:
                 self.stop_sent = True
                 self._terminate_ranks(set(pids))
@@ -266,6 +271,17 @@ class RunInit:
 
     def _on_look_request(self, signum: int, frame: object) -> None:
         self.look_requested = True  # acted on by _reap_ranks, as a stop is
+
+    def _on_end_store(self, signum: int, frame: object) -> None:
+        self.end_store_requested = True  # acted on by _reap_ranks, as a stop is
+
+    def _end_store(self) -> None:
+        """Kill the store process (once): the ranks have ended, or have all written their record."""
+        self.end_store_requested = False
+        if self.started_store is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.started_store, signal.SIGKILL)
+            self.started_store = None
 
     def _answer_look(self, look: hangstop.Look, running: dict[int, int], waiting: int) -> None:
         """Tell the slot what the look found; if every rank was blocked, have them dump their

@@ -25,6 +25,9 @@ STOP_SIGNAL = signal.SIGUSR1
 DUMP_REQUEST_SIGNAL = signal.SIGUSR2
 # ... and to have it look whether every rank is blocked, for verify's early stop (hangstop.py).
 LOOK_REQUEST_SIGNAL = signal.SIGURG
+# ... and to have it end the run's store early: every rank has written its record (its snippet has
+# ended), so no rank needs the store any more, and its exit overlaps the ranks' own.
+END_STORE_SIGNAL = signal.SIGWINCH
 # Inside the sandbox /tmp is the run's private tmpfs, where init writes the snippet.
 SANDBOX_SCRIPT_DIR = "/tmp"
 

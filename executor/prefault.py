@@ -24,12 +24,14 @@ run's data reaches another through it.
 from __future__ import annotations
 
 import array
+import atexit
 import contextlib
 import ctypes
 import json
 import os
 import select
 import sys
+import threading
 from collections.abc import Iterable
 from typing import NoReturn
 
@@ -87,6 +89,11 @@ def _learn_in_child(code: str, environment: dict[str, str], write_end: int) -> N
         os.environ.update(environment)
         with contextlib.suppress(BaseException):
             exec(compile(code, "warmup.py", "exec"), {"__name__": "__main__"})
+        # A rank's own end, as rank.run_rank has it: the non-daemon threads, the exit functions.
+        with contextlib.suppress(BaseException):
+            threading._shutdown()  # type: ignore[attr-defined]
+        with contextlib.suppress(BaseException):
+            atexit._run_exitfuncs()
         for (start, end), before in zip(ranges, shared, strict=True):
             after = _pagemap(start, end)
             first = -1

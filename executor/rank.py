@@ -103,15 +103,39 @@ def torchrun_env(
     return env
 
 
-def run_rank(launch: RankLaunch) -> NoReturn:
+@dataclass(frozen=True)
+class Prepared:
+    """What a rank did before its order came (prepare): the generators' state it left."""
+
+    random_before: tuple[Any, ...] | None
+
+
+def prepare(reseed: bool, sandboxed: bool) -> Prepared:
+    """What a rank does that its order does not decide: done by a staged rank while it waits
+    for the order (off the run's path: some 2 ms a rank), else just before run_rank."""
+    if reseed:
+        reseed_generators()
+    os.environ.clear()  # nothing of the zygote's environment reaches the snippet
+    # Where the rank is, on request at the deadline (stacks.py): written from the signal
+    # handler in C, so a rank blocked inside a collective still answers. (The descriptor is
+    # the stack pipe once run_rank has redirected it.)
+    with contextlib.suppress(Exception):
+        faulthandler.register(stacks.DUMP_SIGNAL, file=stacks.STACK_FD, all_threads=True)
+    # Before the snippet can bind dist.destroy_process_group (leaving.py).
+    with contextlib.suppress(Exception):
+        leaving.wait_before_destroy(sandboxed=sandboxed)
+    # Nothing draws from the generators between here and the snippet.
+    return Prepared(random_state())
+
+
+def run_rank(launch: RankLaunch, prepared: Prepared | None = None) -> NoReturn:
     """Become rank `launch.rank`: confine, run the snippet, write the outcome, _exit."""
     try:
+        if prepared is None:
+            prepared = prepare(launch.reseed, sandboxed=launch.plan is not None)
         _redirect(launch)
-        if launch.reseed:
-            reseed_generators()
         sandbox.confine_rank(launch.plan, launch.budget)
         os.chdir(os.path.dirname(launch.script))
-        os.environ.clear()  # nothing of the zygote's environment reaches the snippet
         if launch.launcher == "torchrun":
             # torchrun's agent gives socket.getfqdn() of its machine (rendezvous/api.py): a
             # sandboxed run is a machine of its own (hostname ranklab, loopback only) whose name
@@ -135,10 +159,6 @@ def run_rank(launch: RankLaunch) -> NoReturn:
     except BaseException as error:  # refuse to run rather than run unconfined
         os.write(2, f"ranklab: rank setup failed: {error!r}\n".encode())
         os._exit(70)
-    # Where the rank is, on request at the deadline (stacks.py): written from the signal
-    # handler in C, so a rank blocked inside a collective still answers.
-    with contextlib.suppress(Exception):
-        faulthandler.register(stacks.DUMP_SIGNAL, file=stacks.STACK_FD, all_threads=True)
     if launch.delay_s > 0:
         # Drawn by verify, not here: the snippet's generators stay as a fresh process has them.
         time.sleep(launch.delay_s)
@@ -149,10 +169,7 @@ def run_rank(launch: RankLaunch) -> NoReturn:
     # Best effort: an exception escaping run_rank would run init's code on in this process.
     with contextlib.suppress(Exception):
         forget_perturbation()
-    # Before the snippet can bind dist.destroy_process_group (leaving.py).
-    with contextlib.suppress(Exception):
-        leaving.wait_before_destroy(sandboxed=launch.plan is not None)
-    before = random_state()
+    before = prepared.random_before
     exit_code, exception = _execute(launch.code, launch.script, launch.exception_chars)
     exit_code &= 0xFF  # what the shell would see, as for `python snippet.py`
     # As the interpreter does at exit: wait for the snippet's non-daemon threads (one that

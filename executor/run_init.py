@@ -111,12 +111,13 @@ class RunInit:
         launcher = order.get("launcher", "torchrun")
         budget = run_budget(budget_ranks(order["nproc"], launcher), order["timeout_s"],
                             setup.ctx.limits, order["backend"], len(setup.gpus))  # fmt: skip
-        script = _write_script(order["code"], sandboxed=self.plan is not None)
         # `python snippet.py` has no launcher's store: closing the channel ends it unstarted.
+        # Told first, the store process confines itself and listens while init writes the
+        # snippet.
+        told = launcher == "torchrun" and store.begin(store_channel, budget)
+        script = _write_script(order["code"], sandboxed=self.plan is not None)
         self.started_store = (
-            store.start(store_pid, store_channel, budget, order["timeout_s"])
-            if launcher == "torchrun"
-            else None
+            store.listening(store_pid, store_channel, order["timeout_s"]) if told else None
         )
         store_channel.close()
         self._say({"started": True})  # siblings may start their ranks now
@@ -162,6 +163,7 @@ class RunInit:
                 for fd in (order_w, *closed):
                     os.close(fd)
                 prefault.populate(self.setup.ctx.hot_pages)  # while staged (prefault.py)
+                prepared = rank_module.prepare(self.setup.ctx.reseed, self.plan is not None)
                 with os.fdopen(order_r, "rb") as source:
                     payload = source.read()
                 if not payload:
@@ -173,11 +175,13 @@ class RunInit:
                 del handed
             except BaseException:
                 os._exit(70)
-            self._become_rank(launch)
+            self._become_rank(launch, prepared)
         os.close(order_r)
         return pid, order_w
 
-    def _become_rank(self, launch: rank_module.RankLaunch) -> NoReturn:
+    def _become_rank(
+        self, launch: rank_module.RankLaunch, prepared: rank_module.Prepared | None = None
+    ) -> NoReturn:
         """In a child of init: become a rank of the run (never returns)."""
         setup = self.setup
         try:
@@ -198,7 +202,7 @@ class RunInit:
             launch.reseed = setup.ctx.reseed
             launch.plan = self.plan
             launch.exception_chars = setup.ctx.limits.exception_message_chars
-            rank_module.run_rank(launch)
+            rank_module.run_rank(launch, prepared)
         finally:
             os._exit(70)  # run_rank never returns; if it raised, this fork ends
 

@@ -278,6 +278,7 @@ def _await_order(
     order: dict[str, Any] = {}
     try:
         prefault.populate(context.hot_pages)  # while staged (prefault.py)
+        prepared = rank_module.prepare(context.reseed, context.plan is not None)
         with os.fdopen(staged, "rb") as source:
             payload = source.read()
         if not payload:
@@ -330,7 +331,7 @@ def _await_order(
                 os.write(hello, (json.dumps(failed) + "\n").encode())
         os._exit(70)
     os.close(hello)
-    rank_module.run_rank(launch)
+    rank_module.run_rank(launch, prepared)
 
 
 def _slot_plan(

@@ -69,11 +69,19 @@ def _host(channel: socket.socket, plan: sandbox.SandboxPlan | None, port: int) -
         signal.pause()
 
 
-def start(pid: int, channel: socket.socket, budget: RunBudget, timeout_s: float) -> int | None:
-    """Have the staged store process start the store with the run's limits; its pid once it
-    listens, or None."""
+def begin(channel: socket.socket, budget: RunBudget) -> bool:
+    """Have the staged store process start the store with the run's limits (it confines
+    itself and listens while init writes the snippet); whether it was told."""
     try:
         channel.sendall(json.dumps(dataclasses.asdict(budget)).encode() + b"\n")
+    except OSError:
+        return False
+    return True
+
+
+def listening(pid: int, channel: socket.socket, timeout_s: float) -> int | None:
+    """Wait until the store process listens; its pid then, or None."""
+    try:
         channel.settimeout(min(START_S, timeout_s))
         return pid if channel.recv(1) == b"1" else None
     except OSError:  # TimeoutError included

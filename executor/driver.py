@@ -124,7 +124,7 @@ class RunDriver:
                 self.staged[rank] = self._stage_sibling_rank(rank, parent)
 
     def _stage_sibling_rank(self, rank: int, parent: int) -> int:
-        fds = {**self.pipes[rank].write_ends(), "hello": self.cell.hello_w}
+        fds = {**self.pipes[rank].write_ends(), "hello": self.cell.hello_w, "go": self.cell.go_r}
         return siblings.stage_rank(self.sibling_paths[parent], self.init_pid, fds)
 
     def discard(self) -> None:
@@ -218,14 +218,13 @@ class RunDriver:
     def _start_sibling_ranks(
         self, order: RunOrder, parents: list[int | None], deadline: float
     ) -> None:
-        """Once init has the script and the store up, have siblings start the other ranks.
+        """Have the siblings' staged ranks start the other ranks (each waits for the go pipe's
+        end, which init closes once the store listens, before its snippet).
 
         A rank's order (the code) goes only through its staged child's own pipe: a sibling's
         worker, which forks every rank it stages, never holds a request."""
         remote = [(rank, parent) for rank, parent in enumerate(parents) if parent is not None]
         try:
-            if remote:
-                self._await_status(lambda: self.started, deadline)
             for rank, parent in remote:
                 if self.setup_error is not None:
                     return
@@ -254,6 +253,7 @@ class RunDriver:
                 for _, write_end in pipes.fds.values():
                     os.close(write_end)
             os.close(self.cell.hello_w)
+            os.close(self.cell.go_r)
 
     def _await_status(self, reached: Callable[[], bool], deadline: float) -> None:
         while not reached() and self.setup_error is None:

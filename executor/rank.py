@@ -9,6 +9,7 @@ import atexit
 import builtins
 import contextlib
 import faulthandler
+import fcntl
 import io
 import json
 import os
@@ -28,6 +29,7 @@ from executor.limits import RunBudget
 
 SNIPPET_NAME = "snippet.py"
 RESULT_FD = 3  # the rank's outcome goes here, one JSON line, before os._exit
+GO_FD = 5  # the go pipe, until the rank has waited for it (closed before the snippet)
 BASE_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "HOME": "/tmp",
@@ -63,6 +65,9 @@ class RankLaunch:
     # Verify's perturbation (RunRequest.rank_delays_s): wait this long before the snippet and
     # again before the first write to stdout.
     delay_s: float = 0.0
+    # The go pipe's read end: the rank waits for its end (init closes it once the store
+    # listens) before its snippet; -1: none to wait for.
+    go_fd: int = -1
 
 
 def delay_of(order: dict[str, Any], rank: int) -> float:
@@ -159,6 +164,8 @@ def run_rank(launch: RankLaunch, prepared: Prepared | None = None) -> NoReturn:
     except BaseException as error:  # refuse to run rather than run unconfined
         os.write(2, f"ranklab: rank setup failed: {error!r}\n".encode())
         os._exit(70)
+    if launch.go_fd >= 0:
+        _await_go()
     if launch.delay_s > 0:
         # Drawn by verify, not here: the snippet's generators stay as a fresh process has them.
         time.sleep(launch.delay_s)
@@ -195,6 +202,16 @@ def run_rank(launch: RankLaunch, prepared: Prepared | None = None) -> NoReturn:
     leaving.leave(sandboxed=launch.plan is not None)
     # os._exit, not sys.exit: tearing down gloo threads in a forked rank deadlocks (trap 4).
     os._exit(exit_code)
+
+
+def _await_go() -> None:
+    """Wait until init closes the go pipe (the store listens, the snippet is written); the
+    snippet never sees the descriptor."""
+    with contextlib.suppress(OSError):
+        while os.read(GO_FD, 64):
+            pass
+    with contextlib.suppress(OSError):
+        os.close(GO_FD)
 
 
 def forget_perturbation() -> None:
@@ -274,6 +291,7 @@ def _fresh_default_threads() -> int:
 
 
 def _redirect(launch: RankLaunch) -> None:
+    go = fcntl.fcntl(launch.go_fd, fcntl.F_DUPFD, GO_FD + 1) if launch.go_fd >= 0 else -1
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(launch.stdout_fd, 1)
@@ -282,7 +300,11 @@ def _redirect(launch: RankLaunch) -> None:
     os.dup2(launch.stack_fd, stacks.STACK_FD)
     # Close every other inherited descriptor: the zygote's listening socket and the
     # slot worker's connection to the service must be out of the snippet's reach.
-    os.closerange(stacks.STACK_FD + 1, 1 << 16)
+    if go >= 0:
+        os.dup2(go, GO_FD)
+        os.closerange(GO_FD + 1, 1 << 16)
+    else:
+        os.closerange(stacks.STACK_FD + 1, 1 << 16)
     sys.stdin = _Stream(io.FileIO(0, "r", closefd=False))
     unbuffered = launch.launcher == "torchrun"
     sys.stdout = _text_stream(1, "strict", unbuffered)

@@ -52,6 +52,8 @@ class InitSetup:
     status_w: int
     request_r: int
     hello_r: int
+    go_r: int  # every rank waits for the go pipe's end before its snippet ...
+    go_w: int  # ... which init closes once the store listens (and the snippet is written)
     ranks: list[RankPipes]
 
 
@@ -116,11 +118,9 @@ class RunInit:
         # snippet.
         told = launcher == "torchrun" and store.begin(store_channel, budget)
         script = _write_script(order["code"], sandboxed=self.plan is not None)
-        self.started_store = (
-            store.listening(store_pid, store_channel, order["timeout_s"]) if told else None
-        )
-        store_channel.close()
-        self._say({"started": True})  # siblings may start their ranks now
+        # The ranks set themselves up (confine, environment) while the store starts, and wait
+        # for the go pipe's end before their snippet; so do the siblings' ranks, whose orders
+        # the slot sent beside this one.
         pids: dict[int, int] = {}
         local = list(order["local"])
         if staged is not None:
@@ -133,6 +133,13 @@ class RunInit:
             if pid == 0:
                 self._become_rank(_launch(order, rank, script, budget))
             pids[pid] = rank
+        os.close(setup.go_r)
+        self.started_store = (
+            store.listening(store_pid, store_channel, order["timeout_s"]) if told else None
+        )
+        store_channel.close()
+        os.close(setup.go_w)  # go: the store listens, the snippet is written
+        self._say({"started": True})
         for pipes in setup.ranks:
             for _, write_end in pipes.fds.values():
                 os.close(write_end)
@@ -186,6 +193,7 @@ class RunInit:
         setup = self.setup
         try:
             os.close(setup.hello_r)
+            os.close(setup.go_w)  # only init may say go
             signal.signal(STOP_SIGNAL, signal.SIG_DFL)  # init's, not the snippet's
             signal.signal(DUMP_REQUEST_SIGNAL, signal.SIG_DFL)
             signal.signal(LOOK_REQUEST_SIGNAL, signal.SIG_DFL)
@@ -199,6 +207,7 @@ class RunInit:
             fds = setup.ranks[launch.rank].write_ends()
             launch.stdout_fd, launch.stderr_fd = fds["stdout"], fds["stderr"]
             launch.result_fd, launch.stack_fd = fds["result"], fds["stack"]
+            launch.go_fd = setup.go_r
             launch.reseed = setup.ctx.reseed
             launch.plan = self.plan
             launch.exception_chars = setup.ctx.limits.exception_message_chars

@@ -108,7 +108,7 @@ def _ask_worker(path: str, init_pid: int, fds: dict[str, int]) -> int:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.settimeout(REQUEST_TIMEOUT_S)
             connection.connect(path)
-            names = [name for name in (*STREAMS, "hello", "order") if name in fds]
+            names = [name for name in (*STREAMS, "hello", "order", "go") if name in fds]
             passed = namespaces + [fds[name] for name in names]
             socket.send_fds(connection, [HEADER.pack(len(payload))], passed)
             connection.sendall(payload)
@@ -192,7 +192,7 @@ def _worker(
 
 def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
     connection.settimeout(REQUEST_TIMEOUT_S)
-    header, fds, _, _ = socket.recv_fds(connection, HEADER.size, len(NAMESPACES) + 6)
+    header, fds, _, _ = socket.recv_fds(connection, HEADER.size, len(NAMESPACES) + 7)
     (length,) = HEADER.unpack(header)
     payload = b""
     while len(payload) < length:
@@ -209,7 +209,7 @@ def _handle(connection: socket.socket, context: ZygoteContext) -> None:
     except (OSError, ValueError) as error:
         connection.sendall(f"bad rank request: {error}".encode())
         return
-    if len(fds) != len(NAMESPACES) + len(STREAMS) + 2 or order != {"staged": True}:
+    if len(fds) != len(NAMESPACES) + len(STREAMS) + 3 or order != {"staged": True}:
         for fd in fds:
             os.close(fd)  # an order here would put a run's code in this worker's heap
         connection.sendall(b"bad rank request: a rank is only staged here")
@@ -237,7 +237,7 @@ def _enter_and_fork_rank(
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the worker's SIG_IGN would reap the rank
         namespaces = dict(zip(NAMESPACES, fds, strict=False))
-        stdout, stderr, result, stack, hello, staged = fds[len(NAMESPACES) :]
+        stdout, stderr, result, stack, hello, staged, go = fds[len(NAMESPACES) :]
         for name, fd in namespaces.items():
             # pid applies to children only: the rank forked next is inside the cell.
             _setns(fd, name)
@@ -248,10 +248,10 @@ def _enter_and_fork_rank(
         if rank_pid == 0:
             os.close(errors_w)
             os.close(ordered_r)
-            _await_order(staged, (stdout, stderr, result, stack), hello, ordered_w, context)
+            _await_order(staged, (stdout, stderr, result, stack, go), hello, ordered_w, context)
         os.close(errors_w)  # in the cell, its rank forked: the staging is answered
         errors_w = -1
-        for fd in (staged, stdout, stderr, result, stack, ordered_w):
+        for fd in (staged, stdout, stderr, result, stack, go, ordered_w):
             os.close(fd)
     except BaseException as error:
         if errors_w >= 0:
@@ -269,7 +269,7 @@ def _enter_and_fork_rank(
 
 def _await_order(
     staged: int,
-    streams: tuple[int, int, int, int],
+    streams: tuple[int, int, int, int, int],
     hello: int,
     ordered_w: int,
     context: ZygoteContext,
@@ -304,7 +304,7 @@ def _await_order(
             order["backend"],
             order.get("gpu_count", 0),
         )
-        stdout, stderr, result, stack = streams
+        stdout, stderr, result, stack, go = streams
         launch = rank_module.RankLaunch(
             code=order["code"],
             script=order["script"],
@@ -319,6 +319,7 @@ def _await_order(
             stderr_fd=stderr,
             result_fd=result,
             stack_fd=stack,
+            go_fd=go,
             budget=budget,
             plan=plan,
             exception_chars=context.limits.exception_message_chars,

@@ -140,6 +140,8 @@ def _stage(
     status_r, status_w = os.pipe()
     request_r, request_w = os.pipe()
     hello_r, hello_w = os.pipe()
+    # Closed by init once the store listens: every rank waits for its end before the snippet.
+    go_r, go_w = os.pipe()
     port = random.randint(*EPHEMERAL_PORTS) if plan is not None else free_port()
     if plan is not None:
         sandbox.detach_pid_namespace()  # the init forked next is pid 1 of a new namespace
@@ -147,15 +149,17 @@ def _stage(
     if pid == 0:
         for fd in (status_r, request_w, hello_w, channel.fileno()):
             os.close(fd)
-        setup = run_init.InitSetup(ctx, plan, gpus, port, status_w, request_r, hello_r, ranks)
+        setup = run_init.InitSetup(
+            ctx, plan, gpus, port, status_w, request_r, hello_r, go_r, go_w, ranks
+        )
         run_init.become(setup)
     if plan is not None:
         sandbox.restore_pid_namespace(own_pid_namespace)
     # Opened before the stager reaps anything: the pidfd names this init even once it ended.
     pidfd = os.pidfd_open(pid)
-    for fd in (status_w, request_r, hello_r):
+    for fd in (status_w, request_r, hello_r, go_w):
         os.close(fd)
-    return StagedCell(pid, pidfd, port, status_r, request_w, hello_w, ranks)
+    return StagedCell(pid, pidfd, port, status_r, request_w, hello_w, go_r, ranks)
 
 
 def _reap() -> None:

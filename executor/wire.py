@@ -74,11 +74,12 @@ class StagedCell:
     status_r: int
     request_w: int
     hello_w: int
+    go_r: int  # the go pipe's read end: a sibling's rank waits on it before its snippet
     ranks: list[RankPipes] = field(default_factory=list)
 
     def fds(self) -> list[int]:
         """Every descriptor, in the order `from_parts` reads them."""
-        fds = [self.pidfd, self.status_r, self.request_w, self.hello_w]
+        fds = [self.pidfd, self.status_r, self.request_w, self.hello_w, self.go_r]
         for pipes in self.ranks:
             for name in STREAMS:
                 fds.extend(pipes.fds[name])
@@ -91,14 +92,14 @@ class StagedCell:
     @classmethod
     def from_parts(cls, header: dict[str, Any], fds: list[int]) -> StagedCell:
         """Rebuild the cell from its header and the descriptors received with it."""
-        pidfd, status_r, request_w, hello_w, *rest = fds
+        pidfd, status_r, request_w, hello_w, go_r, *rest = fds
         ranks = []
         for rank in range(int(header["ranks"])):
             pairs = rest[rank * 2 * len(STREAMS) : (rank + 1) * 2 * len(STREAMS)]
             ranks.append(RankPipes(rank, {name: (pairs[2 * i], pairs[2 * i + 1])
                                           for i, name in enumerate(STREAMS)}))  # fmt: skip
         return cls(int(header["init_pid"]), pidfd, int(header["port"]), status_r, request_w,
-                   hello_w, ranks)  # fmt: skip
+                   hello_w, go_r, ranks)  # fmt: skip
 
     def close(self) -> None:
         """Close every descriptor (the stager's copies, once handed over)."""

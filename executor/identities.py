@@ -49,6 +49,14 @@ def claim(lock_dir: str = LOCK_DIR, first: int = FIRST_UID, count: int = UID_COU
     raise NoFreeIdentity(f"all {count} sandbox uids from {first} are in use ({lock_dir})")
 
 
+def store_uid(uid: int, count: int = UID_COUNT) -> int:
+    """The uid of slot `uid`'s rendezvous store process: one of its own, just past the range
+    (so no other slot's, held by the same lock), which no snippet ever runs as. The store starts
+    while the next run is staged, before any request; as the ranks' uid it would be a process
+    of theirs between runs, and one a rank could signal."""
+    return uid + count
+
+
 def in_range(uid: int, first: int = FIRST_UID, count: int = UID_COUNT) -> bool:
     """Whether uid is one of the per-slot sandbox uids."""
     return first <= uid < first + count

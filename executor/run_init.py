@@ -99,7 +99,11 @@ class RunInit:
         signal.signal(DUMP_REQUEST_SIGNAL, self._on_dump_request)
         signal.signal(LOOK_REQUEST_SIGNAL, self._on_look_request)
         signal.signal(END_STORE_SIGNAL, self._on_end_store)
-        store_pid, store_channel = store.fork(self.plan, setup.port)
+        limits = setup.ctx.limits
+        largest = run_budget(
+            limits.max_nproc + 1, limits.max_timeout_s, limits, "gloo", len(setup.gpus)
+        )
+        store_pid, store_channel = store.fork(self.plan, setup.port, largest)
         self.store_pid = store_pid
         # Forked now, while the cell is staged, so that the request does not wait for a fork
         # of a warm parent: it waits for its order on a pipe of its own (_staged_rank).
@@ -113,14 +117,10 @@ class RunInit:
         launcher = order.get("launcher", "torchrun")
         budget = run_budget(budget_ranks(order["nproc"], launcher), order["timeout_s"],
                             setup.ctx.limits, order["backend"], len(setup.gpus))  # fmt: skip
-        # `python snippet.py` has no launcher's store: closing the channel ends it unstarted.
-        # Told first, the store process confines itself and listens while init writes the
-        # snippet.
-        told = launcher == "torchrun" and store.begin(store_channel, budget)
         script = _write_script(order["code"], sandboxed=self.plan is not None)
-        # The ranks set themselves up (confine, environment) while the store starts, and wait
-        # for the go pipe's end before their snippet; so do the siblings' ranks, whose orders
-        # the slot sent beside this one.
+        # The ranks set themselves up (confine, environment) while init makes sure the store
+        # listens, and wait for the go pipe's end before their snippet; so do the siblings'
+        # ranks, whose orders the slot sent beside this one.
         pids: dict[int, int] = {}
         local = list(order["local"])
         if staged is not None:
@@ -134,9 +134,14 @@ class RunInit:
                 self._become_rank(_launch(order, rank, script, budget))
             pids[pid] = rank
         os.close(setup.go_r)
-        self.started_store = (
-            store.listening(store_pid, store_channel, order["timeout_s"]) if told else None
-        )
+        if launcher == "torchrun":
+            self.started_store = store.listening(store_pid, store_channel, order["timeout_s"])
+        else:
+            # `python snippet.py` has no launcher's store: ended (its port closed) first.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(store_pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(store_pid, 0)
         store_channel.close()
         os.close(setup.go_w)  # go: the store listens, the snippet is written
         self._say({"started": True})

@@ -1,16 +1,15 @@
 """The run's rendezvous store process: forked by init while the cell is staged, it hosts the
-store on MASTER_PORT once the run's budget arrives, as torchrun's agent does."""
+store on MASTER_PORT, as torchrun's agent does, before the request comes."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import signal
 import socket
 
-from executor import sandbox
+from executor import identities, sandbox
 from executor.limits import RunBudget
 
 # How long init waits for the store process to listen. It must not give up early: a store that
@@ -21,13 +20,15 @@ from executor.limits import RunBudget
 START_S = 60.0
 
 
-def fork(plan: sandbox.SandboxPlan | None, port: int) -> tuple[int, socket.socket]:
-    """Fork the process that will host the run's store; return its pid and init's channel.
+def fork(
+    plan: sandbox.SandboxPlan | None, port: int, budget: RunBudget
+) -> tuple[int, socket.socket]:
+    """Fork the process that hosts the run's store; return its pid and init's channel.
 
-    Forking from a warm parent (hundreds of MB mapped) is the dearest step of a run's start:
-    10-50 ms on 2 loaded cores. Until the request comes, the process waits, root like init, on
-    a channel it shares with init, for the run's budget (or for the channel to close: a run that
-    uses no store). It is forked before init reads its order, so it never holds the code.
+    Forked by init while the cell is staged, before init reads its order (so it never holds the
+    code), it confines itself at once and listens on MASTER_PORT: the request then finds the
+    store up (starting it took 3-6 ms of a 2-rank run's path, more while the ranks start beside
+    it). It says so on the channel, which it shares with init.
     """
     here, there = socket.socketpair()
     pid = os.fork()
@@ -39,24 +40,29 @@ def fork(plan: sandbox.SandboxPlan | None, port: int) -> tuple[int, socket.socke
                 os.dup2(devnull, fd)
             os.dup2(there.fileno(), 3)
             os.closerange(4, 1 << 16)  # nothing of init's (the ranks' pipes) stays open here
-            _host(socket.socket(fileno=3), plan, port)
+            _host(socket.socket(fileno=3), plan, port, budget)
         finally:
             os._exit(0)
     there.close()
     return pid, here
 
 
-def _host(channel: socket.socket, plan: sandbox.SandboxPlan | None, port: int) -> None:
+def _host(
+    channel: socket.socket, plan: sandbox.SandboxPlan | None, port: int, budget: RunBudget
+) -> None:
     """Host the rendezvous store on MASTER_PORT, as torchrun's agent does.
 
     torchrun tells its workers to join the agent's store (TORCHELASTIC_USE_AGENT_STORE), so
     rank 0 does not create one; a snippet that builds its own store on MASTER_PORT fails
-    there, and must fail here too. The store runs as the sandbox's unprivileged user.
+    there, and must fail here too. The store runs unprivileged, with the ranks' allow-list and
+    the rlimits of the largest run (the run's cgroups and deadline bound it as they bound the
+    ranks), as a uid of its own (identities.store_uid): it listens before any request, so as the
+    ranks' uid it would be a process of theirs between runs, and no rank may signal it.
     """
-    payload = channel.makefile("rb").readline()
-    if not payload:
-        return  # the run does not use a store
-    sandbox.confine_rank(plan, RunBudget(**json.loads(payload)))
+    if plan is not None:
+        store_uid = identities.store_uid(plan.uid)
+        plan = dataclasses.replace(plan, uid=store_uid, gid=store_uid)
+    sandbox.confine_rank(plan, budget)
     import torch.distributed as dist
 
     _store = dist.TCPStore("localhost", port, None, True, multi_tenant=True,
@@ -69,18 +75,9 @@ def _host(channel: socket.socket, plan: sandbox.SandboxPlan | None, port: int) -
         signal.pause()
 
 
-def begin(channel: socket.socket, budget: RunBudget) -> bool:
-    """Have the staged store process start the store with the run's limits (it confines
-    itself and listens while init writes the snippet); whether it was told."""
-    try:
-        channel.sendall(json.dumps(dataclasses.asdict(budget)).encode() + b"\n")
-    except OSError:
-        return False
-    return True
-
-
 def listening(pid: int, channel: socket.socket, timeout_s: float) -> int | None:
-    """Wait until the store process listens; its pid then, or None."""
+    """Wait until the store process listens (it has, unless the request came at once); its pid
+    then, or None."""
     try:
         channel.settimeout(min(START_S, timeout_s))
         return pid if channel.recv(1) == b"1" else None

@@ -125,7 +125,8 @@ class RunDriver:
 
     def _stage_sibling_rank(self, rank: int, parent: int) -> int:
         fds = {**self.pipes[rank].write_ends(), "hello": self.cell.hello_w, "go": self.cell.go_r}
-        return siblings.stage_rank(self.sibling_paths[parent], self.init_pid, fds)
+        prefault = rank < siblings.PREFAULTED_RANKS
+        return siblings.stage_rank(self.sibling_paths[parent], self.init_pid, fds, prefault)
 
     def discard(self) -> None:
         """End a staged run that will not be used (staged for other GPUs)."""

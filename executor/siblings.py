@@ -46,6 +46,10 @@ if TYPE_CHECKING:
     from executor.context import ZygoteContext
 
 NAMESPACES = ("net", "ipc", "uts", "pid", "mnt")  # mnt last: after it, paths are the cell's
+# Staged ranks below this copy their pages while they wait (prefault.py): the ranks of a run of
+# two, the common case. A higher one (used by bigger runs only) would mostly be ended unused as
+# a 2-rank run starts, and its exit, with those copies, took CPU from the run's ranks.
+PREFAULTED_RANKS = 2
 REQUEST_TIMEOUT_S = 5.0
 HEADER = struct.Struct("!I")
 
@@ -75,13 +79,19 @@ def choose_parents(processes: int, siblings: list[int]) -> list[int | None]:
 
 
 def draw_parents(siblings: list[int]) -> list[int | None]:
-    """The parents of a run's first ranks, in rank order (rank k: entry k modulo its length)."""
-    parents: list[int | None] = [None, *siblings]
-    random.SystemRandom().shuffle(parents)
+    """The parents of a run's first ranks, in rank order (rank k: entry k modulo its length).
+
+    Init's own (None) is drawn among the first PREFAULTED_RANKS, which every run of that many
+    ranks has: its staged rank, which copies its pages while it waits (prefault.py), is then
+    used by every such run rather than ended unused, its copying wasted, as the run starts."""
+    draw = random.SystemRandom()
+    parents: list[int | None] = list(siblings)
+    draw.shuffle(parents)
+    parents.insert(draw.randrange(min(PREFAULTED_RANKS, len(parents) + 1)), None)
     return parents
 
 
-def stage_rank(path: str, init_pid: int, fds: dict[str, int]) -> int:
+def stage_rank(path: str, init_pid: int, fds: dict[str, int], prefault: bool = False) -> int:
     """Have a sibling's worker fork a child into the staged cell of `init_pid` that waits for
     its rank's order; return where to write the order (closing it unwritten: not needed).
 
@@ -90,7 +100,7 @@ def stage_rank(path: str, init_pid: int, fds: dict[str, int]) -> int:
     """
     order_r, order_w = os.pipe()
     try:
-        _ask_worker(path, init_pid, {**fds, "order": order_r})
+        _ask_worker(path, init_pid, {**fds, "order": order_r}, prefault)
     except BaseException:
         os.close(order_w)
         raise
@@ -99,11 +109,11 @@ def stage_rank(path: str, init_pid: int, fds: dict[str, int]) -> int:
     return order_w
 
 
-def _ask_worker(path: str, init_pid: int, fds: dict[str, int]) -> int:
+def _ask_worker(path: str, init_pid: int, fds: dict[str, int], prefault: bool = False) -> int:
     """Ask a sibling's worker to stage one rank inside the cell of `init_pid`; return the
     worker's pid. The rank starts once its order is written to the "order" descriptor."""
     namespaces = [os.open(f"/proc/{init_pid}/ns/{name}", os.O_RDONLY) for name in NAMESPACES]
-    payload = json.dumps({"staged": True}).encode()
+    payload = json.dumps({"staged": True, "prefault": prefault}).encode()
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.settimeout(REQUEST_TIMEOUT_S)
@@ -209,7 +219,8 @@ def _handle(connection: socket.socket, context: ZygoteContext) -> None:
     except (OSError, ValueError) as error:
         connection.sendall(f"bad rank request: {error}".encode())
         return
-    if len(fds) != len(NAMESPACES) + len(STREAMS) + 3 or order != {"staged": True}:
+    staging = set(order) == {"staged", "prefault"} and order["staged"] is True
+    if len(fds) != len(NAMESPACES) + len(STREAMS) + 3 or not staging:
         for fd in fds:
             os.close(fd)  # an order here would put a run's code in this worker's heap
         connection.sendall(b"bad rank request: a rank is only staged here")
@@ -248,7 +259,9 @@ def _enter_and_fork_rank(
         if rank_pid == 0:
             os.close(errors_w)
             os.close(ordered_r)
-            _await_order(staged, (stdout, stderr, result, stack, go), hello, ordered_w, context)
+            streams = (stdout, stderr, result, stack, go)
+            prefault_pages = bool(order["prefault"])
+            _await_order(staged, streams, hello, ordered_w, context, prefault_pages)
         os.close(errors_w)  # in the cell, its rank forked: the staging is answered
         errors_w = -1
         for fd in (staged, stdout, stderr, result, stack, go, ordered_w):
@@ -273,11 +286,13 @@ def _await_order(
     hello: int,
     ordered_w: int,
     context: ZygoteContext,
+    prefault_pages: bool,
 ) -> NoReturn:
     """The staged rank, in the cell: wait for the rank's order, then become that rank."""
     order: dict[str, Any] = {}
     try:
-        prefault.populate(context.hot_pages)  # while staged (prefault.py)
+        if prefault_pages:
+            prefault.populate(context.hot_pages)  # while staged (prefault.py)
         prepared = rank_module.prepare(context.reseed, context.plan is not None)
         with os.fdopen(staged, "rb") as source:
             payload = source.read()

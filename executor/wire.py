@@ -27,7 +27,7 @@ DUMP_REQUEST_SIGNAL = signal.SIGUSR2
 LOOK_REQUEST_SIGNAL = signal.SIGURG
 # ... and to have it end the run's store early: every rank has written its record (its snippet has
 # ended), so no rank needs the store any more, and its exit overlaps the ranks' own.
-END_STORE_SIGNAL = signal.SIGWINCH
+END_STORE_SIGNAL = signal.SIGPWR  # (SIGWINCH is a rank's stack dump: stacks.py)
 # Inside the sandbox /tmp is the run's private tmpfs, where init writes the snippet.
 SANDBOX_SCRIPT_DIR = "/tmp"
 

@@ -17,11 +17,14 @@ from executor.wire import RankPipes, StagedCell, status_line
 def test_the_answer_comes_when_init_has_cleared_the_namespace_and_settle_awaits_its_end() -> None:
     # The cell's init stands in as a process that has not ended (its exit, the namespaces'
     # teardown, is what the answer no longer waits for); what it said is on its status pipe.
-    init = subprocess.Popen(["sleep", "600"])
+    # It ignores SIGPWR, as init handles it: every rank's record is in, so the driver asks init
+    # to end the run's store process.
+    init = subprocess.Popen(["sh", "-c", "trap '' PWR; exec sleep 600"])
     try:
         status_r, status_w = os.pipe()
         request_r, request_w = os.pipe()
         hello_r, hello_w = os.pipe()
+        go_r, go_w = os.pipe()
         pipes = RankPipes.open(0)
         writes = pipes.write_ends()
         os.write(writes["stdout"], b"hello from rank 0\n")
@@ -29,7 +32,7 @@ def test_the_answer_comes_when_init_has_cleared_the_namespace_and_settle_awaits_
         for message in ({"started": True}, {"rank": 0, "wait": 0}, {"cleared": True}):
             os.write(status_w, status_line(message))
         cell = StagedCell(init.pid, os.pidfd_open(init.pid), 29500, status_r, request_w,
-                          hello_w, [pipes])  # fmt: skip
+                          hello_w, go_r, [pipes])  # fmt: skip
         limits = Limits()
         context = ZygoteContext(False, None, None, limits, "2.13", "3.11", reseed=False)
         driver = RunDriver(context, cell, None, None, stager_pid=os.getpid())
@@ -45,7 +48,7 @@ def test_the_answer_comes_when_init_has_cleared_the_namespace_and_settle_awaits_
         assert order["code"] == request["code"]
         driver.settle()  # what the slot does before it stages the next run
         assert init.wait(5) == -9
-        for fd in (status_w, request_r, hello_r):
+        for fd in (status_w, request_r, hello_r, go_w):
             os.close(fd)
     finally:
         init.kill()

@@ -135,8 +135,12 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--torchrun-runs", type=int, default=3)
     parser.add_argument("--trusted", action="store_true", help="benchmark without the sandbox")
-    parser.add_argument("--settle-ms", type=int, default=300,
-                        help="pause before each timed run, so that it starts on idle executors")
+    parser.add_argument(
+        "--settle-ms",
+        type=int,
+        default=300,
+        help="pause before each timed run, so that it starts on idle executors",
+    )
     parser.add_argument("--against", type=Path, help="another checkout to compare with (base)")
     args = parser.parse_args()
 
@@ -306,8 +310,10 @@ def report(
     this = services[-1]
     print()
     print(f"RankLab executor benchmark: {os.cpu_count()} cores, torch {this.health.get('torch')},")
-    print(f"sandbox: {this.health.get('sandbox')}; {args.runs} timed runs per latency row, "
-          f"each after {args.settle_ms} ms idle (but the back-to-back row)")
+    print(
+        f"sandbox: {this.health.get('sandbox')}; {args.runs} timed runs per latency row, "
+        f"each after {args.settle_ms} ms idle (but the back-to-back row)"
+    )
     print(f"load average before {load[0][0]:.2f}, after {load[1][0]:.2f} (1 min)")
     for service in services:
         print(f"  {service.label}: {service.tree}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from executor.context import ZygoteContext
 from executor.driver import RunDriver
 from executor.limits import Limits, run_budget
-from executor.wire import RankPipes, StagedCell, status_line
+from executor.wire import END_STORE_SIGNAL, RankPipes, StagedCell, status_line
 
 
 def test_the_answer_comes_when_init_has_cleared_the_namespace_and_settle_awaits_its_end() -> None:
@@ -19,7 +20,9 @@ def test_the_answer_comes_when_init_has_cleared_the_namespace_and_settle_awaits_
     # teardown, is what the answer no longer waits for); what it said is on its status pipe.
     # It ignores SIGPWR, as init handles it: every rank's record is in, so the driver asks init
     # to end the run's store process.
-    init = subprocess.Popen(["sh", "-c", "trap '' PWR; exec sleep 600"])
+    init = subprocess.Popen(
+        ["sleep", "600"], preexec_fn=lambda: signal.signal(END_STORE_SIGNAL, signal.SIG_IGN)
+    )
     try:
         status_r, status_w = os.pipe()
         request_r, request_w = os.pipe()

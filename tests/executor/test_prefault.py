@@ -89,7 +89,8 @@ def test_runs_from_prefaulted_ranks_print_what_they_did_before(executor: Executo
         "model = DDP(nn.Linear(4, 2))\n"
         "loss = model(torch.ones(3, 4) * (dist.get_rank() + 1)).sum()\n"
         "loss.backward()\n"
-        "print(round(loss.item(), 4), [round(p.grad.sum().item(), 4) for p in model.parameters()])\n"
+        "grads = [round(p.grad.sum().item(), 4) for p in model.parameters()]\n"
+        "print(round(loss.item(), 4), grads)\n"
         "dist.destroy_process_group()\n"
     )
     first = run(executor, code, nproc=2, timeout_s=30)

@@ -15,6 +15,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import tempfile
 import time
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ class RunInit:
         self.look_requested = False  # look whether the ranks are blocked (hangstop.py)
         self.store_pid = 0
         self.started_store: int | None = None  # the store process, once it listens
+        self.store_channel: socket.socket | None = None
         self.end_store_requested = False  # every rank's record is in: end the store
 
     def main(self) -> NoReturn:
@@ -104,6 +106,8 @@ class RunInit:
             limits.max_nproc + 1, limits.max_timeout_s, limits, "gloo", len(setup.gpus)
         )
         store_pid, store_channel = store.fork(self.plan, setup.port, largest)
+        # Held open while init lives: the store process ends at its end (store._host).
+        self.store_channel = store_channel
         self.store_pid = store_pid
         # Forked now, while the cell is staged, so that the request does not wait for a fork
         # of a warm parent: it waits for its order on a pipe of its own (_staged_rank).
@@ -142,7 +146,6 @@ class RunInit:
                 os.kill(store_pid, signal.SIGKILL)
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(store_pid, 0)
-        store_channel.close()
         os.close(setup.go_w)  # go: the store listens, the snippet is written
         self._say({"started": True})
         for pipes in setup.ranks:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import signal
 import socket
 
 from executor import identities, sandbox
@@ -67,12 +66,14 @@ def _host(
 
     _store = dist.TCPStore("localhost", port, None, True, multi_tenant=True,
                            wait_for_workers=False)  # fmt: skip
-    # Keep serving even if init no longer listens: ranks may already be connected, and the pid
-    # namespace's end (or init's SIGKILL) is what ends this process.
     with contextlib.suppress(OSError):
         channel.sendall(b"1")
-    while True:
-        signal.pause()
+    # Serve until init ends the store (SIGKILL), or ends itself: its end closes the channel.
+    # A trusted run has no pid namespace whose end would take this process with it, and a
+    # staged cell that never got a request (discarded, or the executor stopping) ends so too.
+    with contextlib.suppress(OSError):
+        while channel.recv(64):
+            pass
 
 
 def listening(pid: int, channel: socket.socket, timeout_s: float) -> int | None:

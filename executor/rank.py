@@ -113,11 +113,14 @@ class Prepared:
     """What a rank did before its order came (prepare): the generators' state it left."""
 
     random_before: tuple[Any, ...] | None
+    confined: bool = False  # sandbox.prepare_confinement's part is done
 
 
-def prepare(reseed: bool, sandboxed: bool) -> Prepared:
+def prepare(reseed: bool, sandboxed: bool, plan: sandbox.SandboxPlan | None = None) -> Prepared:
     """What a rank does that its order does not decide: done by a staged rank while it waits
-    for the order (off the run's path: some 2 ms a rank), else just before run_rank."""
+    for the order (off the run's path: some 2-3 ms a rank), else just before run_rank. With
+    `plan`, its confinement's first part too (sandbox.prepare_confinement)."""
+    confined = sandbox.prepare_confinement(plan)
     if reseed:
         reseed_generators()
     os.environ.clear()  # nothing of the zygote's environment reaches the snippet
@@ -130,7 +133,7 @@ def prepare(reseed: bool, sandboxed: bool) -> Prepared:
     with contextlib.suppress(Exception):
         leaving.wait_before_destroy(sandboxed=sandboxed)
     # Nothing draws from the generators between here and the snippet.
-    return Prepared(random_state())
+    return Prepared(random_state(), confined)
 
 
 def run_rank(launch: RankLaunch, prepared: Prepared | None = None) -> NoReturn:
@@ -139,7 +142,7 @@ def run_rank(launch: RankLaunch, prepared: Prepared | None = None) -> NoReturn:
         if prepared is None:
             prepared = prepare(launch.reseed, sandboxed=launch.plan is not None)
         _redirect(launch)
-        sandbox.confine_rank(launch.plan, launch.budget)
+        sandbox.confine_rank(launch.plan, launch.budget, prepared.confined)
         os.chdir(os.path.dirname(launch.script))
         if launch.launcher == "torchrun":
             # torchrun's agent gives socket.getfqdn() of its machine (rendezvous/api.py): a

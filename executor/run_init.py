@@ -178,7 +178,9 @@ class RunInit:
                 for fd in (order_w, *closed):
                     os.close(fd)
                 prefault.populate(self.setup.ctx.hot_pages)  # while staged (prefault.py)
-                prepared = rank_module.prepare(self.setup.ctx.reseed, self.plan is not None)
+                prepared = rank_module.prepare(
+                    self.setup.ctx.reseed, self.plan is not None, self.plan
+                )
                 with os.fdopen(order_r, "rb") as source:
                     payload = source.read()
                 if not payload:

@@ -382,8 +382,29 @@ def _bring_up_loopback() -> None:
         fcntl.ioctl(sock, siocsifflags, struct.pack("16sh22x", b"lo", flags | iff_up))
 
 
-def confine_rank(plan: SandboxPlan | None, budget: RunBudget) -> None:
-    """Apply rlimits and, when sandboxed, drop to the unprivileged uid for good."""
+def prepare_confinement(plan: SandboxPlan | None) -> bool:
+    """What confine_rank does that no order decides, done by a staged rank while it waits for
+    its order (about 0.7 ms of a rank's start): its own cgroup namespace, its OOM score, and the
+    allow-list, loaded while still root (CAP_SYS_ADMIN permits it before no_new_privs, which
+    confine_rank sets with the uid drop, both of which the allow-list permits). Whether done."""
+    if plan is None:
+        return False
+    hide_cgroup_path()
+    _raise_oom_score()
+    install_seccomp()
+    return True
+
+
+def _raise_oom_score() -> None:
+    # The slot worker shares the memory cgroup with its runs: the OOM killer must pick a rank (or
+    # its children, which inherit this), never the worker that reports what happened. Raising
+    # the score needs no privilege; lowering the worker's would need CAP_SYS_RESOURCE.
+    Path("/proc/self/oom_score_adj").write_text("1000")
+
+
+def confine_rank(plan: SandboxPlan | None, budget: RunBudget, prepared: bool = False) -> None:
+    """Apply rlimits and, when sandboxed, drop to the unprivileged uid for good (`prepared`:
+    prepare_confinement has done its part)."""
     limits = {
         resource.RLIMIT_CPU: budget.cpu_seconds,
         resource.RLIMIT_NOFILE: budget.open_files,
@@ -398,17 +419,16 @@ def confine_rank(plan: SandboxPlan | None, budget: RunBudget) -> None:
         resource.setrlimit(which, (value, value))
     if plan is None:
         return
-    hide_cgroup_path()
-    # The slot worker shares the memory cgroup with its runs: the OOM killer must pick a rank (or
-    # its children, which inherit this), never the worker that reports what happened. Raising
-    # the score needs no privilege; lowering the worker's would need CAP_SYS_RESOURCE.
-    Path("/proc/self/oom_score_adj").write_text("1000")
+    if not prepared:
+        hide_cgroup_path()
+        _raise_oom_score()
     os.setgroups([])
     os.setresgid(plan.gid, plan.gid, plan.gid)
     os.setresuid(plan.uid, plan.uid, plan.uid)
     # No setuid binary (su, sudo) can give root back after this; it also lets us load seccomp.
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
-    install_seccomp()
+    if not prepared:
+        install_seccomp()
     if os.geteuid() == 0 or os.getuid() == 0:
         raise SandboxError("still root after dropping privileges")
     # Changing uid cleared "dumpable", which makes /proc/self root-owned: snippets that read

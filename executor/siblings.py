@@ -50,6 +50,7 @@ NAMESPACES = ("net", "ipc", "uts", "pid", "mnt")  # mnt last: after it, paths ar
 # two, the common case. A higher one (used by bigger runs only) would mostly be ended unused as
 # a 2-rank run starts, and its exit, with those copies, took CPU from the run's ranks.
 PREFAULTED_RANKS = 2
+LINGER_S = 120  # the longest a staged child waits, its rank ended, for the cell's init to end
 REQUEST_TIMEOUT_S = 5.0
 HEADER = struct.Struct("!I")
 
@@ -277,6 +278,13 @@ def _enter_and_fork_rank(
         ended = {"rank": int(rank), "wait": os.waitstatus_to_exitcode(wait_status)}
         with contextlib.suppress(OSError):  # the cell is gone when its deadline killed the rank
             os.write(hello, (json.dumps(ended) + "\n").encode())
+    # This process's own exit (a warm parent's fork: a few ms of the kernel's time) waits for
+    # the cell's init to end, which is after the run's answer: as the run ends, the cores are
+    # the ranks' exits' and init's. The hello pipe reads as broken once init has gone.
+    with contextlib.suppress(OSError):
+        watch = select.poll()
+        watch.register(hello, select.POLLERR)
+        watch.poll(LINGER_S * 1000)
     os._exit(0)
 
 
@@ -293,7 +301,7 @@ def _await_order(
     try:
         if prefault_pages:
             prefault.populate(context.hot_pages)  # while staged (prefault.py)
-        prepared = rank_module.prepare(context.reseed, context.plan is not None)
+        prepared = rank_module.prepare(context.reseed, context.plan is not None, context.plan)
         with os.fdopen(staged, "rb") as source:
             payload = source.read()
         if not payload:

@@ -117,7 +117,7 @@ class RunDriver:
             self._await_status(lambda: self.isolated, time.monotonic() + STAGE_TIMEOUT_S)
         except sandbox.SandboxError:
             return  # init failed: the run reports its setup error
-        for rank, parent in enumerate(self.parents[: len(self.pipes)]):
+        for rank, parent in enumerate(self.parents[: min(len(self.pipes), siblings.STAGED_RANKS)]):
             if parent is None or self.setup_error is not None:
                 continue
             with contextlib.suppress(sandbox.SandboxError):
@@ -125,7 +125,7 @@ class RunDriver:
 
     def _stage_sibling_rank(self, rank: int, parent: int) -> int:
         fds = {**self.pipes[rank].write_ends(), "hello": self.cell.hello_w, "go": self.cell.go_r}
-        prefault = rank < siblings.PREFAULTED_RANKS
+        prefault = rank < siblings.STAGED_RANKS
         return siblings.stage_rank(self.sibling_paths[parent], self.init_pid, fds, prefault)
 
     def discard(self) -> None:

@@ -40,6 +40,7 @@ from executor.wire import (
 
 READ_CHUNK = 65536
 CLEAR_TRIES = 3  # a process forked as the kill went round gets another
+SPARES_WAIT_S, SPARES_POLL_S = 2.0, 0.0005  # a spare staged rank's end, before the snippets
 
 
 @dataclass
@@ -131,7 +132,12 @@ class RunInit:
             staged_pid, staged_w = staged
             if local and _hand_over(staged_w, order, local[0], script, budget):
                 pids[staged_pid] = local.pop(0)
-            os.close(staged_w)  # unwritten: the staged rank ends, reaped with the orphans
+            else:  # a spare: ended before any snippet runs, which would see it
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(staged_pid, signal.SIGKILL)
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(staged_pid, 0)
+            os.close(staged_w)
         for rank in local:
             pid = os.fork()
             if pid == 0:
@@ -146,7 +152,9 @@ class RunInit:
                 os.kill(store_pid, signal.SIGKILL)
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(store_pid, 0)
-        os.close(setup.go_w)  # go: the store listens, the snippet is written
+        if self.plan is not None:
+            self._await_spares_gone(set(pids), order["processes"] - len(order["local"]))
+        os.close(setup.go_w)  # go: the store listens, the snippet is written, no spare is left
         self._say({"started": True})
         for pipes in setup.ranks:
             for _, write_end in pipes.fds.values():
@@ -187,43 +195,61 @@ class RunInit:
                     os._exit(0)  # the run has no rank of init's, or init went away
                 handed = json.loads(payload)
                 del payload
-                launch = _launch(handed["order"], int(handed["rank"]), handed["script"],
+                # Held as a sibling's staged rank holds its own: a snippet finds the same
+                # frames and objects whichever parent its rank had (forget_perturbation).
+                order = handed["order"]
+                launch = _launch(order, int(handed["rank"]), handed["script"],
                                  RunBudget(**handed["budget"]))  # fmt: skip
                 del handed
-            except BaseException:
-                os._exit(70)
-            self._become_rank(launch, prepared)
+                self._ready_rank(launch)
+                rank_module.run_rank(launch, prepared)
+            finally:
+                os._exit(70)  # run_rank never returns; if it raised, this fork ends
         os.close(order_r)
         return pid, order_w
 
-    def _become_rank(
-        self, launch: rank_module.RankLaunch, prepared: rank_module.Prepared | None = None
-    ) -> NoReturn:
-        """In a child of init: become a rank of the run (never returns)."""
-        setup = self.setup
+    def _become_rank(self, launch: rank_module.RankLaunch) -> NoReturn:
+        """In a child of init forked after the order: become a rank of the run."""
         try:
-            os.close(setup.hello_r)
-            os.close(setup.go_w)  # only init may say go
-            signal.signal(STOP_SIGNAL, signal.SIG_DFL)  # init's, not the snippet's
-            signal.signal(DUMP_REQUEST_SIGNAL, signal.SIG_DFL)
-            signal.signal(LOOK_REQUEST_SIGNAL, signal.SIG_DFL)
-            signal.signal(END_STORE_SIGNAL, signal.SIG_DFL)
-            if self.plan is not None:
-                # A session of its own, as torchrun starts each worker: kill(0, ...) in a
-                # rank reaches its own process tree only, and the SIGTERM stop reaches the
-                # rank's children too. (Trusted ranks stay in init's group, which the
-                # deadline kills; sandboxed ones die with the pid namespace.)
-                os.setsid()
-            fds = setup.ranks[launch.rank].write_ends()
-            launch.stdout_fd, launch.stderr_fd = fds["stdout"], fds["stderr"]
-            launch.result_fd, launch.stack_fd = fds["result"], fds["stack"]
-            launch.go_fd = setup.go_r
-            launch.reseed = setup.ctx.reseed
-            launch.plan = self.plan
-            launch.exception_chars = setup.ctx.limits.exception_message_chars
-            rank_module.run_rank(launch, prepared)
+            self._ready_rank(launch)
+            rank_module.run_rank(launch)
         finally:
             os._exit(70)  # run_rank never returns; if it raised, this fork ends
+
+    def _ready_rank(self, launch: rank_module.RankLaunch) -> None:
+        """In a child of init, once it has its order: what it holds of init's, let go; its
+        launch filled in with its descriptors and init's settings."""
+        setup = self.setup
+        os.close(setup.hello_r)
+        os.close(setup.go_w)  # only init may say go
+        signal.signal(STOP_SIGNAL, signal.SIG_DFL)  # init's, not the snippet's
+        signal.signal(DUMP_REQUEST_SIGNAL, signal.SIG_DFL)
+        signal.signal(LOOK_REQUEST_SIGNAL, signal.SIG_DFL)
+        signal.signal(END_STORE_SIGNAL, signal.SIG_DFL)
+        if self.plan is not None:
+            # A session of its own, as torchrun starts each worker: kill(0, ...) in a
+            # rank reaches its own process tree only, and the SIGTERM stop reaches the
+            # rank's children too. (Trusted ranks stay in init's group, which the
+            # deadline kills; sandboxed ones die with the pid namespace.)
+            os.setsid()
+        fds = setup.ranks[launch.rank].write_ends()
+        launch.stdout_fd, launch.stderr_fd = fds["stdout"], fds["stderr"]
+        launch.result_fd, launch.stack_fd = fds["result"], fds["stack"]
+        launch.go_fd = setup.go_r
+        launch.reseed = setup.ctx.reseed
+        launch.plan = self.plan
+        launch.exception_chars = setup.ctx.limits.exception_message_chars
+
+    def _await_spares_gone(self, own: set[int], remote: int) -> None:
+        """Wait (bounded) until the run's namespace holds only init, the store, init's ranks
+        and `remote` ranks of the siblings': a sibling's staged rank the run does not use (the
+        slot closed its order pipe) ends on its own, and no snippet may see it."""
+        known = own | {1, self.store_pid}
+        deadline = time.monotonic() + SPARES_WAIT_S
+        while time.monotonic() < deadline:
+            if sum(1 for pid in _namespace_pids() if pid not in known) <= remote:
+                return
+            time.sleep(SPARES_POLL_S)
 
     def _reap_ranks(self, pids: dict[int, int], expected: set[int]) -> None:
         """Report each rank's exit: init's own children, and siblings' ranks as they tell it."""

@@ -46,10 +46,11 @@ if TYPE_CHECKING:
     from executor.context import ZygoteContext
 
 NAMESPACES = ("net", "ipc", "uts", "pid", "mnt")  # mnt last: after it, paths are the cell's
-# Staged ranks below this copy their pages while they wait (prefault.py): the ranks of a run of
-# two, the common case. A higher one (used by bigger runs only) would mostly be ended unused as
-# a 2-rank run starts, and its exit, with those copies, took CPU from the run's ranks.
-PREFAULTED_RANKS = 2
+# The ranks staged ahead of a run (and copying their pages while they wait, prefault.py): those
+# of a run of two, the common case. A higher one is staged when a run needs it: staged ahead,
+# it would mostly be ended unused as a 2-rank run starts, and the run's snippets may not start
+# before a spare is gone (init waits for it), nor share the cores with its exit.
+STAGED_RANKS = 2
 LINGER_S = 120  # the longest a staged child waits, its rank ended, for the cell's init to end
 REQUEST_TIMEOUT_S = 5.0
 HEADER = struct.Struct("!I")
@@ -82,13 +83,13 @@ def choose_parents(processes: int, siblings: list[int]) -> list[int | None]:
 def draw_parents(siblings: list[int]) -> list[int | None]:
     """The parents of a run's first ranks, in rank order (rank k: entry k modulo its length).
 
-    Init's own (None) is drawn among the first PREFAULTED_RANKS, which every run of that many
+    Init's own (None) is drawn among the first STAGED_RANKS, which every run of that many
     ranks has: its staged rank, which copies its pages while it waits (prefault.py), is then
     used by every such run rather than ended unused, its copying wasted, as the run starts."""
     draw = random.SystemRandom()
     parents: list[int | None] = list(siblings)
     draw.shuffle(parents)
-    parents.insert(draw.randrange(min(PREFAULTED_RANKS, len(parents) + 1)), None)
+    parents.insert(draw.randrange(min(STAGED_RANKS, len(parents) + 1)), None)
     return parents
 
 

@@ -14,7 +14,7 @@ def test_init_is_one_of_the_first_two_parents_and_every_parent_is_drawn_once() -
     for _ in range(600):
         parents = siblings.draw_parents([0, 1])
         assert sorted(parents, key=str) == sorted([None, 0, 1], key=str)
-        assert parents.index(None) < siblings.PREFAULTED_RANKS
+        assert parents.index(None) < siblings.STAGED_RANKS
         seen[tuple(parents)] += 1
     # Init first or second, either sibling after it: four orders, each drawn.
     assert len(seen) == 4 and min(seen.values()) > 60, seen

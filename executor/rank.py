@@ -70,6 +70,41 @@ class RankLaunch:
     go_fd: int = -1
 
 
+def launch_of(
+    order: dict[str, Any],
+    rank: int,
+    script: str,
+    budget: RunBudget,
+    streams: dict[str, int],
+    go_fd: int,
+    plan: sandbox.SandboxPlan | None,
+    reseed: bool,
+    exception_chars: int,
+) -> RankLaunch:
+    """Rank `rank`'s launch, from the run's order, its pipes' write ends by stream name
+    (wire.STREAMS) and the go pipe, and its parent's settings."""
+    return RankLaunch(
+        code=order["code"],
+        script=script,
+        rank=rank,
+        nproc=order["nproc"],
+        master_port=order["port"],
+        run_id=order["run_id"],
+        launcher=order.get("launcher", "torchrun"),
+        environment=order["environment"],
+        reseed=reseed,
+        stdout_fd=streams["stdout"],
+        stderr_fd=streams["stderr"],
+        result_fd=streams["result"],
+        stack_fd=streams["stack"],
+        go_fd=go_fd,
+        budget=budget,
+        plan=plan,
+        exception_chars=exception_chars,
+        delay_s=delay_of(order, rank),
+    )
+
+
 def delay_of(order: dict[str, Any], rank: int) -> float:
     """The delay the run's order asks of this rank (0: none asked)."""
     delays = order.get("rank_delays_s") or []

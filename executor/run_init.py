@@ -141,7 +141,7 @@ class RunInit:
         for rank in local:
             pid = os.fork()
             if pid == 0:
-                self._become_rank(_launch(order, rank, script, budget))
+                self._become_rank(self._launch(order, rank, script, budget))
             pids[pid] = rank
         os.close(setup.go_r)
         if launcher == "torchrun":
@@ -198,10 +198,10 @@ class RunInit:
                 # Held as a sibling's staged rank holds its own: a snippet finds the same
                 # frames and objects whichever parent its rank had (forget_perturbation).
                 order = handed["order"]
-                launch = _launch(order, int(handed["rank"]), handed["script"],
-                                 RunBudget(**handed["budget"]))  # fmt: skip
+                launch = self._launch(order, int(handed["rank"]), handed["script"],
+                                      RunBudget(**handed["budget"]))  # fmt: skip
                 del handed
-                self._ready_rank(launch)
+                self._ready_rank()
                 rank_module.run_rank(launch, prepared)
             finally:
                 os._exit(70)  # run_rank never returns; if it raised, this fork ends
@@ -211,14 +211,23 @@ class RunInit:
     def _become_rank(self, launch: rank_module.RankLaunch) -> NoReturn:
         """In a child of init forked after the order: become a rank of the run."""
         try:
-            self._ready_rank(launch)
+            self._ready_rank()
             rank_module.run_rank(launch)
         finally:
             os._exit(70)  # run_rank never returns; if it raised, this fork ends
 
-    def _ready_rank(self, launch: rank_module.RankLaunch) -> None:
-        """In a child of init, once it has its order: what it holds of init's, let go; its
-        launch filled in with its descriptors and init's settings."""
+    def _launch(
+        self, order: dict[str, Any], rank: int, script: str, budget: RunBudget
+    ) -> rank_module.RankLaunch:
+        """Rank `rank`'s launch: its pipes, the go pipe, init's settings."""
+        setup = self.setup
+        return rank_module.launch_of(
+            order, rank, script, budget, setup.ranks[rank].write_ends(), setup.go_r, self.plan,
+            setup.ctx.reseed, setup.ctx.limits.exception_message_chars,
+        )  # fmt: skip
+
+    def _ready_rank(self) -> None:
+        """In a child of init, once it has its order: what it holds of init's, let go."""
         setup = self.setup
         os.close(setup.hello_r)
         os.close(setup.go_w)  # only init may say go
@@ -232,13 +241,6 @@ class RunInit:
             # rank's children too. (Trusted ranks stay in init's group, which the
             # deadline kills; sandboxed ones die with the pid namespace.)
             os.setsid()
-        fds = setup.ranks[launch.rank].write_ends()
-        launch.stdout_fd, launch.stderr_fd = fds["stdout"], fds["stderr"]
-        launch.result_fd, launch.stack_fd = fds["result"], fds["stack"]
-        launch.go_fd = setup.go_r
-        launch.reseed = setup.ctx.reseed
-        launch.plan = self.plan
-        launch.exception_chars = setup.ctx.limits.exception_message_chars
 
     def _await_spares_gone(self, own: set[int], remote: int) -> None:
         """Wait (bounded) until the run's namespace holds only init, the store, init's ranks
@@ -383,31 +385,6 @@ class RunInit:
 def become(setup: InitSetup) -> NoReturn:
     """Run as the run's init, in the child the stager just forked."""
     RunInit(setup).main()
-
-
-def _launch(order: dict[str, Any], rank: int, script: str, budget: RunBudget
-            ) -> rank_module.RankLaunch:  # fmt: skip
-    """Rank `rank`'s launch, from the run's order (the descriptors and the init-side settings
-    are filled in by _become_rank, in the rank's own process)."""
-    return rank_module.RankLaunch(
-        code=order["code"],
-        script=script,
-        rank=rank,
-        nproc=order["nproc"],
-        master_port=order["port"],
-        run_id=order["run_id"],
-        launcher=order.get("launcher", "torchrun"),
-        environment=order["environment"],
-        reseed=False,
-        stdout_fd=-1,
-        stderr_fd=-1,
-        result_fd=-1,
-        stack_fd=-1,
-        budget=budget,
-        plan=None,
-        exception_chars=0,
-        delay_s=rank_module.delay_of(order, rank),
-    )
 
 
 def _hand_over(

@@ -328,27 +328,11 @@ def _await_order(
             order["backend"],
             order.get("gpu_count", 0),
         )
-        stdout, stderr, result, stack, go = streams
-        launch = rank_module.RankLaunch(
-            code=order["code"],
-            script=order["script"],
-            rank=order["rank"],
-            nproc=order["nproc"],
-            master_port=order["port"],
-            run_id=order["run_id"],
-            launcher=order["launcher"],
-            environment=order["environment"],
-            reseed=context.reseed,
-            stdout_fd=stdout,
-            stderr_fd=stderr,
-            result_fd=result,
-            stack_fd=stack,
-            go_fd=go,
-            budget=budget,
-            plan=plan,
-            exception_chars=context.limits.exception_message_chars,
-            delay_s=rank_module.delay_of(order, order["rank"]),
-        )
+        *pipes, go = streams
+        launch = rank_module.launch_of(
+            order, order["rank"], order["script"], budget, dict(zip(STREAMS, pipes, strict=True)),
+            go, plan, context.reseed, context.limits.exception_message_chars,
+        )  # fmt: skip
     except BaseException as error:
         if "rank" in order:  # answered: init refuses the run
             failed = {"rank": order["rank"], "setup_error": f"a rank could not start: {error!r}"}

@@ -105,9 +105,10 @@ class RunDriver:
 
         A sibling's rank costs two forks of a warm parent and the entry into the cell's
         namespaces (10-50 ms each on 2 loaded cores), and the run's slowest rank holds up its
-        rendezvous: staged, a sibling's rank waits in the cell for its order, and the run only
-        pays for the rank's own fork. Waits until init has built the namespaces (a few ms; the
-        slot takes no request meanwhile). A rank that cannot be staged now is staged at run time.
+        rendezvous: staged, a sibling's rank is forked in the cell and waits there for its order
+        (siblings.STAGED_RANKS: a run's first two). Waits until init has built the namespaces (a
+        few ms; the slot takes no request meanwhile). A rank not staged now is staged at run
+        time.
         """
         available = [index for index, path in enumerate(self.sibling_paths) if os.path.exists(path)]
         if not available:
@@ -193,7 +194,7 @@ class RunDriver:
         finally:
             os.close(self.cell.request_w)
         try:
-            self._start_sibling_ranks(order, parents, deadline)
+            self._start_sibling_ranks(order, parents)
             self._pump(deadline)
         finally:
             # Once init has cleared the namespace, every writer of the pipes is dead: the
@@ -216,9 +217,7 @@ class RunDriver:
             self._await_init_end()
             os.close(self.cell.pidfd)
 
-    def _start_sibling_ranks(
-        self, order: RunOrder, parents: list[int | None], deadline: float
-    ) -> None:
+    def _start_sibling_ranks(self, order: RunOrder, parents: list[int | None]) -> None:
         """Have the siblings' staged ranks start the other ranks (each waits for the go pipe's
         end, which init closes once the store listens, before its snippet).
 

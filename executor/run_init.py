@@ -1,9 +1,12 @@
 """A run's init: pid 1 of the run's namespaces (when sandboxed), forked by the slot's stager.
 
-It isolates itself, forks the store process, and only then reads its order (the code) from its
-own request pipe: nothing it was forked from ever held a request. It writes the snippet, forks
-the ranks it was asked for, reaps them (and every orphan of the namespace), reports each rank's
-end on its status pipe, and acts on the slot worker's signals (stop, dump stacks, look).
+It isolates itself, forks the store process (which listens at once) and a staged rank (which
+waits for its order), and only then reads its order (the code) from its own request pipe:
+nothing it was forked from ever held a request. It writes the snippet, hands the staged rank its
+order (forking any further rank it was asked for), says go once the store listens and no spare
+staged rank is left, reaps the ranks (and every orphan of the namespace), reports each rank's
+end on its status pipe, and acts on the slot worker's signals (stop, dump stacks, look, end the
+store).
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 The process tree (docs/executor.md draws it): the zygote forks a slot worker per slot; each slot
 worker forks, before its first request, a stager that only ever hears "stage" and answers with a
 staged cell (`StagedCell`: the run's init, its pidfd and the parent ends of the run's pipes);
-the run's init gets its order (`RunOrder`, the code included) through its own request pipe after
-the fork, forks the store process and the ranks, and reports on its status pipe
-(`status_line`). A sibling's staged rank gets its order through its own order pipe.
+the run's init forks the store process and a staged rank, gets its order (`RunOrder`, the code
+included) through its own request pipe, hands the staged rank its own, says go (the go pipe's
+end) and reports on its status pipe (`status_line`). A sibling's staged rank gets its order
+through its own order pipe.
 """
 
 from __future__ import annotations

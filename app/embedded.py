@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
 from typing import IO, Any
 
 import uvicorn
@@ -217,6 +218,15 @@ def serve(
     dies on its own if this process is killed). `workers` > 1 serves from several processes."""
     if workers > 1:
         return _serve_workers(settings, host, port, with_executor, workers)
+    with _stop_signals_held() as held:
+        code = _serve_one(settings, host, port, with_executor, held)
+    _end_by(held.numbers)
+    return code
+
+
+def _serve_one(
+    settings: Settings, host: str, port: int, with_executor: bool, held: _HeldSignals
+) -> int:
     executor = None
     if with_executor and not settings.executor_url and not settings.queue_url:
         # A free port and a token made for this start: the app can never talk to an executor
@@ -234,13 +244,15 @@ def serve(
         ).start()
     try:
         app = create_app(settings)
+        if held.numbers:  # stopped while the app was built: never start serving
+            return 0
         # What is built by now lives as long as the process: freezing it keeps the garbage
         # collector's full collections (tens of ms each, pausing every request) from walking it.
         gc.collect()
         gc.freeze()
         # No access log unless asked for (RANKLAB_ACCESS_LOG): a line per request costs about
         # a tenth of a page's time under load; start-up, errors and warnings are still logged.
-        uvicorn.run(
+        config = uvicorn.Config(
             app,
             host=host,
             port=port,
@@ -249,10 +261,78 @@ def serve(
             **_logging(settings),
             **serving.proxy_options(settings.trusted_proxies),
         )
+        _Server(config, held).run()
     finally:
         if executor is not None:
             stop_executor(executor)
     return 0
+
+
+class _HeldSignals:
+    """The stop signals that came while the app was being built (see _stop_signals_held)."""
+
+    def __init__(self) -> None:
+        self.numbers: list[int] = []
+        self.building = True  # until the server's own handlers are in place
+
+    def hold(self, number: int, _frame: FrameType | None) -> None:
+        if self.building and self.numbers:
+            raise KeyboardInterrupt  # a second one: the build may be stuck (uvicorn forces too)
+        if number not in self.numbers:
+            self.numbers.append(number)
+
+
+@contextmanager
+def _stop_signals_held() -> Iterator[_HeldSignals]:
+    """Record SIGINT and SIGTERM while the app is built, instead of acting on them there.
+
+    Python raises KeyboardInterrupt wherever the main thread is when SIGINT comes, and while
+    the app is built that is often a weakref callback or a finalizer (SQLAlchemy's
+    `_collection_gced`), where Python prints "Exception ignored" and goes on: the interrupt is
+    lost and the app then serves until killed (a test's Ctrl-C after the executor was warm
+    waited minutes for it). SIGTERM would end the process at once, leaving its executor. Here
+    both are only recorded; the server acts on them once its own handlers are in place, and
+    they end the process once the executor is stopped (_end_by).
+    """
+    held = _HeldSignals()
+    if threading.current_thread() is not threading.main_thread():
+        yield held  # signals reach the main thread only: nothing to hold here
+        return
+    stops = (signal.SIGINT, signal.SIGTERM)
+    original = {stop: signal.signal(stop, held.hold) for stop in stops}
+    try:
+        yield held
+    finally:
+        for stop, handler in original.items():
+            signal.signal(stop, handler)
+
+
+def _end_by(numbers: list[int]) -> None:
+    """End this process by the first stop signal it was sent, now that everything is stopped:
+    its parent (a shell, make) sees what it sent, with no KeyboardInterrupt traceback."""
+    if not numbers:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(numbers[0], signal.SIG_DFL)
+    signal.raise_signal(numbers[0])
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, acting on the stop signals that came before its handlers did."""
+
+    def __init__(self, config: uvicorn.Config, held: _HeldSignals) -> None:
+        super().__init__(config)
+        self._held = held
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        # uvicorn raises what it caught again as it leaves: held.hold records it.
+        with super().capture_signals():
+            self._held.building = False
+            for number in self._held.numbers:
+                self.handle_exit(number, None)
+            yield
 
 
 def _logging(settings: Settings) -> dict[str, Any]:

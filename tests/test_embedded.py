@@ -133,6 +133,67 @@ def test_stopping_the_app_stops_its_executor_and_everything_it_started(
     assert leftovers == []
 
 
+class _InterruptedWhileCollected:
+    """An object whose finalizer is where SIGINT lands, as it may while the app is built."""
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        sum(range(10))  # Python code after the kill: the handler runs here, in the finalizer
+
+
+def test_an_interrupt_inside_a_finalizer_is_lost_unless_held(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Python reports a KeyboardInterrupt raised in a finalizer as "Exception ignored" and goes
+    # on: this is how a Ctrl-C while the app was built left it serving until killed.
+    ignored: list[type[BaseException]] = []
+    monkeypatch.setattr(
+        sys, "unraisablehook", lambda unraisable: ignored.append(unraisable.exc_type)
+    )
+    _InterruptedWhileCollected()
+    assert ignored == [KeyboardInterrupt]
+    # Held, the interrupt is recorded instead, and the usual handler is back afterwards.
+    with embedded._stop_signals_held() as held:
+        _InterruptedWhileCollected()
+    assert ignored == [KeyboardInterrupt]
+    assert held.numbers == [signal.SIGINT]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_second_interrupt_while_held_interrupts_a_stuck_build() -> None:
+    with pytest.raises(KeyboardInterrupt), embedded._stop_signals_held() as held:
+        signal.raise_signal(signal.SIGINT)
+        assert held.numbers == [signal.SIGINT]
+        signal.raise_signal(signal.SIGINT)
+        pytest.fail("the second interrupt did not interrupt")
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=lambda stop: stop.name)
+def test_a_stop_while_the_app_is_built_stops_it_and_its_executor(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
+    """The signal comes as soon as the executor is starting, while the app is still being built
+    (seconds: the course is loaded); the app must not go on to serve, and its executor stops."""
+    log = tmp_path / "serve.log"
+    with log.open("w+b") as output:
+        process = _serve(tmp_path, output)
+        try:
+            wait_for(lambda: b"executor is starting" in log.read_bytes(), 60, "the start")
+            tree = _descendants(process.pid)
+            process.send_signal(stop)
+            returncode = process.wait(timeout=30)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+    text = log.read_text()
+    assert "Uvicorn running" not in text, text[-2000:]
+    assert "Exception ignored" not in text, text[-2000:]
+    assert "Traceback" not in text, text[-2000:]
+    assert returncode == -stop  # ended by the signal it was sent: a shell or make sees that
+    wait_for(lambda: not (set(tree) & set(_processes())), 30, "the executor's processes to end")
+
+
 def test_a_start_refuses_an_executor_it_did_not_start(
     executor_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

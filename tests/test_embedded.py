@@ -77,14 +77,19 @@ def _serve(tmp_path: Path, output: int | IO[bytes]) -> subprocess.Popen[bytes]:
     return process
 
 
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """Kill what is left of a `serve` this test started (nothing, when it stopped as it should)."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 @pytest.fixture
 def app_process(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     """`ranklab serve` as a newcomer starts it, its output dropped."""
     process = _serve(tmp_path, subprocess.DEVNULL)
     yield process
-    if process.poll() is None:
-        process.kill()
-        process.wait()
+    _kill_group(process)
 
 
 def test_the_executor_starts_quietly_and_the_app_says_once_when_it_is_warm(tmp_path: Path):
@@ -100,7 +105,10 @@ def test_the_executor_starts_quietly_and_the_app_says_once_when_it_is_warm(tmp_p
             )
         finally:
             process.send_signal(signal.SIGINT)
-            process.wait(timeout=30)
+            try:
+                process.wait(timeout=30)
+            finally:
+                _kill_group(process)  # a hung app must not outlive its test
     lines = (tmp_path / "serve.log").read_text().splitlines()
     assert [line for line in lines if "/healthz" in line] == []
     assert len([line for line in lines if "embedded executor is starting" in line]) == 1
@@ -183,9 +191,7 @@ def test_a_stop_while_the_app_is_built_stops_it_and_its_executor(
             process.send_signal(stop)
             returncode = process.wait(timeout=30)
         finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+            _kill_group(process)
     text = log.read_text()
     assert "Uvicorn running" not in text, text[-2000:]
     assert "Exception ignored" not in text, text[-2000:]

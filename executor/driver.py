@@ -78,6 +78,7 @@ class RunDriver:
         self.status_buffer = b""
         self.isolated = self.started = False
         self.cleared = False  # init has killed and reaped all else in the run's namespace
+        self.ended = False  # every rank has ended and nothing else in the namespace runs code
         self.unsettled = False  # init's own end is still to be awaited (settle)
         self.max_rank_delay_s = 0.0  # verify's perturbation: the longest delay a rank was given
         # Parents drawn when the cell is staged (rank k: entry k modulo its length), and the
@@ -197,11 +198,12 @@ class RunDriver:
             self._start_sibling_ranks(order, parents)
             self._pump(deadline)
         finally:
-            # Once init has cleared the namespace, every writer of the pipes is dead: the
-            # answer need not wait for init's own end, which settle() awaits before the slot
-            # stages its next run.
+            # Once every rank has ended and nothing else in the namespace runs code (init
+            # says `ended`, before the teardowns, then `cleared`), nothing more will be written
+            # to the pipes: the answer need not wait for the teardowns nor init's own end,
+            # which settle() awaits before the slot stages its next run.
             self.unsettled = True
-            if not self.cleared:
+            if not (self.cleared or self.ended):
                 self.settle()
             self._drain()
             self.memory_exceeded |= self._oom_killed()
@@ -316,7 +318,9 @@ class RunDriver:
             failed = any(code != 0 for code in self.wait_codes.values())
             if failed and stop_at is None:
                 stop_at = time.monotonic() + perturbation_s + MONITOR_INTERVAL_S
-            if self.cleared or self.setup_error or self.output.exceeded or self.output.orphaned:
+            if self.cleared or self.ended or self.setup_error:
+                return
+            if self.output.exceeded or self.output.orphaned:
                 return
             killed = any(code == -signal.SIGKILL for code in self.wait_codes.values())
             if killed and self._oom_killed():
@@ -453,6 +457,8 @@ class RunDriver:
                 self.setup_error = message["setup_error"]
             elif "cleared" in message:
                 self.cleared = True
+            elif "ended" in message:
+                self.ended = True
             elif "started" in message:
                 self.started = True
             elif "isolated" in message:

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from executor import hangstop, prefault, sandbox, stacks, store
+from executor import exiting, hangstop, prefault, sandbox, stacks, store
 from executor import rank as rank_module
 from executor.context import ZygoteContext
 from executor.gpus import Gpu
@@ -44,6 +44,12 @@ from executor.wire import (
 READ_CHUNK = 65536
 CLEAR_TRIES = 3  # a process forked as the kill went round gets another
 SPARES_WAIT_S, SPARES_POLL_S = 2.0, 0.0005  # a spare staged rank's end, before the snippets
+# How often init reads the ranks' exits in /proc once every record is in (exiting.py): a
+# rank's status settles within a millisecond of its os._exit, its reap comes 6-8 ms later. For
+# no longer than the window: a rank may still wait for a joining peer (leaving.py), and a
+# record the snippet forged early must not keep init polling for the rest of the run.
+EXIT_POLL_S, EXIT_POLL_WINDOW_S = 0.0005, 0.2
+STOP_WAIT_S = 0.5  # for everything else in the namespace to take its SIGKILL (_stop_namespace)
 
 
 @dataclass
@@ -76,6 +82,9 @@ class RunInit:
         self.started_store: int | None = None  # the store process, once it listens
         self.store_channel: socket.socket | None = None
         self.end_store_requested = False  # every rank's record is in: end the store
+        self.records_in_at: float | None = None  # ... and read the ranks' exits (exiting.py)
+        self.reads_exits = False  # set once the ranks run (main)
+        self.reported: set[int] = set()  # the ranks whose end the slot has been told
 
     def main(self) -> NoReturn:
         """Isolate, wait for the order, fork the ranks, report their ends, exit."""
@@ -162,13 +171,26 @@ class RunInit:
         for pipes in setup.ranks:
             for _, write_end in pipes.fds.values():
                 os.close(write_end)
+        # Sandboxed CPU runs only: there init is root of the pid namespace that holds every rank
+        # (no pid in it is reused by another) and, as it is now, may read their exit codes. A
+        # GPU run waits for the reap, when a rank's device memory is given back, before its
+        # answer frees its GPUs for another run.
+        self.reads_exits = (
+            self.plan is not None and not setup.gpus and exiting.can_read_exit_codes()
+        )
         self._reap_ranks(pids, set(range(order["processes"])))
         self._end_store()
+        if self.reads_exits and _stop_namespace():
+            # Every rank has ended and nothing else of the run runs code: the slot may answer
+            # now, while the kernel tears the ranks (and what was killed) down.
+            self._say({"ended": True})
         if self.plan is not None and _clear_namespace():
             # Nothing of the run is left but init: the slot may answer now. Init's own exit
             # (the namespaces' teardown, some 35 ms at load 9) is waited for before the slot
-            # stages its next run, not before the answer.
-            self._say({"cleared": True})
+            # stages its next run, not before the answer. Which may have gone already, the
+            # ranks' exits having settled first (exiting.py): the slot has closed its end.
+            with contextlib.suppress(BrokenPipeError):
+                self._say({"cleared": True})
         if self.plan is None:
             shutil.rmtree(os.path.dirname(script), ignore_errors=True)
             os.killpg(0, signal.SIGKILL)  # trusted: stragglers in the group die (setsid escapes)
@@ -283,6 +305,9 @@ class RunInit:
             if look is not None and time.monotonic() >= look.due:
                 self._answer_look(look, {**pids, **remote}, len(expected))
                 look = None
+            polling = self._polling_exits()
+            if polling:
+                self._report_settled(pids, remote, expected)
             while True:
                 try:
                     pid, wait_status = os.waitpid(-1, os.WNOHANG)  # orphans are reaped too
@@ -296,6 +321,8 @@ class RunInit:
             if not expected:
                 break
             wait_s = 1.0 if look is None else min(1.0, max(0.0, look.due - time.monotonic()))
+            if polling:
+                wait_s = min(wait_s, EXIT_POLL_S)
             if hello_r in select.select(watching, [], [], wait_s)[0]:
                 data = os.read(hello_r, READ_CHUNK)
                 if not data:
@@ -328,6 +355,25 @@ class RunInit:
 
     def _on_end_store(self, signum: int, frame: object) -> None:
         self.end_store_requested = True  # acted on by _reap_ranks, as a stop is
+        if self.records_in_at is None:
+            self.records_in_at = time.monotonic()
+
+    def _polling_exits(self) -> bool:
+        at = self.records_in_at
+        return self.reads_exits and at is not None and time.monotonic() - at < EXIT_POLL_WINDOW_S
+
+    def _report_settled(
+        self, pids: dict[int, int], remote: dict[int, int], expected: set[int]
+    ) -> None:
+        """Report each rank whose exit status the kernel has settled, before its teardown
+        (exiting.py): every rank has written its record, so each is about to exit. Init's own
+        ranks are still reaped, and the siblings' still reported by their parents; neither is
+        told to the slot twice."""
+        for pid, rank in [*pids.items(), *remote.items()]:
+            if rank in expected:
+                code = exiting.settled_exit_code(pid)
+                if code is not None:
+                    expected.discard(self._report(rank, code))
 
     def _end_store(self) -> None:
         """Kill the store process (once): the ranks have ended, or have all written their record."""
@@ -378,7 +424,9 @@ class RunInit:
                     os.kill(pid, signal.SIGTERM)
 
     def _report(self, rank: int, code: int) -> int:
-        self._say({"rank": rank, "wait": code})
+        if rank not in self.reported:
+            self.reported.add(rank)
+            self._say({"rank": rank, "wait": code})
         return rank
 
     def _say(self, message: dict[str, Any]) -> None:
@@ -419,6 +467,19 @@ def _write_script(code: str, sandboxed: bool) -> str:
         file.write(code)
     os.chmod(path, 0o644)
     return path
+
+
+def _stop_namespace() -> bool:
+    """Kill every other process of the run's pid namespace and wait (bounded) until none of
+    them runs code any more, without waiting for their teardown (exiting.py); whether so."""
+    deadline = time.monotonic() + STOP_WAIT_S
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)  # from pid 1: every process of the namespace but init
+        if all(exiting.past_exit(pid) for pid in _namespace_pids() if pid != 1):
+            return True
+        time.sleep(EXIT_POLL_S)
+    return False
 
 
 def _clear_namespace() -> bool:

@@ -19,10 +19,9 @@ from executor.exiting import can_read_exit_codes, past_exit, settled_status
 SYS_EXIT = 60  # x86-64: ends the calling thread alone (exit_group is 231)
 
 
-def _watch(body: Callable[[int], None], kill: bool = False) -> tuple[list[int], int, bool]:
-    """Fork a child running body(ready_fd); read settled_status until the child is reaped.
-    Return every status read, the status waitpid gave, and whether one was read before the
-    child could be reaped."""
+def _started(body: Callable[[int], None]) -> int:
+    """Fork a child running body(ready_fd) (never this test's code after it); return its pid
+    once it has written b"x" on ready_fd."""
     ready_r, ready_w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -34,6 +33,14 @@ def _watch(body: Callable[[int], None], kill: bool = False) -> tuple[list[int], 
     os.close(ready_w)
     assert os.read(ready_r, 1) == b"x"
     os.close(ready_r)
+    return pid
+
+
+def _watch(body: Callable[[int], None], kill: bool = False) -> tuple[list[int], int, bool]:
+    """Start body in a child (_started); read settled_status until the child is reaped.
+    Return every status read, the status waitpid gave, and whether one was read before the
+    child could be reaped."""
+    pid = _started(body)
     if kill:
         os.kill(pid, signal.SIGKILL)
     seen: list[int] = []
@@ -99,11 +106,7 @@ def test_every_thread_of_the_group_exits_with_its_code() -> None:
 
 
 def test_a_kill_settles_as_the_signal() -> None:
-    def body(ready: int) -> None:
-        _large(ready)
-        time.sleep(60)
-
-    seen, wait_status, early = _until_early(body, kill=True)
+    seen, wait_status, early = _until_early(_large_then_asleep, kill=True)
     assert os.waitstatus_to_exitcode(wait_status) == -signal.SIGKILL
     assert early and set(seen) == {wait_status}
 
@@ -134,17 +137,13 @@ def test_nothing_is_read_of_a_running_process_or_a_gone_one() -> None:
     assert settled_status(pid) is None
 
 
+def _large_then_asleep(ready: int) -> None:
+    _large(ready)
+    time.sleep(60)
+
+
 def test_a_killed_process_is_past_its_exit_before_its_reap() -> None:
-    ready_r, ready_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(ready_r)
-        _large(ready_w)
-        time.sleep(60)
-        os._exit(0)
-    os.close(ready_w)
-    assert os.read(ready_r, 1) == b"x"
-    os.close(ready_r)
+    pid = _started(_large_then_asleep)
     assert not past_exit(pid)  # asleep, but it would run on
     os.kill(pid, signal.SIGKILL)
     readings = []
@@ -160,27 +159,29 @@ def test_without_the_capability_exit_codes_read_as_0_and_are_not_read() -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root, to read as another user")
     assert can_read_exit_codes()
-    target_ready_r, target_ready_w = os.pipe()
-    target = os.fork()
-    if target == 0:
-        os.close(target_ready_r)
-        _large(target_ready_w)
+    go_r, go_w = os.pipe()
+
+    def target_body(ready: int) -> None:
+        _large(ready)
+        os.read(go_r, 1)  # once the reader reads
         os._exit(3)
-    os.close(target_ready_w)
+
+    target = _started(target_body)
     reader_r, reader_w = os.pipe()
-    reader = os.fork()
-    if reader == 0:
-        os.close(reader_r)
+
+    def reader_body(ready: int) -> None:
         os.setgid(4321)
         os.setuid(4321)  # no capabilities left
-        assert os.read(target_ready_r, 1) == b"x"
+        os.write(ready, b"x")
         seen: set[int | None] = set()
         while os.path.exists(f"/proc/{target}/task"):
             seen.add(settled_status(target))
         os.write(reader_w, json.dumps([can_read_exit_codes(), sorted(seen - {None})]).encode())
         os._exit(0)
+
+    reader = _started(reader_body)
     os.close(reader_w)
-    os.close(target_ready_r)
+    os.write(go_w, b"x")
     os.waitpid(target, 0)
     os.waitpid(reader, 0)
     capable, statuses = json.loads(os.read(reader_r, 4096))

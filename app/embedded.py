@@ -252,8 +252,9 @@ def _serve_one(
         gc.freeze()
         # No access log unless asked for (RANKLAB_ACCESS_LOG): a line per request costs about
         # a tenth of a page's time under load; start-up, errors and warnings are still logged.
-        config = uvicorn.Config(
+        _run_server(
             app,
+            held,
             host=host,
             port=port,
             loop=serving.LOOP,
@@ -261,7 +262,6 @@ def _serve_one(
             **_logging(settings),
             **serving.proxy_options(settings.trusted_proxies),
         )
-        _Server(config, held).run()
     finally:
         if executor is not None:
             stop_executor(executor)
@@ -316,6 +316,11 @@ def _end_by(numbers: list[int]) -> None:
     sys.stderr.flush()
     signal.signal(numbers[0], signal.SIG_DFL)
     signal.raise_signal(numbers[0])
+
+
+def _run_server(app: Any, held: _HeldSignals, **options: Any) -> None:
+    """Serve `app` with uvicorn's options until a stop signal (held ones included)."""
+    _Server(uvicorn.Config(app, **options), held).run()
 
 
 class _Server(uvicorn.Server):

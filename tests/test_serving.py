@@ -74,7 +74,7 @@ def test_a_dicts_keys_read_as_in_plain_jinja_only_without_an_exception_each():
 def served(monkeypatch) -> dict[str, Any]:
     """What `ranklab serve` hands to uvicorn (no server is started)."""
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(embedded.uvicorn, "run", lambda app, **options: seen.update(options))
+    monkeypatch.setattr(embedded, "_run_server", lambda app, held, **options: seen.update(options))
     yield seen
     gc.unfreeze()  # serve freezes what it built, for a long-lived process; not this one's
 
@@ -227,7 +227,7 @@ def test_accepting_pauses_for_a_moment_when_the_host_is_out_of_descriptors(monke
 
 def test_ranklab_serve_runs_on_the_fair_accepting_loop(monkeypatch, sqlite_url):
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(embedded.uvicorn, "run", lambda *args, **options: seen.update(options))
+    monkeypatch.setattr(embedded, "_run_server", lambda *args, **options: seen.update(options))
     monkeypatch.setattr(embedded, "create_app", lambda settings: object())
     embedded.serve(make_settings(sqlite_url), "127.0.0.1", 0, with_executor=False)
     assert seen["loop"] == serving.LOOP

@@ -12,13 +12,15 @@ import errno
 import fcntl
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
 import termios
+import threading
 import time
 import tty
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,14 +57,46 @@ RANKLAB = str(Path(sys.executable).with_name("ranklab"))
 SHELL_JOB = "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:]).returncode)"
 
 
+# What the processes wrote to each terminal (their stderr), kept to be shown when a test fails.
+_SCREENS: dict[int, bytearray] = {}
+
+
+def _watch(controller: int, screen: bytearray, stop: threading.Event) -> None:
+    """Read what is written to the terminal, as its window would: a writer never waits on a full
+    buffer, and reading the controller side leaves the terminal's input queue alone."""
+    while not stop.is_set():
+        if select.select([controller], [], [], 0.1)[0]:
+            try:
+                screen += os.read(controller, 65536)
+            except OSError:  # EIO: nothing holds the terminal any more
+                return
+
+
 @pytest.fixture
 def terminal() -> Iterator[int]:
     """A pseudo-terminal in raw mode: what is pushed into its input stays there to be read."""
     controller, terminal = os.openpty()
     tty.setraw(terminal)
-    yield terminal
-    os.close(controller)
-    os.close(terminal)
+    screen, stop = _SCREENS.setdefault(terminal, bytearray()), threading.Event()
+    watcher = threading.Thread(target=_watch, args=(controller, screen, stop), daemon=True)
+    watcher.start()
+    try:
+        yield terminal
+    finally:
+        stop.set()
+        watcher.join(5)
+        _SCREENS.pop(terminal, None)
+        os.close(controller)
+        os.close(terminal)
+
+
+def _wait_showing(terminal: int, check: Callable[[], bool], what: str) -> None:
+    """wait_for, and on a time-out the last of what was written to the terminal."""
+    try:
+        wait_for(check, 180, what)
+    except AssertionError as error:
+        screen = bytes(_SCREENS.get(terminal, b""))[-4000:].decode(errors="replace")
+        raise AssertionError(f"{error}; its terminal showed:\n{screen}") from None
 
 
 def _from_shell(terminal: int, command: list[str], **options: Any) -> subprocess.Popen[bytes]:
@@ -156,7 +190,7 @@ def served(terminal: int) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
             return False
 
     try:
-        wait_for(healthy, 180, "executor serve to be warm")
+        _wait_showing(terminal, healthy, "executor serve to be warm")
         yield shell, url
     finally:
         os.killpg(shell.pid, signal.SIGTERM)  # the shell's job: the shell and the executor
@@ -188,7 +222,7 @@ def test_nothing_of_an_agent_keeps_the_terminal(terminal: int, redis_url: str) -
         return sum(b"executor.zygote" in cmdline for cmdline in cmdlines) >= 3  # main + 2
 
     try:
-        wait_for(warm_parents, 180, "the agent's warm parents")
+        _wait_showing(terminal, warm_parents, "the agent's warm parents")
         assert _holding_the_terminal(shell.pid) == []
     finally:
         os.killpg(shell.pid, signal.SIGTERM)

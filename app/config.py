@@ -162,7 +162,22 @@ class Settings(BaseSettings):
         default_factory=lambda: max(1, os.cpu_count() or 1),
         ge=1,
         description="Runs this app process sends to the executor at once (as many as the "
-        "embedded executor's slots); more wait, shared round-robin among learners.",
+        "embedded executor's slots); more wait, and a free slot goes to the waiting party with "
+        "the fewest runs going: a signed-in learner is a party of one, the guests of one client "
+        "address (an IPv6 /64) are one party and take turns within it.",
+    )
+    runs_waiting_per_party: int = Field(
+        default=40,
+        ge=1,
+        description="Runs one party (a signed-in learner, or the guests of one client address) "
+        "may have waiting for a slot in this app process; past it, 429 with Retry-After. Room "
+        "for a class of guests behind one NAT address pressing Run together.",
+    )
+    runs_waiting: int = Field(
+        default=200,
+        ge=1,
+        description="Runs all parties together may have waiting for a slot in this app "
+        "process; past it, 503 with Retry-After. Each waiting run holds an open request.",
     )
     lab_code_max_chars: int = Field(
         default=20_000, ge=100, le=200_000, description="The longest code a lab run accepts."

@@ -6,8 +6,8 @@ RankLabError             500  something went wrong on our side
 ├── Forbidden            403  signed in, but not allowed (also a failed CSRF check)
 ├── NotFound             404  no such set, attempt or question (for this user)
 ├── Conflict             409  the request clashes with the state: time up, no attempts left
-├── TooManyRequests      429  over a per-learner limit
-└── Unavailable          503  a service the request needs cannot serve it now
+├── TooManyRequests      429  over a per-learner limit (Retry-After where the wait is known)
+└── Unavailable          503  a service the request needs cannot serve it now (Retry-After, ditto)
     └── Busy             503  too many writes waiting: nothing was stored, retry (Retry-After)
 """
 
@@ -22,9 +22,10 @@ class RankLabError(Exception):
     status_code: ClassVar[int] = 500
     title: ClassVar[str] = "Something went wrong"
 
-    def __init__(self, message: str | None = None) -> None:
+    def __init__(self, message: str | None = None, retry_after: int | None = None) -> None:
         super().__init__(message or self.title)
         self.message = message or self.title
+        self.retry_after = retry_after  # seconds, sent as Retry-After when known
 
 
 class BadRequest(RankLabError):
@@ -83,6 +84,6 @@ class Busy(Unavailable):
     title = "Busy for a moment"
 
     def __init__(self, message: str | None = None, retry_after: int = 2) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
+        super().__init__(message, retry_after)
+        self.retry_after: int = retry_after
         self.resend: dict[str, str] = {}  # fields the busy page's resend adds or replaces

@@ -119,9 +119,15 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         executor = _executor_client(settings)
     app.state.executor = executor
     app.state.executor_health = HealthWatch(executor)  # what pages say of runs (app.runs)
-    # Every run route takes its turn here: one run per learner, a rate, slots round-robin.
-    app.state.run_gate = FairRuns(settings.runs_at_once, rate=settings.runs_per_learner,
-                                  storage=settings.rate_limit_storage)  # fmt: skip
+    # Every run route takes its turn here: one run per learner, a rate, slots shared fairly
+    # among parties (a signed-in learner; the guests of one address), a bounded line.
+    app.state.run_gate = FairRuns(
+        settings.runs_at_once,
+        rate=settings.runs_per_learner,
+        storage=settings.rate_limit_storage,
+        waiting_per_party=settings.runs_waiting_per_party,
+        waiting_in_all=settings.runs_waiting,
+    )
     app.state.verify_jobs = _verify_jobs(executor)  # staff Verify (on the bus: any process)
     live_runs = _live_runs(executor, engine)
     app.state.live_runs = live_runs  # lab runs streaming (on the job bus: from any process)
@@ -363,7 +369,9 @@ def _install_error_handlers(app: FastAPI) -> None:
             # The query too (a class's join link carries its code), escaped to stay one value.
             asked = request.url.path + (f"?{request.url.query}" if request.url.query else "")
             return RedirectResponse(f"/login?next={quote(asked, safe='/')}", status_code=303)
-        return render(request, error.status_code, error.title, error.message)
+        wait = error.retry_after
+        headers = {"Retry-After": str(wait)} if wait is not None else None
+        return render(request, error.status_code, error.title, error.message, headers)
 
     @app.exception_handler(Busy)
     async def busy(request: Request, error: Busy) -> Response:

@@ -44,6 +44,7 @@ from app.deps import (
     SettingsDep,
     SlugId,
     ThrottleDep,
+    client_address,
     wants_json,
 )
 from app.errors import BadRequest, Conflict, NotFound, TooManyRequests, Unavailable
@@ -393,10 +394,12 @@ async def start_run(
     over = _over_limit(throttle, user.id)
     if over is not None:
         return _refuse(request, 429, over[0], {"Retry-After": str(over[1])})
-    try:  # one run at a time across Run it, lessons and labs; their shared rate
-        turn = runs.gate(request).claim(str(user.id))
-    except (Conflict, TooManyRequests) as refusal:
-        return _refuse(request, refusal.status_code, refusal.message)
+    try:  # one run at a time across Run it, lessons and labs; their shared rate and line
+        turn = runs.claim_turn(request, user, client_address(request))
+    except (Conflict, TooManyRequests, Unavailable) as refusal:
+        wait = refusal.retry_after
+        headers = {"Retry-After": str(wait)} if wait is not None else None
+        return _refuse(request, refusal.status_code, refusal.message, headers)
     try:
         run = await run_in_threadpool(
             labs.start_run, session, user.id, lab_id, step_id, nproc, code, now, version
@@ -442,7 +445,8 @@ def _refuse(
 ) -> Response:
     if wants_json(request):
         return JSONResponse({"detail": message}, status_code=status, headers=headers)
-    raise {409: Conflict, 429: TooManyRequests, 503: Unavailable}[status](message)
+    wait = int(headers["Retry-After"]) if headers and "Retry-After" in headers else None
+    raise {409: Conflict, 429: TooManyRequests, 503: Unavailable}[status](message, wait)
 
 
 async def _drive(

@@ -23,6 +23,7 @@ from app.deps import (
     SessionDep,
     SettingsDep,
     SlugId,
+    client_address,
     learner_or_guest,
     signed_in,
 )
@@ -205,7 +206,7 @@ def run_example(
     if lessons.prediction(session, user.id, topic.id, example.id) is None:
         raise Conflict("Predict first: the run shows the answer.")
     order = runs.run_request(example, loaded.lesson_code[example.id])
-    turn = runs.gate(request).claim(str(user.id))  # 409 / 429 before the stream starts
+    turn = runs.claim_turn(request, user, client_address(request))  # 409/429/503 first
     end_read(session)  # the run streams for seconds: hold no transaction meanwhile
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     return StreamingResponse(

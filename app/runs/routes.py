@@ -15,7 +15,14 @@ from app.attempts import sightings
 from app.bus_client import RedisExecutorClient
 from app.challenges.schema import EXECUTABLE_KINDS
 from app.db import end_read
-from app.deps import CatalogDep, CurrentUser, ExecutorDep, QuestionDep, SessionDep
+from app.deps import (
+    CatalogDep,
+    CurrentUser,
+    ExecutorDep,
+    QuestionDep,
+    SessionDep,
+    client_address,
+)
 from app.errors import Conflict, NotFound, TooManyRequests, Unavailable
 from app.executor_client import ExecutorUnavailable
 from app.fanout import TooManyReaders
@@ -30,12 +37,14 @@ router = APIRouter()
 def run_snippet(
     request: Request,
     asked: QuestionDep,
+    user: CurrentUser,
     session: SessionDep,
     catalog: CatalogDep,
     executor: ExecutorDep,
 ) -> StreamingResponse:
     """Run it: stream each rank's output (SSE) once the question is closed, then the result
-    (409 while the learner has a run going, 429 over their rate); a proven hang's unchanged
+    (409 while the learner has a run going, 429 over their rate or their party's line, 503 with
+    the whole line full); a proven hang's unchanged
     snippet gets the result verify recorded, at once (app.runs.recorded)."""
     attempt, row, item = asked.attempt, asked.row, asked.item
     loaded = catalog.get(attempt.set_id, attempt.content_version)
@@ -68,7 +77,7 @@ def run_snippet(
     if code is None:
         raise NotFound("This question has no snippet to run.")
     order = runs.run_request(item, code)
-    turn = runs.gate(request).claim(str(attempt.user_id))
+    turn = runs.claim_turn(request, user, client_address(request))
     end_read(session)  # the run streams for seconds: hold no transaction meanwhile
     return StreamingResponse(
         runs.turn_events(executor, order, turn), media_type="text/event-stream", headers=headers

@@ -14,8 +14,10 @@ import anyio.to_thread
 from starlette.requests import Request
 
 from app import metrics
+from app.accounts.models import User
 from app.challenges.base import Backend, Launch
 from app.executor_client import ExecutorClient, ExecutorUnavailable, NoExecutor, RunEvent
+from app.runs import fair
 from app.runs.fair import WAITING, FairRuns, Turn
 from executor.bus import MAX_OUTPUT_EVENTS
 from executor.contract import OutputEvent, RunRequest, RunResult
@@ -120,6 +122,14 @@ def gate(request: Request) -> FairRuns:
     """The app's fair gate that every run route claims a turn from (app.runs.fair)."""
     run_gate: FairRuns = request.app.state.run_gate
     return run_gate
+
+
+def claim_turn(request: Request, user: User, address: str) -> Turn:
+    """Claim the learner's turn at the gate in their party: their own once signed in, as a
+    guest their client `address`'s (app.deps.client_address); 409, 429 or 503 before anything
+    starts."""
+    party = fair.party_of(str(user.id), user.is_guest, address)
+    return gate(request).claim(str(user.id), party)
 
 
 def turn_events(executor: ExecutorClient, order: RunRequest, turn: Turn) -> AsyncIterator[str]:

@@ -73,6 +73,7 @@ def test_runs_beyond_the_learners_rate_are_refused(app_factory, sqlite_url) -> N
     assert answers == [200, 200, 200]
     assert refused.status_code == 429
     assert "wait" in refused.json()["detail"]
+    assert int(refused.headers["Retry-After"]) >= 1  # the wait the message names
 
 
 @dataclass

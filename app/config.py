@@ -115,9 +115,24 @@ class Settings(BaseSettings):
     )
     login_limit_per_account: str = Field(
         default="200/hour",
-        description="Failed log-ins allowed at one username from all addresses together: "
-        "guessing one password from many addresses stays slow. Above the per-address hourly "
-        "limit, so that one address alone cannot lock the owner out.",
+        description="Failed log-ins allowed at one username from all browsers without its "
+        "device cookie together: guessing one password from many addresses stays slow. Above "
+        "the per-address hourly limit, so that one address alone cannot fill it; filled from "
+        "many, it holds back strangers, not the owner's browsers (login_limit_per_device).",
+    )
+    login_limit_per_device: str = Field(
+        default="5/minute;20/hour",
+        description="Failed log-ins allowed from one browser carrying the account's device "
+        "cookie (given to a browser when it signs in to the account): such a log-in is exempt "
+        "from login_limit_per_account, and a device past this limit loses its exemption "
+        "until its failures leave the window.",
+    )
+    device_cookie_days: int = Field(
+        default=365,
+        ge=1,
+        le=3650,
+        description="How long a browser keeps the device cookie naming the last account it "
+        "signed in to (renewed at every sign-in).",
     )
     login_limit_per_address: str = Field(
         default="300/minute",
@@ -259,6 +274,7 @@ class Settings(BaseSettings):
     @field_validator(
         "login_limit_per_account",
         "login_limit_per_account_address",
+        "login_limit_per_device",
         "login_limit_per_address",
         "register_limit_per_address",
         "guest_limit_per_address",

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 # Put a secret in the environment the executor is started from: no rank may ever see it.
 os.environ.setdefault("RANKLAB_TEST_SECRET", CANARY)
+# Settings built without a secret key (the defaults' tests, the CLI's) make one for the install:
+# in a folder of this run's, not in the checkout's var/.
+os.environ.setdefault("RANKLAB_STATE_DIR", tempfile.mkdtemp(prefix="ranklab-test-state-"))
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TEST_CHALLENGES = FIXTURES / "challenges"

@@ -7,10 +7,13 @@ from pathlib import Path
 from typing import Literal
 
 import limits
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app import secret_file
+
 ROOT = Path(__file__).resolve().parents[1]
+# The value once shipped as the default: public, so it counts as no secret at all.
 PLACEHOLDER_SECRET = "change-me-in-production"
 
 
@@ -90,7 +93,18 @@ class Settings(BaseSettings):
         description="How often (seconds) each process sends the scores owed to LMSs over LTI "
         "(the score outbox); 0: never by itself (only the class page's Send grades).",
     )
-    secret_key: str = PLACEHOLDER_SECRET
+    state_dir: Path = Field(
+        default=ROOT / "var",
+        description="The folder of this install's local state (the SQLite file of `make "
+        "migrate`, and the secret key made when none is set, in its file `secret-key`).",
+    )
+    secret_key: str = Field(
+        default="",
+        description="The key that signs sessions' CSRF tokens, first-arrival stamps, flashcard "
+        "tokens and device cookies (RANKLAB_SECRET_KEY): a long random value. Required in "
+        "production; unset (or the old placeholder) elsewhere, a random one is made once per "
+        "install and kept in state_dir/secret-key (mode 0600), which every process reads.",
+    )
     cookie_secure: bool = False
     session_days: int = 30
     grace_seconds: float = Field(
@@ -115,9 +129,24 @@ class Settings(BaseSettings):
     )
     login_limit_per_account: str = Field(
         default="200/hour",
-        description="Failed log-ins allowed at one username from all addresses together: "
-        "guessing one password from many addresses stays slow. Above the per-address hourly "
-        "limit, so that one address alone cannot lock the owner out.",
+        description="Failed log-ins allowed at one username from all browsers without its "
+        "device cookie together: guessing one password from many addresses stays slow. Above "
+        "the per-address hourly limit, so that one address alone cannot fill it; filled from "
+        "many, it holds back strangers, not the owner's browsers (login_limit_per_device).",
+    )
+    login_limit_per_device: str = Field(
+        default="5/minute;20/hour",
+        description="Failed log-ins allowed from one browser carrying the account's device "
+        "cookie (given to a browser when it signs in to the account): such a log-in is exempt "
+        "from login_limit_per_account, and a device past this limit loses its exemption "
+        "until its failures leave the window.",
+    )
+    device_cookie_days: int = Field(
+        default=365,
+        ge=1,
+        le=3650,
+        description="How long a browser keeps the device cookie naming the last account it "
+        "signed in to (renewed at every sign-in).",
     )
     login_limit_per_address: str = Field(
         default="300/minute",
@@ -274,6 +303,7 @@ class Settings(BaseSettings):
     @field_validator(
         "login_limit_per_account",
         "login_limit_per_account_address",
+        "login_limit_per_device",
         "login_limit_per_address",
         "register_limit_per_address",
         "guest_limit_per_address",
@@ -287,11 +317,22 @@ class Settings(BaseSettings):
             raise ValueError(f"{value!r} is not a rate limit such as 10/minute") from error
         return value
 
+    # Where the secret key came from when none was set (app.main says so in the log).
+    _secret_key_file: Path | None = PrivateAttr(default=None)
+
     @model_validator(mode="after")
-    def _no_placeholder_secret_in_production(self) -> Settings:
-        if self.environment == "production" and self.secret_key == PLACEHOLDER_SECRET:
+    def _a_secret_of_its_own(self) -> Settings:
+        if self.secret_key not in ("", PLACEHOLDER_SECRET):
+            return self
+        if self.environment == "production":
             raise ValueError("set RANKLAB_SECRET_KEY to a long random value in production")
+        self.secret_key, self._secret_key_file = secret_file.read_or_make(self.state_dir)
         return self
+
+    @property
+    def secret_key_file(self) -> Path | None:
+        """The file holding the secret key made for this install, if none was set."""
+        return self._secret_key_file
 
     @model_validator(mode="after")
     def _reload_templates_in_development_only(self) -> Settings:

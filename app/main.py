@@ -73,6 +73,12 @@ log = logging.getLogger("ranklab")
 def create_app(settings: Settings | None = None, executor: ExecutorClient | None = None) -> FastAPI:
     """Build the app: database engine, catalog (broken files reported, not fatal), routes."""
     settings = settings or Settings()
+    if settings.secret_key_file is not None:
+        log.warning(
+            "RANKLAB_SECRET_KEY is not set: signing with the secret made for this install, kept "
+            "in %s (keep it private; production needs RANKLAB_SECRET_KEY)",
+            settings.secret_key_file,
+        )
     engine = make_engine(
         settings.database_url,
         settings.database_pool_size,

@@ -3,6 +3,7 @@ and one warm executor for the session (tests/executor and tests/parity share it)
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sqlite3
@@ -30,6 +31,11 @@ if TYPE_CHECKING:
 
 # Put a secret in the environment the executor is started from: no rank may ever see it.
 os.environ.setdefault("RANKLAB_TEST_SECRET", CANARY)
+# Settings built without a secret key (the defaults' tests, the CLI's) make one for the install:
+# in a folder of this run's, not in the checkout's var/.
+if "RANKLAB_STATE_DIR" not in os.environ:
+    os.environ["RANKLAB_STATE_DIR"] = tempfile.mkdtemp(prefix="ranklab-test-state-")
+    atexit.register(shutil.rmtree, os.environ["RANKLAB_STATE_DIR"], ignore_errors=True)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TEST_CHALLENGES = FIXTURES / "challenges"

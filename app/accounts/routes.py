@@ -7,9 +7,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 
+from app.accounts import rules
 from app.accounts import service as accounts
 from app.accounts.models import Role, TimeAccommodation, User
 from app.accounts.throttle import Refusal
+from app.config import Settings
 from app.deps import (
     SESSION_COOKIE,
     AdminUser,
@@ -29,6 +31,7 @@ from app.deps import (
 from app.errors import BadRequest, Conflict
 
 router = APIRouter()
+DEVICE_COOKIE = "ranklab_device"
 TextField = Annotated[str, Form(max_length=1000)]
 NextField = Annotated[str, Form(max_length=500)]
 
@@ -38,6 +41,22 @@ def _safe_next(target: str | None) -> str:
     if target and target.startswith("/") and not target.startswith("//"):
         return target
     return "/"
+
+
+def _remember_device(response: Response, user: User, settings: Settings) -> None:
+    """Give the browser that signed in to this account a new device cookie naming it."""
+    value = rules.device_cookie(
+        settings.secret_key, user.username or "", accounts.new_device_nonce()
+    )
+    response.set_cookie(
+        DEVICE_COOKIE,
+        value,
+        max_age=settings.device_cookie_days * 86400,
+        path="/login",  # read only by log-ins
+        httponly=True,
+        samesite="lax",
+        secure=settings.cookie_secure,
+    )
 
 
 def _too_many(
@@ -94,12 +113,13 @@ def login(
 ):
     """Check the password (within the attempt limits) and open a new session."""
     address = client_address(request)
-    refusal = throttle.login(username, address)
+    device = rules.device_of(settings.secret_key, request.cookies.get(DEVICE_COOKIE), username)
+    refusal = throttle.login(username, address, device)
     if refusal is not None:
         return _too_many(request, "login.html", {"next": _safe_next(next)}, refusal)
     user = accounts.authenticate(session, username.strip(), password)
     if user is None:
-        throttle.login_failed(username, address)
+        throttle.login_failed(username, address, device)
         return request.app.state.templates.TemplateResponse(
             request,
             "login.html",
@@ -110,6 +130,7 @@ def login(
     token = accounts.replace_session(
         session, request.cookies.get(SESSION_COOKIE), user, now, settings.session_days
     )
+    _remember_device(response, user, settings)
     return sign_in(request, response, token, settings)
 
 
@@ -156,6 +177,7 @@ def register(
         settings.session_days,
         end_all_of_user=guest is not None,
     )
+    _remember_device(response, account, settings)
     return sign_in(request, response, token, settings)
 
 

@@ -213,6 +213,11 @@ def new_csrf_seed() -> str:
     return secrets.token_urlsafe(32)
 
 
+def new_device_nonce() -> str:
+    """Return a fresh random nonce for a device cookie (app.accounts.rules.device_cookie)."""
+    return secrets.token_urlsafe(16)
+
+
 def csrf_token(secret_key: str, seed: str) -> str:
     """Derive the form token from the visitor's CSRF cookie (the raw cookie never enters HTML)."""
     return hmac.new(secret_key.encode(), seed.encode(), hashlib.sha256).hexdigest()

@@ -12,10 +12,18 @@ probing which usernames exist). Every attempt from an address still counts towar
 ceiling that bounds the argon2 work it can make the server do, and so do sign-ups. The counts live
 in `rate_limit_storage`: memory:// is per process, so several workers or hosts need a shared
 store (redis://, memcached://).
+
+The account's ceiling can be filled by strangers: failures from 20 addresses in a minute locked
+the owner out everywhere. So a browser that signed in to the account before, and carries its
+signed device cookie (app.accounts.rules), is exempt from it: its failures count against its
+own device's window instead, and a device past that window is treated as any other browser
+(OWASP's device cookies). Addresses are keyed as one subscriber holds them: an IPv6 address by
+its /64, which one home or phone is given whole.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import time
 from dataclasses import dataclass
@@ -24,9 +32,12 @@ from limits import RateLimitItem, parse_many
 from limits.storage import storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
+from app.accounts.rules import account_key
 from app.config import Settings
 
-# Usernames are at most 40 characters; a longer one names no account, so it need not be a key.
+# An IPv6 subscriber is given a /64 (RFC 6177) and may use any address in it: limits per
+# address would give one person 2^64 of them.
+_IPV6_SUBSCRIBER_PREFIX = 64
 _MAX_KEY_LENGTH = 64
 
 
@@ -46,24 +57,27 @@ class Refusal:
 
 class Throttle:
     """Counts log-in attempts per (account, address) and per address, failed log-ins per
-    account and per address, sign-ups and new guests per address, lab runs per learner."""
+    account (from browsers without its device cookie), per device and per address, sign-ups and
+    new guests per address, lab runs per learner."""
 
     def __init__(self, settings: Settings) -> None:
         self._limiter = MovingWindowRateLimiter(storage_from_string(settings.rate_limit_storage))
         self._login_per_pair = parse_many(settings.login_limit_per_account_address)
         self._failures_per_account = parse_many(settings.login_limit_per_account)
+        self._failures_per_device = parse_many(settings.login_limit_per_device)
         self._login_per_address = parse_many(settings.login_limit_per_address)
         self._failures_per_address = parse_many(settings.login_failures_per_address)
         self._register_per_address = parse_many(settings.register_limit_per_address)
         self._guests_per_address = parse_many(settings.guest_limit_per_address)
         self._lab_runs_per_learner = parse_many(settings.lab_runs_per_learner)
 
-    def login(self, username: str, address: str) -> Refusal | None:
-        """Count one log-in attempt; return a refusal if this account from this address, the
-        address's attempts or failures, or the account's failures from anywhere are over their
-        limits."""
-        account = _account_key(username)
-        over = self._over(self._failures_per_account, ("login-failed", account)) or self._over(
+    def login(self, username: str, address: str, device: str | None = None) -> Refusal | None:
+        """Count one log-in attempt; return a refusal if this account from this address, or the
+        address's attempts or failures, are over their limits, or the failures that hold this
+        attempt are: its device's if it carries the account's device cookie (`device`, its
+        nonce) and that device is not over them, else the account's from every browser."""
+        account, address = account_key(username), address_key(address)
+        over = self._over(*self._failures_holding(account, device)) or self._over(
             self._failures_per_address, ("login-failed-address", address)
         )
         return over or self._count(
@@ -71,23 +85,35 @@ class Throttle:
             *[(limit, ("login-address", address)) for limit in self._login_per_address],
         )
 
-    def login_failed(self, username: str, address: str) -> None:
-        """Count a wrong password (or an unknown name) towards the account's ceiling and the
-        address's."""
-        for limit in self._failures_per_account:
-            self._limiter.hit(limit, "login-failed", _account_key(username))
+    def login_failed(self, username: str, address: str, device: str | None = None) -> None:
+        """Count a wrong password (or an unknown name) towards the address's ceiling, and the
+        device's (with a device cookie not over its limit) or else the account's."""
+        limits, keys = self._failures_holding(account_key(username), device)
+        for limit in limits:
+            self._limiter.hit(limit, *keys)
         for limit in self._failures_per_address:
-            self._limiter.hit(limit, "login-failed-address", address)
+            self._limiter.hit(limit, "login-failed-address", address_key(address))
+
+    def _failures_holding(
+        self, account: str, device: str | None
+    ) -> tuple[list[RateLimitItem], tuple[str, ...]]:
+        """The failure windows an attempt at `account` counts in: its device's while that
+        device is within them, else the account's, shared by every browser without a cookie."""
+        if device is not None:
+            keys = ("login-failed-device", account, device[:_MAX_KEY_LENGTH])
+            if all(self._limiter.test(limit, *keys) for limit in self._failures_per_device):
+                return self._failures_per_device, keys
+        return self._failures_per_account, ("login-failed", account)
 
     def register(self, address: str) -> Refusal | None:
         """Count one sign-up attempt; return a refusal if the address is over its limit."""
-        return self._count(
-            *[(lim, ("register-address", address)) for lim in self._register_per_address]
-        )
+        key = ("register-address", address_key(address))
+        return self._count(*[(lim, key) for lim in self._register_per_address])
 
     def guest(self, address: str) -> Refusal | None:
         """Count one new guest; return a refusal if the address is over its limit."""
-        return self._count(*[(lim, ("guest-address", address)) for lim in self._guests_per_address])
+        key = ("guest-address", address_key(address))
+        return self._count(*[(lim, key) for lim in self._guests_per_address])
 
     def lab_run(self, user_id: int) -> Refusal | None:
         """Count one lab run of a learner; return a refusal if they are over their limit."""
@@ -115,5 +141,15 @@ class Throttle:
         return Refusal(retry_after_s=max(1, math.ceil(reset_at - time.time())))
 
 
-def _account_key(username: str) -> str:
-    return username.strip().casefold()[:_MAX_KEY_LENGTH]
+def address_key(address: str) -> str:
+    """The client address as limits count it: an IPv6 address by its /64, an IPv4-mapped one as
+    IPv4, another by itself."""
+    try:
+        parsed = ipaddress.ip_address(address.partition("%")[0])  # no zone (fe80::1%eth0)
+    except ValueError:
+        return address[:_MAX_KEY_LENGTH]  # "unknown": no peer address at all
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.IPv6Network((parsed, _IPV6_SUBSCRIBER_PREFIX), strict=False))
+    return str(parsed)

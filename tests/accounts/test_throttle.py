@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from app.accounts.throttle import Throttle
+from app.accounts.throttle import Throttle, address_key
 from app.config import Settings
 from tests.conftest import make_settings
 from tests.support.learner import Learner
@@ -31,6 +31,8 @@ def test_too_many_log_ins_to_one_account_get_429_with_retry_after_on_the_form(vi
     visitor.get("/")
     visitor.post("/register", {"username": "ada", "password": "correct horse"})
     visitor.post("/logout")
+    # A browser that has not signed in to ada: hers would count against its own device's limit.
+    visitor.client.cookies.delete("ranklab_device")
     for _ in range(3):
         assert wrong_login(visitor, "ada").status_code == 400
     refused = wrong_login(visitor, "ada")
@@ -96,10 +98,43 @@ def test_failures_at_one_account_from_many_addresses_meet_its_ceiling(sqlite_url
     assert throttle.login("grace", "192.0.2.4") is None  # another account is not
 
 
+def test_a_device_of_the_account_is_exempt_from_its_ceiling_until_it_fails_too_often(
+    sqlite_url,
+):
+    throttle = Throttle(
+        make_settings(
+            sqlite_url, login_limit_per_account="2/minute", login_limit_per_device="2/minute"
+        )
+    )
+    for address in ("192.0.2.1", "192.0.2.2"):
+        assert throttle.login("ada", address) is None
+        throttle.login_failed("ada", address)
+    assert throttle.login("ada", "192.0.2.3") is not None  # strangers filled the ceiling
+    assert throttle.login("ada", "192.0.2.3", device="owners-nonce") is None
+    throttle.login_failed("ada", "192.0.2.3", device="owners-nonce")
+    assert throttle.login("ada", "192.0.2.4", device="owners-nonce") is None
+    throttle.login_failed("ada", "192.0.2.4", device="owners-nonce")
+    assert throttle.login("ada", "192.0.2.5", device="owners-nonce") is not None  # its own: full
+    assert throttle.login("ada", "192.0.2.5", device="another-browser") is None
+
+
+def test_an_ipv6_address_counts_as_its_64_and_a_mapped_ipv4_as_itself():
+    assert (
+        address_key("2001:db8:1:2:aaaa::1")
+        == address_key("2001:db8:1:2::ffff")
+        == ("2001:db8:1:2::/64")
+    )
+    assert address_key("2001:db8:1:3::1") != address_key("2001:db8:1:2::1")
+    assert address_key("::ffff:192.0.2.7") == address_key("192.0.2.7") == "192.0.2.7"
+    assert address_key("fe80::1%eth0") == "fe80::/64"
+    assert address_key("unknown") == "unknown"
+
+
 def test_limits_are_settings_and_bad_ones_are_refused_at_start():
     settings = Settings()
     assert settings.login_limit_per_account_address == "10/minute;50/hour"
     assert settings.login_limit_per_account == "200/hour"
+    assert settings.login_limit_per_device == "5/minute;20/hour"
     assert settings.guest_limit_per_address == "240/minute;1000/hour"
     assert settings.trusted_proxies == ""
     assert settings.login_limit_per_address == "300/minute"

@@ -305,8 +305,10 @@ class Settings(BaseSettings):
         "login_limit_per_account_address",
         "login_limit_per_device",
         "login_limit_per_address",
+        "login_failures_per_address",
         "register_limit_per_address",
         "guest_limit_per_address",
+        "lab_runs_per_learner",
         "runs_per_learner",
     )
     @classmethod

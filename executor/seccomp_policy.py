@@ -19,6 +19,15 @@ read).
 Arguments are checked where the call alone would say too little:
 - clone: allowed only without namespace flags (a rank is uid nobody, but a new user namespace
   would make it "root" there, with mount and much more kernel code in reach);
+- inotify_init, inotify_init1, inotify_add_watch, inotify_rm_watch: ENOSYS, what a kernel built
+  without inotify answers. A watch reports by name every open, read and exec of a watched
+  directory's files, whoever makes them, and a run shares mounts with the host (/usr is a bind
+  of the host's) and with every other run (the Python and virtualenv overlays): a watch on
+  /usr/bin or json/__pycache__ named what the host ran and what another run imported. The path
+  sits in memory BPF cannot read, and a copy of the shared trees per run would cost far more
+  than watching is worth to a snippet; file watchers (watchdog, tail -f) take an error from
+  inotify_init as "no inotify" and poll instead. EPERM would read as a real failure, as for
+  clone3. (fanotify is not named at all: EPERM);
 - clone3: ENOSYS, as Docker does. Its flags sit in memory BPF cannot read; glibc (pthread_create,
   posix_spawn) treats ENOSYS as "older kernel" and falls back to clone, which is checked above.
   EPERM would be taken as a real failure: no thread, no subprocess;
@@ -77,8 +86,7 @@ ALLOWED = (
     "mknod", "mknodat", "umask", "chdir", "fchdir", "getcwd", "getxattr", "lgetxattr",
     "fgetxattr", "listxattr", "llistxattr", "flistxattr", "setxattr", "lsetxattr", "fsetxattr",
     "removexattr", "lremovexattr", "fremovexattr", "sendfile", "copy_file_range", "splice",
-    "tee", "vmsplice", "fcntl", "dup", "dup2", "dup3", "pipe", "pipe2", "ioctl",
-    "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "memfd_create",
+    "tee", "vmsplice", "fcntl", "dup", "dup2", "dup3", "pipe", "pipe2", "ioctl", "memfd_create",
     # waiting for events
     "poll", "ppoll", "select", "pselect6", "epoll_create", "epoll_create1", "epoll_ctl",
     "epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd", "eventfd2", "signalfd", "signalfd4",
@@ -123,6 +131,8 @@ NEWER_THAN_LIBSECCOMP = {
     "futex_requeue": 456, "mseal": 462,
 }  # fmt: skip
 
+# Refused as a kernel without inotify refuses them (ENOSYS): see the module's docstring.
+INOTIFY = ("inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch")
 SOCKET_FAMILIES = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6)
 NETLINK_ROUTE = 0
 # Every CLONE_NEW* flag: NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET.
@@ -169,6 +179,8 @@ def build(arch: str | None = None) -> Any:
     arg = seccomp.Arg
     _add(seccomp, rules, seccomp.ALLOW, "clone", arg(0, seccomp.MASKED_EQ, NAMESPACE_FLAGS, 0))
     _add(seccomp, rules, seccomp.ERRNO(errno.ENOSYS), "clone3")
+    for name in INOTIFY:
+        _add(seccomp, rules, seccomp.ERRNO(errno.ENOSYS), name)
     for family in SOCKET_FAMILIES:
         _add(seccomp, rules, seccomp.ALLOW, "socket", arg(0, seccomp.EQ, family))
     _add(

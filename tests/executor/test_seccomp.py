@@ -179,3 +179,15 @@ def test_the_same_list_makes_an_allow_list_on_arm64_and_x86_64(arch: str) -> Non
         assert absent not in text
     default = text.split("# default action", 1)[1]
     assert default.split()[1] == "ERRNO(1);"  # EPERM for all the rest
+
+
+# x86-64 numbers: inotify_init, inotify_add_watch, inotify_rm_watch, inotify_init1.
+INOTIFY = {"inotify_init": 253, "inotify_add_watch": 254, "inotify_rm_watch": 255,
+           "inotify_init1": 294}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(INOTIFY))
+def test_inotify_answers_as_a_kernel_without_it(name: str) -> None:
+    # A watch would name what the host and other runs open in the mounts a run shares with
+    # them (/usr, the Python tree); ENOSYS makes a file watcher fall back to polling.
+    assert probe(raw(INOTIFY[name], -1, 0, 0)) == errno.ENOSYS

@@ -207,7 +207,7 @@ def run_rank(launch: RankLaunch, prepared: Prepared | None = None) -> NoReturn:
     if launch.delay_s > 0:
         # Drawn by verify, not here: the snippet's generators stay as a fresh process has them.
         time.sleep(launch.delay_s)
-        _first_write_delay[0] = launch.delay_s
+        _first_write.arm(launch.delay_s)
         # The launch is reachable from the snippet (its caller's frames, gc): once served, a
         # perturbed rank's launch reads as an unperturbed one's.
         launch.delay_s = 0.0
@@ -349,10 +349,33 @@ def _redirect(launch: RankLaunch) -> None:
     sys.stderr = _text_stream(2, "backslashreplace", unbuffered)
 
 
-# Verify's delay before the first write to stdout, set by run_rank. Not on the stream itself:
-# whatever a snippet can see of its streams (their type, attributes) is the same with and
-# without the perturbation (rank_delays_s), so no snippet can behave otherwise when perturbed.
-_first_write_delay = [0.0]
+class _FirstWrite:
+    """Verify's delay before a rank's first write to stdout (armed by run_rank), held in a slot
+    of one object whose name and type are the same in every run, not on the stream (whatever a
+    snippet can see of its streams is the same with and without rank_delays_s) nor as a plain
+    module value (sys.modules["executor.rank"] read [1.0] or [0.0] before a first print).
+
+    Not a secret: the slot is still in the rank's memory, so a snippet that looks for it (or
+    walks gc.get_objects()) reads it before its first write. Only a gate held outside the
+    rank would hide it: see docs/executor.md, "Verify's perturbation"."""
+
+    __slots__ = ("_seconds",)
+
+    def __init__(self) -> None:
+        self._seconds = 0.0
+
+    def arm(self, seconds: float) -> None:
+        """Wait `seconds` before the next first write to stdout."""
+        self._seconds = seconds
+
+    def wait(self) -> None:
+        """Serve the armed delay, once."""
+        seconds, self._seconds = self._seconds, 0.0
+        if seconds:
+            time.sleep(seconds)
+
+
+_first_write = _FirstWrite()
 
 
 class _Stream(io.TextIOWrapper):
@@ -361,9 +384,8 @@ class _Stream(io.TextIOWrapper):
     the snippet itself orders it). Named as the interpreter's own streams' type is."""
 
     def write(self, text: str) -> int:
-        if _first_write_delay[0] and text and self.fileno() == 1:
-            delay, _first_write_delay[0] = _first_write_delay[0], 0.0
-            time.sleep(delay)
+        if _first_write._seconds and text and self.fileno() == 1:
+            _first_write.wait()
         return super().write(text)
 
 

@@ -19,6 +19,15 @@ read).
 Arguments are checked where the call alone would say too little:
 - clone: allowed only without namespace flags (a rank is uid nobody, but a new user namespace
   would make it "root" there, with mount and much more kernel code in reach);
+- inotify_init, inotify_init1, inotify_add_watch, inotify_rm_watch: ENOSYS, what a kernel built
+  without inotify answers. A watch reports by name every open, read and exec of a watched
+  directory's files, whoever makes them, and a run shares mounts with the host (/usr is a bind
+  of the host's) and with every other run (the Python and virtualenv overlays): a watch on
+  /usr/bin or json/__pycache__ named what the host ran and what another run imported. The path
+  sits in memory BPF cannot read, and a copy of the shared trees per run would cost far more
+  than watching is worth to a snippet; file watchers (watchdog, tail -f) take an error from
+  inotify_init as "no inotify" and poll instead. EPERM would read as a real failure, as for
+  clone3. (fanotify is not named at all: EPERM);
 - clone3: ENOSYS, as Docker does. Its flags sit in memory BPF cannot read; glibc (pthread_create,
   posix_spawn) treats ENOSYS as "older kernel" and falls back to clone, which is checked above.
   EPERM would be taken as a real failure: no thread, no subprocess;
@@ -31,15 +40,26 @@ Arguments are checked where the call alone would say too little:
   so a rank could tell which host files (the shared /usr, the Python tree) other runs have just
   read, a side channel between runs. Refused with EOPNOTSUPP, what a file that cannot do
   non-blocking reads answers, so a caller falls back to a plain read;
+- fadvise64 (posix_fadvise) and madvise: without the advice that drops a file's pages from the
+  page cache, for everyone: POSIX_FADV_DONTNEED (and NOREUSE, which keeps pages read through the
+  file from being promoted) and MADV_PAGEOUT / MADV_COLD. Evicting a shared file (the host's
+  /usr, the Python tree) and then timing a read of it tells whether the host or another run read
+  it meanwhile (flush+reload: a cold read took 250-500 us, a cached one 3 us). Advice is a
+  hint, so it is refused as a no-op that succeeds (ERRNO(0): the call returns 0 without
+  running); no caller can tell, none relies on it. The other advice is named one by one (the
+  kernel reads it as an int: a rule on a range would let 21 with a high bit set through), so an
+  advice a newer kernel adds answers EPERM until it is named. The kernel already declines to
+  page out a file the caller could not write, MADV_PAGEOUT's own side channel (5.x); fadvise
+  has no such check. mincore reports a file's cached pages only to who could write it;
 - personality: only the query and PER_LINUX (other personalities re-enable old behaviours,
   e.g. READ_IMPLIES_EXEC).
 
 GPU ranks (CUDA driver, NCCL) need ioctl on /dev/nvidia* (allowed for any request: the driver's
 interface is ioctl, and the device nodes a run sees are only its own GPUs'), mmap/mremap/munmap/
-mprotect/madvise with any flags, mlock (pinned host memory; RLIMIT_MEMLOCK bounds it), the NUMA
-calls mbind/get_mempolicy/set_mempolicy, sched_setaffinity, eventfd2, memfd_create, shm files
-under /dev/shm (openat, ftruncate, fallocate, unlink) and unix sockets with SCM_RIGHTS for
-cuMem handles. All of those are named.
+mprotect, madvise (every advice but COLD and PAGEOUT, above), mlock (pinned host memory;
+RLIMIT_MEMLOCK bounds it), the NUMA calls mbind/get_mempolicy/set_mempolicy, sched_setaffinity,
+eventfd2, memfd_create, shm files under /dev/shm (openat, ftruncate, fallocate, unlink) and
+unix sockets with SCM_RIGHTS for cuMem handles. All of those are named.
 
 Compiled once: libseccomp builds the BPF program in the zygote (program(), cached, a few ms);
 each rank only hands those bytes to prctl(PR_SET_SECCOMP) (install()), which costs microseconds.
@@ -72,19 +92,18 @@ ALLOWED = (
     "faccessat2", "readlink", "readlinkat", "getdents", "getdents64", "mkdir", "mkdirat",
     "rmdir", "unlink", "unlinkat", "rename", "renameat", "renameat2", "link", "linkat",
     "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "chown", "fchown", "fchownat",
-    "lchown", "truncate", "ftruncate", "fallocate", "fadvise64", "readahead", "flock", "fsync",
+    "lchown", "truncate", "ftruncate", "fallocate", "readahead", "flock", "fsync",
     "fdatasync", "sync_file_range", "utime", "utimes", "utimensat", "futimesat",
     "mknod", "mknodat", "umask", "chdir", "fchdir", "getcwd", "getxattr", "lgetxattr",
     "fgetxattr", "listxattr", "llistxattr", "flistxattr", "setxattr", "lsetxattr", "fsetxattr",
     "removexattr", "lremovexattr", "fremovexattr", "sendfile", "copy_file_range", "splice",
-    "tee", "vmsplice", "fcntl", "dup", "dup2", "dup3", "pipe", "pipe2", "ioctl",
-    "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "memfd_create",
+    "tee", "vmsplice", "fcntl", "dup", "dup2", "dup3", "pipe", "pipe2", "ioctl", "memfd_create",
     # waiting for events
     "poll", "ppoll", "select", "pselect6", "epoll_create", "epoll_create1", "epoll_ctl",
     "epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd", "eventfd2", "signalfd", "signalfd4",
     "timerfd_create", "timerfd_settime", "timerfd_gettime",
     # memory
-    "brk", "mmap", "munmap", "mprotect", "mremap", "madvise", "mincore", "msync", "mlock",
+    "brk", "mmap", "munmap", "mprotect", "mremap", "mincore", "msync", "mlock",
     "mlock2", "munlock", "mlockall", "munlockall", "mbind", "get_mempolicy", "set_mempolicy",
     "pkey_alloc", "pkey_free", "pkey_mprotect", "membarrier",
     # processes, threads, signals
@@ -123,11 +142,23 @@ NEWER_THAN_LIBSECCOMP = {
     "futex_requeue": 456, "mseal": 462,
 }  # fmt: skip
 
+# Refused as a kernel without inotify refuses them (ENOSYS): see the module's docstring.
+INOTIFY = ("inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch")
 SOCKET_FAMILIES = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6)
 NETLINK_ROUTE = 0
 # Every CLONE_NEW* flag: NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET.
 NAMESPACE_FLAGS = 0x7E020000
 PER_LINUX, PERSONALITY_QUERY = 0x0, 0xFFFFFFFF
+# posix_fadvise's advice (its fourth argument; the same values on x86-64 and arm64): NORMAL,
+# RANDOM, SEQUENTIAL, WILLNEED run; DONTNEED and NOREUSE are answered 0 without running.
+FADVISE_RUN, FADVISE_IGNORED = (0, 1, 2, 3), (4, 5)
+# madvise's advice (its third argument; asm-generic, so x86-64's and arm64's): NORMAL, RANDOM,
+# SEQUENTIAL, WILLNEED, DONTNEED, FREE, REMOVE, DONTFORK, DOFORK, MERGEABLE, UNMERGEABLE,
+# HUGEPAGE, NOHUGEPAGE, DONTDUMP, DODUMP, WIPEONFORK, KEEPONFORK, POPULATE_READ, POPULATE_WRITE,
+# DONTNEED_LOCKED, COLLAPSE, GUARD_INSTALL, GUARD_REMOVE run (HWPOISON and SOFT_OFFLINE need a
+# capability a rank lacks); COLD and PAGEOUT are answered 0 without running.
+MADVISE_RUN = (0, 1, 2, 3, 4, *range(8, 20), 22, 23, 24, 25, 102, 103)
+MADVISE_IGNORED = (20, 21)
 RWF_NOWAIT = 0x8  # preadv2's flags are its sixth argument on every 64-bit architecture
 
 
@@ -169,6 +200,8 @@ def build(arch: str | None = None) -> Any:
     arg = seccomp.Arg
     _add(seccomp, rules, seccomp.ALLOW, "clone", arg(0, seccomp.MASKED_EQ, NAMESPACE_FLAGS, 0))
     _add(seccomp, rules, seccomp.ERRNO(errno.ENOSYS), "clone3")
+    for name in INOTIFY:
+        _add(seccomp, rules, seccomp.ERRNO(errno.ENOSYS), name)
     for family in SOCKET_FAMILIES:
         _add(seccomp, rules, seccomp.ALLOW, "socket", arg(0, seccomp.EQ, family))
     _add(
@@ -183,6 +216,16 @@ def build(arch: str | None = None) -> Any:
     nowait = arg(5, seccomp.MASKED_EQ, RWF_NOWAIT, RWF_NOWAIT)
     _add(seccomp, rules, seccomp.ALLOW, "preadv2", arg(5, seccomp.MASKED_EQ, RWF_NOWAIT, 0))
     _add(seccomp, rules, seccomp.ERRNO(errno.EOPNOTSUPP), "preadv2", nowait)
+    # Compared as the whole 64-bit register: a value with high bits set matches no rule (EPERM).
+    ignored = seccomp.ERRNO(0)
+    for advice in FADVISE_RUN:
+        _add(seccomp, rules, seccomp.ALLOW, "fadvise64", arg(3, seccomp.EQ, advice))
+    for advice in FADVISE_IGNORED:
+        _add(seccomp, rules, ignored, "fadvise64", arg(3, seccomp.EQ, advice))
+    for advice in MADVISE_RUN:
+        _add(seccomp, rules, seccomp.ALLOW, "madvise", arg(2, seccomp.EQ, advice))
+    for advice in MADVISE_IGNORED:
+        _add(seccomp, rules, ignored, "madvise", arg(2, seccomp.EQ, advice))
     for persona in (PER_LINUX, PERSONALITY_QUERY):
         _add(seccomp, rules, seccomp.ALLOW, "personality", arg(0, seccomp.EQ, persona))
     return rules

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import mmap
 import os
 import platform
 import socket
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -179,3 +181,88 @@ def test_the_same_list_makes_an_allow_list_on_arm64_and_x86_64(arch: str) -> Non
         assert absent not in text
     default = text.split("# default action", 1)[1]
     assert default.split()[1] == "ERRNO(1);"  # EPERM for all the rest
+
+
+# x86-64 numbers: inotify_init, inotify_add_watch, inotify_rm_watch, inotify_init1.
+INOTIFY = {"inotify_init": 253, "inotify_add_watch": 254, "inotify_rm_watch": 255,
+           "inotify_init1": 294}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(INOTIFY))
+def test_inotify_answers_as_a_kernel_without_it(name: str) -> None:
+    # A watch would name what the host and other runs open in the mounts a run shares with
+    # them (/usr, the Python tree); ENOSYS makes a file watcher fall back to polling.
+    assert probe(raw(INOTIFY[name], -1, 0, 0)) == errno.ENOSYS
+
+
+SYS_FADVISE64 = 221
+POSIX_FADV_WILLNEED, POSIX_FADV_DONTNEED, POSIX_FADV_NOREUSE = 3, 4, 5
+MADV_DONTNEED, MADV_HUGEPAGE, MADV_COLD, MADV_PAGEOUT = 4, 14, 20, 21
+
+
+def cached(path: Path) -> bool:
+    """Whether the file's first page sits in the page cache (a read that may not wait for I/O
+    gets it), asked from this process, outside any filter."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        return os.preadv(descriptor, [bytearray(1)], 0, os.RWF_NOWAIT) == 1
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(descriptor)
+
+
+@pytest.fixture
+def cached_file(tmp_path: Path) -> Path:
+    """A file on disk, written back and read, so its pages are clean and in the page cache."""
+    path = tmp_path / "shared.bin"
+    path.write_bytes(os.urandom(1 << 16))
+    descriptor = os.open(path, os.O_RDONLY)
+    os.fsync(descriptor)
+    os.close(descriptor)
+    path.read_bytes()
+    assert cached(path)
+    return path
+
+
+def fadvise(path: Path, advice: int) -> Callable[[], int]:
+    def call() -> int:
+        return raw(SYS_FADVISE64, os.open(path, os.O_RDONLY), 0, 0, advice)()
+
+    return call
+
+
+def madvise(path: Path, advice: int) -> Callable[[], int]:
+    def call() -> int:
+        with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, prot=mmap.PROT_READ) as mapped:
+            sum(mapped[offset] for offset in range(0, len(mapped), mmap.PAGESIZE))  # map them
+            mapped.madvise(advice)
+        return 0
+
+    return call
+
+
+@pytest.mark.parametrize("advice", [POSIX_FADV_DONTNEED, POSIX_FADV_NOREUSE])
+def test_evicting_a_file_s_pages_is_a_no_op(cached_file: Path, advice: int) -> None:
+    # Evicting a shared file's pages, then timing a read of one, tells whether another run (or
+    # the host) read it meanwhile (flush+reload). The advice is a hint: it succeeds, unheeded.
+    assert probe(fadvise(cached_file, advice)) == 0
+    assert cached(cached_file)
+
+
+def test_eviction_advice_with_bits_the_kernel_ignores_is_refused(cached_file: Path) -> None:
+    # The kernel reads the advice as an int: 4 with a high bit set would still be DONTNEED.
+    assert probe(fadvise(cached_file, POSIX_FADV_DONTNEED | 1 << 32)) == errno.EPERM
+    assert cached(cached_file)
+
+
+@pytest.mark.parametrize("advice", [MADV_PAGEOUT, MADV_COLD])
+def test_paging_out_a_mapped_file_is_a_no_op(cached_file: Path, advice: int) -> None:
+    assert probe(madvise(cached_file, advice)) == 0
+    assert cached(cached_file)
+
+
+@pytest.mark.parametrize("advice", [MADV_DONTNEED, MADV_HUGEPAGE])
+def test_the_memory_advice_allocators_give_still_works(cached_file: Path, advice: int) -> None:
+    assert probe(madvise(cached_file, advice)) == 0
+    assert probe(fadvise(cached_file, POSIX_FADV_WILLNEED)) == 0

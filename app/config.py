@@ -257,7 +257,8 @@ class Settings(BaseSettings):
         default=100,
         ge=1,
         description="SSE readers one app process serves of one bus or lab run (browser tabs "
-        "following it); one more gets 429. They share one Redis read of the run (app.fanout).",
+        "following it); one more gets 429. On the job bus they share one Redis read of the run "
+        "(app.fanout).",
     )
     sse_readers: int = Field(
         default=2000,

@@ -54,6 +54,22 @@ class TooManyReaders(Exception):
         self.whole_process = whole_process
 
 
+def admit(of_run: int, in_all: int, per_run: int, total: int) -> None:
+    """Raise TooManyReaders when one more reader, beside `of_run` readers of its run and
+    `in_all` readers in this process, would pass a cap."""
+    if of_run >= per_run:
+        raise TooManyReaders(
+            f"This run already has {per_run} readers here: close another tab "
+            "following it, or try again when the run has ended."
+        )
+    if in_all >= total:
+        raise TooManyReaders(
+            f"This server is following as many runs as it can ({total} readers): "
+            "try again in a minute.",
+            whole_process=True,
+        )
+
+
 def order(entry_id: str) -> tuple[int, int]:
     """A stream id as a sortable pair."""
     millis, _, sequence = entry_id.partition("-")
@@ -122,17 +138,7 @@ class StreamHub:
     def admit(self, key: str) -> None:
         """Raise TooManyReaders when one more reader of `key` would pass a cap."""
         stream = self.streams.get(key)
-        if stream is not None and len(stream.readers) >= self.per_stream:
-            raise TooManyReaders(
-                f"This run already has {self.per_stream} readers here: close another tab "
-                "following it, or try again when the run has ended."
-            )
-        if self.readers() >= self.total:
-            raise TooManyReaders(
-                f"This server is following as many runs as it can ({self.total} readers): "
-                "try again in a minute.",
-                whole_process=True,
-            )
+        admit(len(stream.readers) if stream else 0, self.readers(), self.per_stream, self.total)
 
     async def call(self, command: Callable[[aredis.Redis], Awaitable[Any]]) -> Any:
         """Run one short command for a reader on a connection of its own (at most

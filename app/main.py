@@ -135,7 +135,7 @@ def create_app(settings: Settings | None = None, executor: ExecutorClient | None
         waiting_in_all=settings.runs_waiting,
     )
     app.state.verify_jobs = _verify_jobs(executor)  # staff Verify (on the bus: any process)
-    live_runs = _live_runs(executor, engine)
+    live_runs = _live_runs(executor, engine, settings)
     app.state.live_runs = live_runs  # lab runs streaming (on the job bus: from any process)
 
     app.mount("/static", StaticAssets(), name="static")
@@ -200,7 +200,7 @@ def _executor_client(settings: Settings) -> ExecutorClient:
     return NoExecutor()
 
 
-def _live_runs(executor: ExecutorClient, engine: Any) -> LiveRuns:
+def _live_runs(executor: ExecutorClient, engine: Any, settings: Settings) -> LiveRuns:
     """Lab runs on Redis beside the job bus, so that every app process can follow and stop
     them; without a bus, in this process (the embedded executor serves one process)."""
     if isinstance(executor, RedisExecutorClient):
@@ -208,10 +208,12 @@ def _live_runs(executor: ExecutorClient, engine: Any) -> LiveRuns:
         return RedisLiveRuns(
             executor.url,
             cut_off,
-            readers_per_run=executor.readers_per_run,
-            readers=executor.readers,
+            readers_per_run=settings.sse_readers_per_run,
+            readers=settings.sse_readers,
         )
-    return MemoryLiveRuns()
+    return MemoryLiveRuns(
+        readers_per_run=settings.sse_readers_per_run, readers=settings.sse_readers
+    )
 
 
 def _verify_jobs(executor: ExecutorClient) -> VerifyJobs:

@@ -23,6 +23,9 @@ from typing import Any, Protocol
 
 import anyio
 
+from app.errors import TooManyRequests, Unavailable
+from app.fanout import READERS, READERS_PER_STREAM, TooManyReaders, admit
+
 # A finished run's buffer stays this long for readers that reconnect; later they replay the
 # stored result.
 KEEP_FINISHED_S = 600.0
@@ -117,9 +120,13 @@ class LiveRun:
 
 @dataclass
 class MemoryLiveRuns:
-    """The runs in flight in this process (and recently finished ones), by run id."""
+    """The runs in flight in this process (and recently finished ones), by run id, and their
+    readers, capped as on the job bus (429 past a run's cap, 503 past the process's)."""
 
     runs: dict[int, LiveRun] = field(default_factory=dict)
+    readers_per_run: int = READERS_PER_STREAM  # SSE readers of one run
+    readers: int = READERS  # SSE readers in this process, all lab runs together
+    _following: dict[int, int] = field(default_factory=dict)  # readers now, by run id
 
     async def start(self, run_id: int, user_id: int, drive: Drive) -> None:
         """Begin driving a run in the background."""
@@ -144,12 +151,30 @@ class MemoryLiveRuns:
         live = self.runs.get(run_id)
         if live is None or live.user_id != user_id:
             return None
-        return self._frames(live, after)
+        if not live.done:  # a finished run's frames are a moment's replay: no reader to count
+            try:
+                admit(
+                    self._following.get(run_id, 0),
+                    sum(self._following.values()),
+                    self.readers_per_run,
+                    self.readers,
+                )
+            except TooManyReaders as error:  # a crowded run: 429; a crowded process: 503
+                refusal = Unavailable if error.whole_process else TooManyRequests
+                raise refusal(str(error)) from error
+            self._following[run_id] = self._following.get(run_id, 0) + 1
+        return self._frames(live, after, counted=not live.done)
 
-    async def _frames(self, live: LiveRun, after: int) -> Frames:
-        async for index, (name, payload) in live.follow(after):
-            yield index, name, payload
-        yield len(live.events), "end", {}
+    async def _frames(self, live: LiveRun, after: int, counted: bool) -> Frames:
+        try:
+            async for index, (name, payload) in live.follow(after):
+                yield index, name, payload
+            yield len(live.events), "end", {}
+        finally:
+            if counted:
+                left = self._following.pop(live.run_id) - 1
+                if left:
+                    self._following[live.run_id] = left
 
     async def stop(self, run_id: int, user_id: int) -> StopOutcome:
         """Cancel the learner's run in flight, and wait for its driver to record it."""

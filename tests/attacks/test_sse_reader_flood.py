@@ -20,6 +20,7 @@ import redis.asyncio as aredis
 from app.bus_client import RedisExecutorClient
 from app.errors import TooManyRequests, Unavailable
 from app.fanout import SHORT_CONNECTIONS, TooManyReaders
+from app.labs.live import MemoryLiveRuns
 from app.labs.live_redis import RedisLiveRuns, alive_key, append, run_key
 from executor import bus
 from executor.contract import RankResult, RunResult, RunStatus
@@ -286,3 +287,51 @@ def test_lab_run_readers_past_the_caps_are_refused(redis_url: str) -> None:
     crowded_run, crowded_process = asyncio.run(asyncio.wait_for(main(), 60))
     assert crowded_run.status_code == 429 and "2 readers" in crowded_run.message
     assert crowded_process.status_code == 503 and "3 readers" in crowded_process.message
+
+
+def test_readers_of_lab_runs_in_one_process_are_capped_too(
+    app_factory: Any, sqlite_url: str
+) -> None:
+    """The same flood without a job bus (the embedded executor: app.labs.live.MemoryLiveRuns):
+    every tab following a lab run was another reader, without limit. The settings' caps hold
+    there as on the bus: 429 past a run's, 503 past the process's, and a tab that closes gives
+    its place back. A finished run's replay counts for neither."""
+    app = app_factory(sqlite_url, sse_readers_per_run=2, sse_readers=3)
+    live = app.state.live_runs
+    assert isinstance(live, MemoryLiveRuns)
+
+    async def main() -> list[str]:
+        release = asyncio.Event()
+
+        async def drive(log: Any) -> None:
+            await log.add("queued", {})
+            await release.wait()
+
+        for run_id in (1, 2, 3):
+            await live.start(run_id, LEARNER, drive)
+        refused = []
+        readers = [await live.follow(1, LEARNER, -1), await live.follow(1, LEARNER, -1)]
+        with pytest.raises(TooManyRequests) as crowded_run:
+            await live.follow(1, LEARNER, -1)
+        refused.append(crowded_run.value.message)
+        readers.append(await live.follow(2, LEARNER, -1))
+        with pytest.raises(Unavailable) as crowded_process:
+            await live.follow(3, LEARNER, -1)
+        refused.append(crowded_process.value.message)
+        first = readers[0]
+        assert first is not None
+        assert (await anext(first))[1] == "queued"  # it reads while others are refused
+        await first.aclose()  # a tab closes: its place is free again
+        readers[0] = await live.follow(3, LEARNER, -1)
+        release.set()
+        for reader in readers:
+            assert reader is not None
+            assert [name async for _, name, _ in reader][-1] == "end"
+        for _ in range(5):  # ended: replays, not readers
+            replay = await live.follow(1, LEARNER, -1)
+            assert replay is not None
+        assert live._following == {}
+        return refused
+
+    crowded_run, crowded_process = asyncio.run(asyncio.wait_for(main(), 30))
+    assert "2 readers" in crowded_run and "3 readers" in crowded_process

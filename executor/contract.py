@@ -208,7 +208,9 @@ class RunResult(BaseModel):
 
 
 class OutputEvent(BaseModel):
-    """A chunk of output from one rank, streamed as it arrives."""
+    """A chunk of output from one rank's stream, streamed as it arrives, coalesced (at most one
+    per stream every 20 ms or 4 KiB): a rank's stdout and stderr are not interleaved as written
+    within that window. The RunResult holds each stream exact."""
 
     rank: int
     stream: Literal["stdout", "stderr"]

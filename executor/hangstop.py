@@ -20,7 +20,8 @@ process group's or store's timeout (`timeout=`, a `timedelta`, `set_timeout`), a
 (`signal.alarm`, `setitimer`, `faulthandler.dump_traceback_later`, a handler of its own for the
 dump's signal), or code and names built at run time, which could hide either: exec, eval,
 getattr, and every other way to reach a module's or an object's names by a string (`vars`,
-`__dict__`, `globals`, `operator.attrgetter`, `inspect`, `pickle`, `ctypes`...). Words alone
+`__dict__`, `globals`, `operator.attrgetter`, `inspect`, `pickle`, `ctypes`...), each word
+compared as Python reads names, in their NFKC form (`ｔｉｍｅｏｕｔ=` is `timeout=`). Words alone
 miss a timeout that needs no word: torch's bindings take a number of seconds by position
 (`work.wait(2.0)`, `TCPStore(host, port, n, master, 2.0)`), and an alias or `**options` hides
 the call. So a call that can take a deadline (TIMEOUT_CARRIERS) is looked at only when called
@@ -42,6 +43,7 @@ import io
 import os
 import threading
 import tokenize
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -112,7 +114,10 @@ def _word_in(tokens: list[tokenize.TokenInfo]) -> str | None:
     for token in tokens:
         if token.type not in _WORDY:
             continue
-        text = token.string.lower()
+        # Python reads a name as its NFKC form (`ｔｉｍｅｏｕｔ=` and `𝐭𝐢𝐦𝐞𝐨𝐮𝐭=` are `timeout=`);
+        # tokenize gives the text as written. Strings are read the same way: a string's word
+        # spelled so is still a word meant (the snippet may normalise it at run time).
+        text = unicodedata.normalize("NFKC", token.string).lower()
         for word in REFUSING_WORDS:
             if word in text:
                 return word
@@ -140,6 +145,10 @@ def _hidden_deadline(tree: ast.AST) -> str | None:
         unpacked = any(isinstance(argument, ast.Starred) for argument in node.args)
         if unpacked or any(keyword.arg is None for keyword in node.keywords):
             return f"{name}(*/**)"  # arguments unpacked: a timeout may be among them
+        # The parser gives names in their NFKC form, however the snippet spelled them: this
+        # holds even where the words above were spelled past their filter.
+        if any(keyword.arg == "timeout" for keyword in node.keywords):
+            return f"{name}(timeout=…)"
         if len(node.args) > TIMEOUT_CARRIERS[name]:
             return f"{name}(…) with its timeout's place filled"
     for node in ast.walk(tree):

@@ -7,6 +7,7 @@ tests/verification/test_hang_stop.py.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 from collections.abc import Iterator
 
@@ -58,6 +59,10 @@ REFUSED = {
     "an alias": "make = dist.new_group\ngroup = make([0, 1], t)\n",
     "an import alias": "from torch.distributed import new_group as make\n",
     "a default rewritten": "dist.new_group.__kwdefaults__ = {}\n",
+    "a timeout in fullwidth letters (Python reads names as NFKC)": (
+        "import datetime, torch.distributed as dist\n"
+        "dist.init_process_group('gloo', ｔｉｍｅｏｕｔ=datetime.ｔｉｍｅｄｅｌｔａ(seconds=2))\n"
+    ),
 }
 
 
@@ -66,6 +71,38 @@ def test_the_executor_declines_to_look_at_a_snippet_that_can_set_a_deadline(code
     request = {"code": code, "stop_when_stuck": True, "launcher": "torchrun"}
     reason = hangstop.refusal(request, "gloo")
     assert reason is not None and "it may end a wait by itself" in reason
+
+
+def fullwidth(word: str) -> str:
+    """The word in fullwidth letters (ｔｉｍｅｏｕｔ), which Python reads as ASCII (NFKC)."""
+    return "".join(chr(ord(c) + 0xFEE0) if c.isascii() and c.isalpha() else c for c in word)
+
+
+def bold(word: str) -> str:
+    """The word in mathematical bold letters (𝐭𝐢𝐦𝐞𝐨𝐮𝐭), which Python reads as ASCII too."""
+    return "".join(chr(0x1D41A + ord(c) - ord("a")) if "a" <= c <= "z" else c for c in word)
+
+
+@pytest.mark.parametrize("word", hangstop.REFUSING_WORDS)
+def test_a_word_is_found_however_unicode_spells_it_since_python_reads_names_as_nfkc(
+    word: str,
+) -> None:
+    found = hangstop.refusing_word(f"x = dist.{word}\n")
+    assert found is not None
+    for spelled in (fullwidth(word), bold(word), fullwidth(word.upper())):
+        assert spelled.isascii() is False
+        assert hangstop.refusing_word(f"x = dist.{spelled}\n") == found  # a name
+        assert hangstop.refusing_word(f"{spelled}(x)\n") == found  # a call
+        assert hangstop.refusing_word(f"x = {spelled!r}\n") == found  # a string
+
+
+def test_a_timeout_keyword_is_refused_by_the_parsers_reading_whatever_the_words_saw() -> None:
+    """The parser gives keyword names in their NFKC form: the deadline check sees the
+    keyword even where a spelling got past the word filter."""
+    code = f"dist.init_process_group('gloo', {fullwidth('timeout')}=t)\n"
+    assert hangstop._hidden_deadline(ast.parse(code)) == "init_process_group(timeout=…)"
+    assert hangstop._hidden_deadline(ast.parse("dist.new_group([0, 1], timeout=t)\n"))
+    assert hangstop._hidden_deadline(ast.parse(DEADLOCK)) is None
 
 
 def test_what_the_executor_looks_at_and_what_it_never_looks_at() -> None:

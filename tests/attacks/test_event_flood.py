@@ -9,13 +9,13 @@ that switches streams at every write)."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
 from executor import output
 from executor.contract import OutputEvent, RunRequest, RunResult, RunStatus
 from executor.runner import Executor
+from tests.support.executor import streamed
 
 pytestmark = pytest.mark.executor
 
@@ -30,20 +30,8 @@ for line in range({LINES}):
 
 
 def test_output_written_a_few_bytes_at_a_time_streams_as_few_events(sandboxed: Executor) -> None:
-    async def follow() -> tuple[list[OutputEvent], RunResult, float]:
-        events: list[OutputEvent] = []
-        result: RunResult | None = None
-        started = time.monotonic()
-        request = RunRequest(code=FLOOD, nproc=2, timeout_s=30, use_cache=False)
-        async for event in await sandboxed.open(request):
-            if isinstance(event, OutputEvent):
-                events.append(event)
-            elif isinstance(event, RunResult):
-                result = event
-        assert result is not None
-        return events, result, time.monotonic() - started
-
-    events, result, seconds = asyncio.run(follow())
+    request = RunRequest(code=FLOOD, nproc=2, timeout_s=30, use_cache=False)
+    events, result, seconds = streamed(sandboxed, request)
     assert result.status is RunStatus.OK, result
     expected_stdout = "".join(f"{line % 10}\n" for line in range(LINES))
     expected_stderr = "".join(f"err {line}\n" for line in range(0, LINES, 3000))

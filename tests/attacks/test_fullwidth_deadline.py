@@ -9,12 +9,10 @@ within its limit, never stopped_when_stuck."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
-from executor.contract import RunRequest, RunStatus
 from executor.runner import Executor
+from tests.attacks.test_hidden_deadline import ends_at_its_own_deadline
 
 pytestmark = pytest.mark.executor
 
@@ -31,9 +29,4 @@ else:
 def test_a_deadline_spelled_in_fullwidth_letters_is_never_stopped_as_a_hang(
     sandboxed: Executor,
 ) -> None:
-    request = RunRequest(code=ATTACK, nproc=2, timeout_s=30, use_cache=False, stop_when_stuck=True)
-    result = asyncio.run(sandboxed.run(request))
-    assert not result.stopped_when_stuck, result
-    assert result.status is RunStatus.ERROR, result
-    assert any("timed out" in rank.stderr.lower() or "timeout" in rank.stderr.lower()
-               for rank in result.ranks), result  # fmt: skip
+    ends_at_its_own_deadline(sandboxed, ATTACK)

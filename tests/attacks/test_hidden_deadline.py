@@ -29,7 +29,13 @@ else:
 
 
 def test_a_deadline_set_without_its_words_is_never_stopped_as_a_hang(sandboxed: Executor) -> None:
-    request = RunRequest(code=ATTACK, nproc=2, timeout_s=30, use_cache=False, stop_when_stuck=True)
+    ends_at_its_own_deadline(sandboxed, ATTACK)
+
+
+def ends_at_its_own_deadline(sandboxed: Executor, code: str) -> None:
+    """A run asked to stop when stuck, whose snippet sets its own deadline, is not stopped: it
+    ends in error at that deadline."""
+    request = RunRequest(code=code, nproc=2, timeout_s=30, use_cache=False, stop_when_stuck=True)
     result = asyncio.run(sandboxed.run(request))
     assert not result.stopped_when_stuck, result
     assert result.status is RunStatus.ERROR, result

@@ -11,7 +11,6 @@ the sandbox) sees with preadv2(RWF_NOWAIT), which fails with EAGAIN on a page no
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ import pytest
 from executor.contract import RunStatus
 from executor.runner import Executor
 from tests.support.executor import run
+from tests.support.page_cache import cached
 
 pytestmark = pytest.mark.executor
 
@@ -42,17 +42,6 @@ with mmap.mmap(fd, 0, prot=mmap.PROT_READ) as mapped:
 answers["fadvise_dontneed"] = os.posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
 print(json.dumps(answers))
 """
-
-
-def cached(path: Path) -> bool:
-    """Whether the file's first page is in the page cache, asked outside the sandbox."""
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        return os.preadv(descriptor, [bytearray(1)], 0, os.RWF_NOWAIT) == 1
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(descriptor)
 
 
 def test_a_run_cannot_evict_a_shared_file_from_the_page_cache(sandboxed: Executor) -> None:

@@ -11,14 +11,12 @@ per SLOW_COALESCE_S."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 import pytest
 
 from executor import output
-from executor.contract import OutputEvent, RunRequest, RunResult, RunStatus
+from executor.contract import RunRequest, RunStatus
 from executor.runner import Executor
+from tests.support.executor import streamed
 
 pytestmark = pytest.mark.executor
 
@@ -37,20 +35,8 @@ while time.time() - start < {SECONDS}:
 def test_output_that_switches_streams_at_every_byte_streams_as_few_events(
     sandboxed: Executor,
 ) -> None:
-    async def follow() -> tuple[list[OutputEvent], RunResult, float]:
-        events: list[OutputEvent] = []
-        result: RunResult | None = None
-        started = time.monotonic()
-        request = RunRequest(code=ALTERNATING, nproc=4, timeout_s=30, use_cache=False)
-        async for event in await sandboxed.open(request):
-            if isinstance(event, OutputEvent):
-                events.append(event)
-            elif isinstance(event, RunResult):
-                result = event
-        assert result is not None
-        return events, result, time.monotonic() - started
-
-    events, result, seconds = asyncio.run(follow())
+    request = RunRequest(code=ALTERNATING, nproc=4, timeout_s=30, use_cache=False)
+    events, result, seconds = streamed(sandboxed, request)
     assert result.status is RunStatus.OK, result
     streams = 2
     for rank in result.ranks:

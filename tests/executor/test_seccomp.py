@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from executor import seccomp_policy
+from tests.support.page_cache import cached
 
 pytestmark = pytest.mark.skipif(
     platform.machine() != "x86_64", reason="the raw system call numbers below are x86-64's"
@@ -198,18 +199,6 @@ def test_inotify_answers_as_a_kernel_without_it(name: str) -> None:
 SYS_FADVISE64 = 221
 POSIX_FADV_WILLNEED, POSIX_FADV_DONTNEED, POSIX_FADV_NOREUSE = 3, 4, 5
 MADV_DONTNEED, MADV_HUGEPAGE, MADV_COLD, MADV_PAGEOUT = 4, 14, 20, 21
-
-
-def cached(path: Path) -> bool:
-    """Whether the file's first page sits in the page cache (a read that may not wait for I/O
-    gets it), asked from this process, outside any filter."""
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        return os.preadv(descriptor, [bytearray(1)], 0, os.RWF_NOWAIT) == 1
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(descriptor)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from executor.contract import Launcher, RunResult
+    from executor.contract import Launcher, OutputEvent, RunRequest, RunResult
     from executor.runner import Executor
 
 # Put in the environment the executor is started from (tests/conftest.py): no rank may see it.
@@ -30,3 +30,25 @@ def run(
         code=code, nproc=nproc, timeout_s=timeout_s, launcher=launcher, use_cache=False
     )
     return asyncio.run(runner.run(request))
+
+
+def streamed(runner: Executor, request: RunRequest) -> tuple[list[OutputEvent], RunResult, float]:
+    """Run a request as the stream does: its output events, its result, and the seconds the
+    whole took."""
+    import time
+
+    from executor.contract import OutputEvent, RunResult
+
+    async def follow() -> tuple[list[OutputEvent], RunResult, float]:
+        events: list[OutputEvent] = []
+        result: RunResult | None = None
+        started = time.monotonic()
+        async for event in await runner.open(request):
+            if isinstance(event, OutputEvent):
+                events.append(event)
+            elif isinstance(event, RunResult):
+                result = event
+        assert result is not None
+        return events, result, time.monotonic() - started
+
+    return asyncio.run(follow())

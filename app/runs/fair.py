@@ -22,7 +22,6 @@ has its own slots, and one learner may have a run in flight in each.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import math
 import threading
 import time
@@ -34,6 +33,7 @@ from limits import parse
 from limits.storage import storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
+from app.accounts.throttle import address_key
 from app.errors import Conflict, TooManyRequests, Unavailable
 
 IN_FLIGHT = "You already have a run going: wait for it to end (or stop it), then run again."
@@ -51,18 +51,11 @@ LINE_FULL_RETRY_S = 10
 
 def party_of(learner: str, is_guest: bool, address: str) -> str:
     """The party a learner's runs take turns as: a signed-in learner alone, a guest with every
-    guest of their client address (IPv6: its /64, what one host or home network is given)."""
+    guest of their client address, keyed as the address limits key it (IPv6: its /64, what one
+    host or home network is given)."""
     if not is_guest:
         return f"learner:{learner}"
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:  # no address (a test client, a unix socket): the text names the party
-        return f"guests:{address}"
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return f"guests:{ip.ipv4_mapped}"
-        return f"guests:{ipaddress.IPv6Network((ip, 64), strict=False)}"
-    return f"guests:{ip}"
+    return f"guests:{address_key(address)}"
 
 
 class _State(Enum):

@@ -389,17 +389,14 @@ async def start_run(
     context = await run_reads(session, _step_context, session, user.id, loaded, index, step)
     start = labs.starting_code(loaded, step, context["states"])
     refused = await run_in_threadpool(_sandboxed, executor)
+    # A refusal is raised: the app's handler answers JSON or a page, with Retry-After if known.
     if refused is not None:
-        return _refuse(request, 503, refused)
+        raise Unavailable(refused)
     over = _over_limit(throttle, user.id)
     if over is not None:
-        return _refuse(request, 429, over[0], {"Retry-After": str(over[1])})
-    try:  # one run at a time across Run it, lessons and labs; their shared rate and line
-        turn = runs.claim_turn(request, user, client_address(request))
-    except (Conflict, TooManyRequests, Unavailable) as refusal:
-        wait = refusal.retry_after
-        headers = {"Retry-After": str(wait)} if wait is not None else None
-        return _refuse(request, refusal.status_code, refusal.message, headers)
+        raise TooManyRequests(*over)
+    # One run at a time across Run it, lessons and labs; their shared rate and line.
+    turn = runs.claim_turn(request, user, client_address(request))
     try:
         run = await run_in_threadpool(
             labs.start_run, session, user.id, lab_id, step_id, nproc, code, now, version
@@ -438,15 +435,6 @@ def _over_limit(throttle: Throttle, user_id: int) -> tuple[str, int] | None:
         return None
     wait = refusal.retry_after_s
     return f"That is a lot of runs in a minute: wait {wait} seconds, then run again.", wait
-
-
-def _refuse(
-    request: Request, status: int, message: str, headers: dict[str, str] | None = None
-) -> Response:
-    if wants_json(request):
-        return JSONResponse({"detail": message}, status_code=status, headers=headers)
-    wait = int(headers["Retry-After"]) if headers and "Retry-After" in headers else None
-    raise {409: Conflict, 429: TooManyRequests, 503: Unavailable}[status](message, wait)
 
 
 async def _drive(
